@@ -1,0 +1,10 @@
+//! tcmon's model of Linux traffic control: one [`model::Snapshot`] per poll, the units it is
+//! expressed in, and [`rates`] computed from two snapshots.
+
+pub mod aqm;
+pub mod model;
+pub mod rates;
+pub mod units;
+
+pub use model::Snapshot;
+pub use units::Handle;

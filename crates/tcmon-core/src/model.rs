@@ -1,0 +1,422 @@
+//! The snapshot: everything one poll read, typed.
+//!
+//! The JSON form of these types (`tcmon dump --json`, `/api/v1/snapshot`) is a documented, stable
+//! schema: fields are only added, never renamed.
+
+use std::time::Instant;
+
+use serde::{Serialize, Serializer};
+
+use crate::aqm::{Cake, Codel, Fq, FqCodel, FqCodelClass, Sfq, SfqClass};
+use crate::units::{Handle, TickLen};
+
+/// One consistent read of the traffic-control state of a network namespace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    /// Wall-clock time of the poll, milliseconds since the Unix epoch.
+    pub timestamp_ms: u64,
+    /// Monotonic time of the poll; rates divide by differences of this.
+    #[serde(skip)]
+    pub taken_at: Instant,
+    /// The named network namespace, if not the current one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netns: Option<String>,
+    /// How long the poll took, nanoseconds.
+    pub poll_duration_ns: u64,
+    /// Length of a psched tick on this kernel.
+    #[serde(skip)]
+    pub tick: TickLen,
+    /// Sorted by ifindex.
+    pub interfaces: Vec<Interface>,
+    /// Problems that did not stop the poll: a vanished interface, an undecodable message.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl Snapshot {
+    pub fn new(taken_at: Instant, timestamp_ms: u64) -> Self {
+        Snapshot {
+            timestamp_ms,
+            taken_at,
+            netns: None,
+            poll_duration_ns: 0,
+            tick: TickLen::default(),
+            interfaces: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn interface(&self, name: &str) -> Option<&Interface> {
+        self.interfaces.iter().find(|i| i.name == name)
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Interface {
+    pub name: String,
+    pub ifindex: u32,
+    pub mtu: u32,
+    pub txqueuelen: u32,
+    /// RFC 2863 state as `ip link` prints it in lower case: `up`, `down`, `unknown`, ...
+    pub operstate: String,
+    /// Handle of the root qdisc, if the interface has one in the dump.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_qdisc: Option<Handle>,
+    /// Largest GSO packet the stack may build for this device (`IFLA_GSO_MAX_SIZE`), bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gso_max_size: Option<u32>,
+    /// `IFLA_GSO_MAX_SEGS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gso_max_segs: Option<u32>,
+    /// Sorted by (parent, handle), root first.
+    pub qdiscs: Vec<Qdisc>,
+    /// Sorted by class id.
+    pub classes: Vec<Class>,
+    /// Sorted by (parent, prio, protocol, chain, handle).
+    pub filters: Vec<Filter>,
+    /// Filter rules per (parent, prio, protocol, kind, chain): the kernel scans each linearly.
+    pub filter_chains: Vec<FilterChain>,
+}
+
+impl Interface {
+    pub fn class(&self, id: Handle) -> Option<&Class> {
+        self.classes.iter().find(|c| c.handle == id)
+    }
+    pub fn qdisc(&self, handle: Handle) -> Option<&Qdisc> {
+        self.qdiscs.iter().find(|q| q.handle == handle)
+    }
+    /// The qdisc attached under `parent` (a class id or `root`).
+    pub fn qdisc_under(&self, parent: Handle) -> Option<&Qdisc> {
+        self.qdiscs.iter().find(|q| q.parent == parent)
+    }
+}
+
+/// Basic and queue counters (`TCA_STATS2`). Counters the kernel keeps in 32 bits are widened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    pub bytes: u64,
+    /// From `TCA_STATS_PKT64` when the kernel sends it, else the 32-bit basic counter.
+    pub packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+    pub requeues: u64,
+    pub backlog_bytes: u64,
+    pub backlog_packets: u64,
+    /// True when `packets` is the kernel's 64-bit counter (no wrap at 2^32).
+    #[serde(skip)]
+    pub packets_64bit: bool,
+    /// The kernel's rate estimator, when one is configured (`tc ... estimator`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_estimator: Option<RateEstimator>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RateEstimator {
+    pub bytes_per_sec: u64,
+    pub packets_per_sec: u64,
+}
+
+/// An attribute kept as the kernel sent it, because tcmon does not know it or could not decode it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RawAttr {
+    /// Where it was found, e.g. `options`, `xstats`, `options.htb`.
+    pub at: &'static str,
+    #[serde(rename = "type")]
+    pub kind: u16,
+    #[serde(serialize_with = "hex")]
+    pub bytes: Vec<u8>,
+}
+
+pub(crate) fn hex<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    s.serialize_str(&out)
+}
+
+/// Parts of an object's attributes that were kept raw, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Undecoded {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub raw_attributes: Vec<RawAttr>,
+    /// Why something was not decoded (truncated struct, bad nesting, ...).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub decode_errors: Vec<String>,
+}
+
+impl Undecoded {
+    pub fn is_empty(&self) -> bool {
+        self.raw_attributes.is_empty() && self.decode_errors.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Qdisc {
+    pub handle: Handle,
+    pub parent: Handle,
+    pub kind: String,
+    pub stats: Stats,
+    /// Kind-specific options and xstats, under the kind's name (`"htb": {...}`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<QdiscDetail>,
+    #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
+    pub undecoded: Undecoded,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QdiscDetail {
+    Htb(HtbQdisc),
+    Tbf(Tbf),
+    Pfifo(Fifo),
+    Bfifo(Fifo),
+    /// `pfifo_head_drop` has the pfifo layout.
+    PfifoHeadDrop(Fifo),
+    PfifoFast(Prio),
+    Prio(Prio),
+    FqCodel(FqCodel),
+    Cake(Cake),
+    Sfq(Sfq),
+    Codel(Codel),
+    Fq(Fq),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Class {
+    pub handle: Handle,
+    pub parent: Handle,
+    pub kind: String,
+    /// The qdisc attached to this class, when it is a leaf (`tcm_info`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaf_qdisc: Option<Handle>,
+    pub stats: Stats,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<ClassDetail>,
+    #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
+    pub undecoded: Undecoded,
+}
+
+impl Class {
+    pub fn htb(&self) -> Option<&HtbClass> {
+        match &self.detail {
+            Some(ClassDetail::Htb(h)) => Some(h),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClassDetail {
+    Htb(HtbClass),
+    FqCodel(FqCodelClass),
+    Sfq(SfqClass),
+}
+
+/// `tc_htb_glob` and friends.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HtbQdisc {
+    /// `major.minor` of the HTB implementation, as tc prints `ver`.
+    pub version: String,
+    pub r2q: u32,
+    /// Minor id of the default class; 0 means unclassified traffic goes to the direct queue.
+    pub default_minor: u32,
+    /// The default class id in tc notation (`1:20`), absent when `default_minor` is 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_class: Option<Handle>,
+    /// Packets sent unshaped through the direct queue (`direct_packets_stat`).
+    pub direct_packets: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direct_qlen: Option<u32>,
+    pub offload: bool,
+}
+
+/// Link-layer adjustments of a `tc_ratespec`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RateSpec {
+    pub rate_bytes_per_sec: u64,
+    /// `ethernet`, `atm` or `unaware`.
+    pub linklayer: &'static str,
+    pub overhead_bytes: u16,
+    pub mpu_bytes: u16,
+}
+
+/// An HTB class: `tc_htb_opt`, 64-bit rates and `tc_htb_xstats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HtbClass {
+    pub rate_bytes_per_sec: u64,
+    pub ceil_bytes_per_sec: u64,
+    /// Bucket size in bytes at the class rate (tc's `burst`).
+    pub burst_bytes: u64,
+    pub cburst_bytes: u64,
+    /// Bucket size as time: what the kernel stores.
+    pub burst_ns: u64,
+    pub cburst_ns: u64,
+    /// The effective DRR quantum (explicit, or rate/r2q clamped to 1000..200000 by the kernel).
+    pub quantum_bytes: u32,
+    pub prio: u32,
+    /// 0 for leaves; inner classes have the level of their highest child + 1 (root of tree: 7).
+    pub level: u32,
+    pub linklayer: &'static str,
+    pub overhead_bytes: u16,
+    pub mpu_bytes: u16,
+    pub ceil_mpu_bytes: u16,
+    pub offload: bool,
+    /// Times the class lent its own rate to children (`lended`).
+    pub lends: u32,
+    /// Times the class borrowed from its parent.
+    pub borrows: u32,
+    /// Packets larger than the class's configured mtu.
+    pub giants: u32,
+    /// Rate-bucket level in ns of transmission time; negative = debt.
+    pub tokens_ns: i64,
+    pub ctokens_ns: i64,
+    /// `tokens_ns` as bytes at the class rate (negative = debt).
+    pub tokens_bytes: i64,
+    pub ctokens_bytes: i64,
+    /// False when the kernel sent no xstats: the token/lend fields are then zero, not measured.
+    pub has_xstats: bool,
+}
+
+/// Token bucket filter: `tc_tbf_qopt` with 64-bit rates.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Tbf {
+    pub rate_bytes_per_sec: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peakrate_bytes_per_sec: Option<u64>,
+    pub burst_bytes: u64,
+    pub burst_ns: u64,
+    /// Peak-rate bucket (`mtu`/`minburst`) in bytes, when a peak rate is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu_bytes: Option<u64>,
+    /// Queue limit in bytes.
+    pub limit_bytes: u32,
+    /// Longest a packet can wait in the queue (tc's `lat`): limit/rate minus the bucket.
+    pub latency_ns: i64,
+    pub linklayer: &'static str,
+    pub mpu_bytes: u16,
+}
+
+/// pfifo / bfifo: `tc_fifo_qopt`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Fifo {
+    /// Packets for pfifo, bytes for bfifo.
+    pub limit: u32,
+}
+
+/// pfifo_fast / prio: `tc_prio_qopt`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Prio {
+    pub bands: u32,
+    /// Band per Linux priority (TOS) 0..15.
+    pub priomap: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Filter {
+    pub parent: Handle,
+    pub prio: u16,
+    /// `ip`, `ipv6`, `all`, `802.1Q`, ... or `0x88cc` when unnamed.
+    pub protocol: String,
+    pub kind: String,
+    pub chain: u32,
+    /// Raw filter handle as tc prints it (`800::800` for u32, `0x1` otherwise).
+    pub handle: String,
+    #[serde(skip)]
+    pub handle_raw: u32,
+    /// Where matching packets go (`flowid`/`classid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_id: Option<Handle>,
+    /// False for the entries a dump returns that are not rules: the prio/protocol head and u32
+    /// hash tables.
+    pub is_rule: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub u32: Option<U32Filter>,
+    #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
+    pub undecoded: Undecoded,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct U32Filter {
+    /// Set on hash tables.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub divisor: Option<u32>,
+    /// Hash table this node links to (`link`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// Number of match keys in the selector.
+    pub keys: u32,
+    /// Packets that reached this rule (`rcnt`), when the kernel has CONFIG_CLS_U32_PERF.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lookups: Option<u64>,
+    /// Packets that matched it (`rhit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hits: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FilterChain {
+    pub parent: Handle,
+    pub prio: u16,
+    pub protocol: String,
+    pub kind: String,
+    pub chain: u32,
+    /// Rules (not hash tables or heads) at this (parent, prio, protocol, kind, chain).
+    pub rules: u32,
+}
+
+/// Groups rules into [`FilterChain`]s; `filters` must be sorted as in [`Interface::filters`].
+pub fn filter_chains(filters: &[Filter]) -> Vec<FilterChain> {
+    let mut out: Vec<FilterChain> = Vec::new();
+    for f in filters {
+        let same = out.last().is_some_and(|c| {
+            c.parent == f.parent
+                && c.prio == f.prio
+                && c.protocol == f.protocol
+                && c.kind == f.kind
+                && c.chain == f.chain
+        });
+        if !same {
+            out.push(FilterChain {
+                parent: f.parent,
+                prio: f.prio,
+                protocol: f.protocol.clone(),
+                kind: f.kind.clone(),
+                chain: f.chain,
+                rules: 0,
+            });
+        }
+        if f.is_rule {
+            out.last_mut().expect("pushed above").rules += 1;
+        }
+    }
+    out
+}
+
+/// Sorts an interface's objects into the documented order (deterministic output).
+pub fn sort_interface(i: &mut Interface) {
+    i.qdiscs
+        .sort_by_key(|q| (q.parent != Handle::ROOT, q.parent, q.handle));
+    i.classes.sort_by_key(|c| c.handle);
+    i.filters.sort_by(|a, b| {
+        (
+            a.parent,
+            a.prio,
+            &a.protocol,
+            a.chain,
+            &a.kind,
+            a.handle_raw,
+        )
+            .cmp(&(
+                b.parent,
+                b.prio,
+                &b.protocol,
+                b.chain,
+                &b.kind,
+                b.handle_raw,
+            ))
+    });
+    i.filter_chains = filter_chains(&i.filters);
+}

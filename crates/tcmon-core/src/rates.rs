@@ -1,0 +1,358 @@
+//! Counter deltas between two snapshots, as per-second rates.
+//!
+//! An object is the same object in both snapshots only if its interface index, handle, parent
+//! and kind match (a recreated interface gets a new index; a replaced qdisc usually a new kind
+//! or parent). Counters that went backwards mean the object was reset under the same identity:
+//! it starts fresh, with no rate for that interval rather than a negative or absurd one. Only
+//! counters the kernel keeps in 32 bits may wrap, and a wrap is taken only when the wrapped
+//! delta is plausible (under half the range).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::model::{Class, Interface, Qdisc, Snapshot, Stats};
+use crate::units::Handle;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectType {
+    Qdisc,
+    Class,
+}
+
+/// Identifies one qdisc or class across snapshots.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    pub ifindex: u32,
+    pub object: ObjectType,
+    pub handle: Handle,
+    /// Part of the identity because the kernel's own qdiscs (HTB leaves' default FIFO, TBF's
+    /// inner one) all have handle 0.
+    pub parent: Handle,
+}
+
+/// Per-second rates of one object over one interval. `None` where the counter restarted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ObjectRates {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bits_per_sec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets_per_sec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drops_per_sec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlimits_per_sec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requeues_per_sec: Option<f64>,
+    /// HTB classes only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lends_per_sec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub borrows_per_sec: Option<f64>,
+    /// Change of the backlog over the interval: positive while a queue builds up.
+    pub backlog_trend_bytes_per_sec: f64,
+    /// True when the object is new or was reset: its counters start from here.
+    pub fresh: bool,
+}
+
+/// Rates of every object present in the later snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Rates {
+    pub interval_ns: u64,
+    by_object: HashMap<ObjectKey, ObjectRates>,
+}
+
+impl Rates {
+    /// Rates from `prev` to `cur`. An empty or backwards interval gives every object `fresh`.
+    pub fn between(prev: &Snapshot, cur: &Snapshot) -> Rates {
+        let interval = cur.taken_at.saturating_duration_since(prev.taken_at);
+        let secs = interval.as_secs_f64();
+        let mut by_object = HashMap::new();
+        for iface in &cur.interfaces {
+            let before = prev
+                .interfaces
+                .iter()
+                .find(|i| i.ifindex == iface.ifindex && i.name == iface.name);
+            for q in &iface.qdiscs {
+                let old = before.and_then(|b| {
+                    b.qdiscs
+                        .iter()
+                        .find(|o| o.handle == q.handle && o.parent == q.parent)
+                });
+                let old = old.filter(|o| o.kind == q.kind);
+                let r = object_rates(old.map(|o| (&o.stats, None)), (&q.stats, None), secs);
+                by_object.insert(key(iface, ObjectType::Qdisc, q.handle, q.parent), r);
+            }
+            for c in &iface.classes {
+                let old = before.and_then(|b| b.class(c.handle));
+                let old = old.filter(|o| o.parent == c.parent && o.kind == c.kind);
+                let r = object_rates(
+                    old.map(|o| (&o.stats, htb_counters(o))),
+                    (&c.stats, htb_counters(c)),
+                    secs,
+                );
+                by_object.insert(key(iface, ObjectType::Class, c.handle, c.parent), r);
+            }
+        }
+        Rates {
+            interval_ns: interval.as_nanos() as u64,
+            by_object,
+        }
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&ObjectRates> {
+        self.by_object.get(key)
+    }
+
+    pub fn qdisc(&self, iface: &Interface, q: &Qdisc) -> Option<&ObjectRates> {
+        self.get(&key(iface, ObjectType::Qdisc, q.handle, q.parent))
+    }
+
+    pub fn class(&self, iface: &Interface, c: &Class) -> Option<&ObjectRates> {
+        self.get(&key(iface, ObjectType::Class, c.handle, c.parent))
+    }
+}
+
+fn key(iface: &Interface, object: ObjectType, handle: Handle, parent: Handle) -> ObjectKey {
+    ObjectKey {
+        ifindex: iface.ifindex,
+        object,
+        handle,
+        parent,
+    }
+}
+
+/// (lends, borrows), both 32-bit in the kernel.
+fn htb_counters(c: &Class) -> Option<(u64, u64)> {
+    c.htb()
+        .filter(|h| h.has_xstats)
+        .map(|h| (u64::from(h.lends), u64::from(h.borrows)))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Width {
+    Bits32,
+    Bits64,
+}
+
+/// The increase of a counter, or `None` when it restarted.
+fn delta(prev: u64, cur: u64, width: Width) -> Option<u64> {
+    if cur >= prev {
+        return Some(cur - prev);
+    }
+    match width {
+        Width::Bits32 if u32::try_from(prev).is_ok() => {
+            let wrapped = cur + (1u64 << 32) - prev;
+            (wrapped < (1u64 << 31)).then_some(wrapped)
+        }
+        _ => None,
+    }
+}
+
+fn object_rates(
+    prev: Option<(&Stats, Option<(u64, u64)>)>,
+    cur: (&Stats, Option<(u64, u64)>),
+    secs: f64,
+) -> ObjectRates {
+    let fresh = ObjectRates {
+        fresh: true,
+        ..ObjectRates::default()
+    };
+    let Some((p, p_htb)) = prev else {
+        return fresh;
+    };
+    let (c, c_htb) = cur;
+    if secs <= 0.0 {
+        return fresh;
+    }
+    let pkt_width = if c.packets_64bit && p.packets_64bit {
+        Width::Bits64
+    } else {
+        Width::Bits32
+    };
+    // Bytes are 64-bit: if they went back, the object was reset, whatever the rest say.
+    let (Some(bytes), Some(packets)) = (
+        delta(p.bytes, c.bytes, Width::Bits64),
+        delta(p.packets, c.packets, pkt_width),
+    ) else {
+        return fresh;
+    };
+    let per_sec = |d: Option<u64>| d.map(|d| d as f64 / secs);
+    let q = |a: u64, b: u64| per_sec(delta(a, b, Width::Bits32));
+    let (lends, borrows) = match (p_htb, c_htb) {
+        (Some((pl, pb)), Some((cl, cb))) => (q(pl, cl), q(pb, cb)),
+        _ => (None, None),
+    };
+    ObjectRates {
+        bits_per_sec: Some(bytes as f64 * 8.0 / secs),
+        packets_per_sec: Some(packets as f64 / secs),
+        drops_per_sec: q(p.drops, c.drops),
+        overlimits_per_sec: q(p.overlimits, c.overlimits),
+        requeues_per_sec: q(p.requeues, c.requeues),
+        lends_per_sec: lends,
+        borrows_per_sec: borrows,
+        backlog_trend_bytes_per_sec: (c.backlog_bytes as f64 - p.backlog_bytes as f64) / secs,
+        fresh: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::{ClassDetail, HtbClass, Undecoded};
+
+    fn stats(bytes: u64, packets: u64, drops: u64) -> Stats {
+        Stats {
+            bytes,
+            packets,
+            drops,
+            ..Stats::default()
+        }
+    }
+
+    fn qdisc(handle: u32, kind: &str, s: Stats) -> Qdisc {
+        Qdisc {
+            handle: Handle(handle),
+            parent: Handle::ROOT,
+            kind: kind.into(),
+            stats: s,
+            detail: None,
+            undecoded: Undecoded::default(),
+        }
+    }
+
+    fn class(lends: u32, s: Stats) -> Class {
+        Class {
+            handle: Handle::new(1, 0x10),
+            parent: Handle::new(1, 1),
+            kind: "htb".into(),
+            leaf_qdisc: None,
+            stats: s,
+            detail: Some(ClassDetail::Htb(HtbClass {
+                lends,
+                has_xstats: true,
+                ..HtbClass::default()
+            })),
+            undecoded: Undecoded::default(),
+        }
+    }
+
+    fn snap(at: Instant, ifindex: u32, qdiscs: Vec<Qdisc>, classes: Vec<Class>) -> Snapshot {
+        let mut s = Snapshot::new(at, 0);
+        s.interfaces.push(Interface {
+            name: "v0".into(),
+            ifindex,
+            qdiscs,
+            classes,
+            ..Interface::default()
+        });
+        s
+    }
+
+    fn qk(ifindex: u32) -> ObjectKey {
+        ObjectKey {
+            ifindex,
+            object: ObjectType::Qdisc,
+            handle: Handle(0x10000),
+            parent: Handle::ROOT,
+        }
+    }
+
+    fn ck(ifindex: u32) -> ObjectKey {
+        ObjectKey {
+            ifindex,
+            object: ObjectType::Class,
+            handle: Handle::new(1, 0x10),
+            parent: Handle::new(1, 1),
+        }
+    }
+
+    fn one(prev: Stats, cur: Stats) -> ObjectRates {
+        let t0 = Instant::now();
+        let a = snap(t0, 3, vec![qdisc(0x10000, "htb", prev)], vec![]);
+        let b = snap(
+            t0 + Duration::from_secs(2),
+            3,
+            vec![qdisc(0x10000, "htb", cur)],
+            vec![],
+        );
+        *Rates::between(&a, &b).get(&qk(3)).unwrap()
+    }
+
+    #[test]
+    fn plain_rates() {
+        let r = one(stats(1000, 10, 1), stats(251_000, 210, 5));
+        assert_eq!(r.bits_per_sec, Some(1_000_000.0));
+        assert_eq!(r.packets_per_sec, Some(100.0));
+        assert_eq!(r.drops_per_sec, Some(2.0));
+        assert!(!r.fresh);
+    }
+
+    #[test]
+    fn counter_reset_starts_fresh() {
+        let r = one(stats(1_000_000, 1000, 9), stats(500, 3, 0));
+        assert!(r.fresh);
+        assert_eq!(r.bits_per_sec, None);
+    }
+
+    #[test]
+    fn u32_wrap_of_packets_and_drops() {
+        let r = one(
+            stats(10, u64::from(u32::MAX) - 9, u64::from(u32::MAX)),
+            stats(20, 10, 1),
+        );
+        assert_eq!(r.packets_per_sec, Some(10.0));
+        assert_eq!(r.drops_per_sec, Some(1.0));
+        // a large "wrap" is a reset of that counter
+        let r = one(stats(10, 100, 5), stats(20, 200, 1));
+        assert_eq!(r.drops_per_sec, None);
+        assert_eq!(r.bits_per_sec, Some(40.0));
+    }
+
+    #[test]
+    fn replaced_qdisc_or_recreated_interface_is_fresh() {
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_secs(1);
+        let a = snap(t0, 3, vec![qdisc(0x10000, "htb", stats(5, 5, 0))], vec![]);
+        let b = snap(t1, 3, vec![qdisc(0x10000, "tbf", stats(50, 50, 0))], vec![]);
+        assert!(Rates::between(&a, &b).get(&qk(3)).unwrap().fresh);
+        let c = snap(t1, 4, vec![qdisc(0x10000, "htb", stats(50, 50, 0))], vec![]);
+        let r = Rates::between(&a, &c);
+        assert!(r.get(&qk(4)).unwrap().fresh);
+        assert!(r.get(&qk(3)).is_none(), "gone interface has no rates");
+    }
+
+    #[test]
+    fn lends_per_sec_and_zero_interval() {
+        let t0 = Instant::now();
+        let a = snap(t0, 3, vec![], vec![class(u32::MAX, stats(0, 0, 0))]);
+        let b = snap(
+            t0 + Duration::from_secs(1),
+            3,
+            vec![],
+            vec![class(4, stats(100, 1, 0))],
+        );
+        let r = Rates::between(&a, &b);
+        assert_eq!(r.get(&ck(3)).unwrap().lends_per_sec, Some(5.0));
+        let same = Rates::between(&b, &b);
+        assert!(same.get(&ck(3)).unwrap().fresh);
+    }
+
+    proptest! {
+        #[test]
+        fn rates_are_never_negative(p in any::<(u64, u64, u64)>(), c in any::<(u64, u64, u64)>(), back in any::<(u32, u32)>()) {
+            let mut ps = stats(p.0, p.1, p.2);
+            ps.backlog_bytes = u64::from(back.0);
+            let mut cs = stats(c.0, c.1, c.2);
+            cs.backlog_bytes = u64::from(back.1);
+            let r = one(ps, cs);
+            for v in [r.bits_per_sec, r.packets_per_sec, r.drops_per_sec].into_iter().flatten() {
+                prop_assert!(v >= 0.0 && v.is_finite());
+            }
+        }
+    }
+}

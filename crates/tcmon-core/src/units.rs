@@ -1,0 +1,265 @@
+//! Units and identifiers, defined once.
+//!
+//! - Rates are bytes per second (`u64`), as the kernel stores them; views multiply by 8.
+//! - Times are nanoseconds (`u64`, or `i64` where the kernel allows debt).
+//! - [`Ticks`] are psched ticks, the unit of HTB/TBF buffers and tokens.
+//! - [`Handle`] is a qdisc or class id, printed in tc's notation.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Serialize, Serializer};
+
+/// A qdisc handle or class id (`major:minor`, 16 bits each), as in `struct tcmsg`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Handle(pub u32);
+
+impl Handle {
+    /// `TC_H_ROOT`: the parent of a root qdisc.
+    pub const ROOT: Handle = Handle(0xFFFF_FFFF);
+    /// `TC_H_UNSPEC`.
+    pub const UNSPEC: Handle = Handle(0);
+    /// `TC_H_INGRESS`: the parent of ingress and clsact qdiscs.
+    pub const INGRESS: Handle = Handle(0xFFFF_FFF1);
+
+    pub const fn new(major: u16, minor: u16) -> Self {
+        Handle(((major as u32) << 16) | minor as u32)
+    }
+    pub const fn major(self) -> u16 {
+        (self.0 >> 16) as u16
+    }
+    pub const fn minor(self) -> u16 {
+        (self.0 & 0xFFFF) as u16
+    }
+    /// The qdisc part of a class id (`1:20` -> `1:`).
+    pub const fn qdisc(self) -> Handle {
+        Handle(self.0 & 0xFFFF_0000)
+    }
+}
+
+impl fmt::Display for Handle {
+    // Same spelling as iproute2's sprint_tc_classid, so users can paste it into tc.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Handle::ROOT => f.write_str("root"),
+            Handle::UNSPEC => f.write_str("none"),
+            h if h.major() == 0 => write!(f, ":{:x}", h.minor()),
+            h if h.minor() == 0 => write!(f, "{:x}:", h.major()),
+            h => write!(f, "{:x}:{:x}", h.major(), h.minor()),
+        }
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Handle({self})")
+    }
+}
+
+impl Serialize for Handle {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Error from parsing a [`Handle`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseHandleError(String);
+
+impl fmt::Display for ParseHandleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid handle '{}': expected tc notation like 1:, 1:20 or root",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseHandleError {}
+
+impl FromStr for Handle {
+    type Err = ParseHandleError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || ParseHandleError(s.to_owned());
+        match s {
+            "root" => return Ok(Handle::ROOT),
+            "none" => return Ok(Handle::UNSPEC),
+            "ingress" => return Ok(Handle::INGRESS),
+            _ => {}
+        }
+        let (maj, min) = s.split_once(':').ok_or_else(err)?;
+        let part = |p: &str| -> Result<u16, ParseHandleError> {
+            if p.is_empty() {
+                Ok(0)
+            } else {
+                u16::from_str_radix(p, 16).map_err(|_| err())
+            }
+        };
+        Ok(Handle::new(part(maj)?, part(min)?))
+    }
+}
+
+/// psched ticks, the kernel's unit for HTB/TBF buffers and tokens (64 ns on current kernels;
+/// the real length comes from `/proc/net/psched`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default, Serialize)]
+pub struct Ticks(pub i64);
+
+/// Length of one psched tick, read from `/proc/net/psched` (`t2us / us2t` microseconds scaled by
+/// the clock resolution, as iproute2's `tc_core_init` does).
+#[derive(Clone, Copy, PartialEq, Debug, Serialize)]
+pub struct TickLen {
+    pub ns_per_tick: f64,
+}
+
+impl Default for TickLen {
+    /// `PSCHED_SHIFT` = 6 since Linux 2.6.31.
+    fn default() -> Self {
+        TickLen { ns_per_tick: 64.0 }
+    }
+}
+
+impl TickLen {
+    /// Parses the four hex words of `/proc/net/psched`.
+    pub fn from_proc_psched(text: &str) -> Option<Self> {
+        let mut words = text
+            .split_whitespace()
+            .map(|w| u32::from_str_radix(w, 16).ok());
+        let t2us = f64::from(words.next()??);
+        let mut us2t = f64::from(words.next()??);
+        let clock_res = f64::from(words.next()??);
+        if t2us == 0.0 || us2t == 0.0 || clock_res == 0.0 {
+            return None;
+        }
+        if (clock_res - 1e9).abs() < f64::EPSILON {
+            us2t = t2us;
+        }
+        // ticks per microsecond, exactly as tc computes tick_in_usec
+        let ticks_per_us = t2us / us2t * (clock_res / 1e6);
+        Some(TickLen {
+            ns_per_tick: 1000.0 / ticks_per_us,
+        })
+    }
+
+    pub fn to_ns(self, t: Ticks) -> i64 {
+        (t.0 as f64 * self.ns_per_tick).round() as i64
+    }
+}
+
+/// Bytes that a token bucket of `ns` nanoseconds holds at `rate_bytes_per_sec`
+/// (what tc calls `tc_calc_xmitsize`). Negative time (debt) gives negative bytes.
+pub fn bytes_at_rate(ns: i64, rate_bytes_per_sec: u64) -> i64 {
+    (i128::from(ns) * i128::from(rate_bytes_per_sec) / 1_000_000_000) as i64
+}
+
+/// Time to send `bytes` at `rate_bytes_per_sec`, in nanoseconds (`None` for a zero rate).
+pub fn ns_at_rate(bytes: u64, rate_bytes_per_sec: u64) -> Option<u64> {
+    (rate_bytes_per_sec > 0)
+        .then(|| (u128::from(bytes) * 1_000_000_000 / u128::from(rate_bytes_per_sec)) as u64)
+}
+
+/// `2 Mbit`, `64 kbit`, `1.5 Gbit`: SI units, as tc and people write rates.
+pub fn fmt_bits_per_sec(bits_per_sec: f64) -> String {
+    fmt_si(bits_per_sec, "bit")
+}
+
+/// `1.6 kB`, `12 MB`: SI units.
+pub fn fmt_bytes(bytes: f64) -> String {
+    fmt_si(bytes, "B")
+}
+
+fn fmt_si(v: f64, unit: &str) -> String {
+    const PREFIXES: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    let sign = if v < 0.0 { "-" } else { "" };
+    let a = v.abs();
+    for (scale, p) in PREFIXES {
+        if a >= scale {
+            return format!("{sign}{} {p}{unit}", trim_num(a / scale));
+        }
+    }
+    format!("{sign}{} {unit}", trim_num(a))
+}
+
+/// Up to three significant digits, no trailing zeros: `2`, `1.6`, `12.5`, `100`.
+fn trim_num(v: f64) -> String {
+    let s = if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
+/// `6.4 ms`, `120 µs`, `3.2 s`.
+pub fn fmt_ns(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let a = ns.unsigned_abs() as f64;
+    if a >= 1e9 {
+        format!("{sign}{} s", trim_num(a / 1e9))
+    } else if a >= 1e6 {
+        format!("{sign}{} ms", trim_num(a / 1e6))
+    } else if a >= 1e3 {
+        format!("{sign}{} µs", trim_num(a / 1e3))
+    } else {
+        format!("{sign}{a} ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handle_notation_matches_tc() {
+        assert_eq!(Handle::new(1, 0).to_string(), "1:");
+        assert_eq!(Handle::new(1, 0x20).to_string(), "1:20");
+        assert_eq!(Handle::ROOT.to_string(), "root");
+        assert_eq!(Handle::UNSPEC.to_string(), "none");
+        assert_eq!(Handle::INGRESS.to_string(), "ffff:fff1");
+        assert_eq!(Handle(0x10).to_string(), ":10");
+        for s in ["1:", "1:20", "ffff:fff1", "root", ":10", "abcd:ef"] {
+            assert_eq!(s.parse::<Handle>().unwrap().to_string(), s);
+        }
+        assert!("1:2:3".parse::<Handle>().is_err());
+        assert!("x".parse::<Handle>().is_err());
+        assert!("10000:".parse::<Handle>().is_err());
+    }
+
+    #[test]
+    fn psched_of_this_kernel_is_64ns() {
+        let t = TickLen::from_proc_psched("000003e8 00000040 000f4240 3b9aca00\n").unwrap();
+        assert!((t.ns_per_tick - 64.0).abs() < 1e-9);
+        assert_eq!(t.to_ns(Ticks(100_000)), 6_400_000);
+        assert!(TickLen::from_proc_psched("garbage").is_none());
+        assert!(TickLen::from_proc_psched("0 0 0 0").is_none());
+    }
+
+    #[test]
+    fn burst_of_tc_default_at_2mbit() {
+        // tc-facts: burst 1600b at 2Mbit -> buffer 100000 ticks (6.4 ms)
+        assert_eq!(bytes_at_rate(6_400_000, 250_000), 1600);
+        assert_eq!(bytes_at_rate(-6_400_000, 250_000), -1600);
+        assert_eq!(ns_at_rate(1600, 250_000), Some(6_400_000));
+        assert_eq!(ns_at_rate(1, 0), None);
+    }
+
+    #[test]
+    fn human_units() {
+        assert_eq!(fmt_bits_per_sec(2e6), "2 Mbit");
+        assert_eq!(fmt_bits_per_sec(64e3), "64 kbit");
+        assert_eq!(fmt_bits_per_sec(1.5e9), "1.5 Gbit");
+        assert_eq!(fmt_bits_per_sec(0.0), "0 bit");
+        assert_eq!(fmt_bytes(1600.0), "1.6 kB");
+        assert_eq!(fmt_bytes(15360.0), "15.4 kB");
+        assert_eq!(fmt_ns(6_400_000), "6.4 ms");
+        assert_eq!(fmt_ns(-68_116_000), "-68.1 ms");
+        assert_eq!(fmt_ns(999), "999 ns");
+        assert_eq!(fmt_ns(3_200_000_000), "3.2 s");
+    }
+}

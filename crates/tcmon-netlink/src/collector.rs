@@ -1,0 +1,484 @@
+//! One poll: links, every qdisc (one dump), classes per interface, filters per parent (cached),
+//! assembled into a consistent [`Snapshot`].
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use netlink_packet_core::Parseable;
+use netlink_packet_route::link::{LinkAttribute, LinkExtentMask, LinkMessage, State};
+use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
+use netlink_packet_route::RouteNetlinkMessage;
+use tcmon_core::model::{sort_interface, Class, Filter, Interface, Qdisc, Snapshot};
+use tcmon_core::units::{Handle, TickLen};
+
+use crate::decode::Fixed;
+use crate::netns::in_netns;
+use crate::socket::{DumpStatus, NlSocket};
+use crate::{tc, Error};
+
+const RTM_NEWLINK: u16 = 16;
+const RTM_DELLINK: u16 = 17;
+const RTM_NEWQDISC: u16 = 36;
+const RTM_DELQDISC: u16 = 37;
+const RTM_NEWTCLASS: u16 = 40;
+const RTM_DELTCLASS: u16 = 41;
+const RTM_NEWTFILTER: u16 = 44;
+const RTM_DELTFILTER: u16 = 45;
+const RTM_NEWCHAIN: u16 = 100;
+const RTM_DELCHAIN: u16 = 101;
+const RTMGRP_LINK: u32 = 1;
+const RTMGRP_TC: u32 = 8;
+/// `tcm_ifindex` of filters on shared blocks.
+const TCM_IFINDEX_MAGIC_BLOCK: i32 = -1;
+
+/// Times a poll is read when the tree changed under it or a dump failed transiently.
+const READ_ATTEMPTS: usize = 3;
+
+/// Which filters to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterMode {
+    /// Don't read filters.
+    Off,
+    /// Read filters when the tree or its filters changed (kernel notifications), and at least
+    /// every `max_age` so u32 hit counters stay fresh.
+    Cached { max_age: Duration },
+}
+
+#[derive(Debug, Clone)]
+pub struct CollectorOptions {
+    /// Interfaces to read; empty means all.
+    pub devices: Vec<String>,
+    pub filters: FilterMode,
+}
+
+impl Default for CollectorOptions {
+    fn default() -> Self {
+        CollectorOptions {
+            devices: Vec::new(),
+            filters: FilterMode::Cached {
+                max_age: Duration::from_secs(10),
+            },
+        }
+    }
+}
+
+#[derive(Debug)]
+struct CachedFilters {
+    parents: Vec<Handle>,
+    filters: Vec<Filter>,
+    read_at: Instant,
+}
+
+/// Reads snapshots of one network namespace. Blocking; owns no threads.
+#[derive(Debug)]
+pub struct Collector {
+    sock: NlSocket,
+    /// Kernel change notifications; `None` if subscribing failed (then only
+    /// `NLM_F_DUMP_INTR` and the filter max-age guard consistency).
+    monitor: Option<NlSocket>,
+    netns: Option<String>,
+    tick: TickLen,
+    opts: CollectorOptions,
+    filter_cache: HashMap<u32, CachedFilters>,
+    /// Link messages of the last dump that could not be decoded.
+    link_errors: usize,
+    counters: CollectorCounters,
+}
+
+/// What the collector has done so far, for its own metrics and for tests of its caching.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CollectorCounters {
+    /// Netlink dumps completed, of any kind.
+    pub dumps: u64,
+    /// Filter dumps (one per parent) completed.
+    pub filter_dumps: u64,
+    /// Polls read more than once because the tree changed or a dump was interrupted.
+    pub rereads: u64,
+}
+
+/// What the notifications since the last look say changed.
+#[derive(Debug, Default)]
+struct Changes {
+    tree: bool,
+    filters_on: HashSet<u32>,
+    all_filters: bool,
+}
+
+impl Collector {
+    /// Opens sockets in the current namespace or in `netns`, and checks that the devices named
+    /// in `opts` exist.
+    pub fn open(netns: Option<&str>, opts: CollectorOptions) -> Result<Self, Error> {
+        let open = || -> io::Result<(NlSocket, Option<NlSocket>)> {
+            Ok((
+                NlSocket::open()?,
+                NlSocket::subscribe(RTMGRP_TC | RTMGRP_LINK).ok(),
+            ))
+        };
+        let (sock, monitor) = match netns {
+            Some(name) => in_netns(name, open)?,
+            None => open(),
+        }
+        .map_err(Error::Socket)?;
+        let tick = std::fs::read_to_string("/proc/net/psched")
+            .ok()
+            .and_then(|t| TickLen::from_proc_psched(&t))
+            .unwrap_or_default();
+        let mut c = Collector {
+            sock,
+            monitor,
+            netns: netns.map(str::to_owned),
+            tick,
+            opts,
+            filter_cache: HashMap::new(),
+            link_errors: 0,
+            counters: CollectorCounters::default(),
+        };
+        if !c.opts.devices.is_empty() {
+            let links = c.links()?;
+            for name in &c.opts.devices {
+                if !links.iter().any(|l| &l.name == name) {
+                    let mut available: Vec<String> = links.iter().map(|l| l.name.clone()).collect();
+                    available.sort();
+                    return Err(Error::NoSuchDevice {
+                        name: name.clone(),
+                        available,
+                    });
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    pub fn counters(&self) -> CollectorCounters {
+        self.counters
+    }
+
+    /// Reads one consistent snapshot. Changes to the tree while it is read make it read again.
+    pub fn poll(&mut self) -> Result<Snapshot, Error> {
+        let started = Instant::now();
+        // Changes before this poll only matter for the filter cache.
+        self.take_changes();
+        let mut attempt = 0;
+        let mut snap = loop {
+            attempt += 1;
+            let last = attempt == READ_ATTEMPTS;
+            let (mut snap, interrupted) = match self.read() {
+                Ok(r) => r,
+                Err(e) if e.is_transient() && !last => {
+                    self.counters.rereads += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let changed = self.take_changes().tree;
+            if !interrupted && !changed {
+                break snap;
+            }
+            if last {
+                snap.warnings.push(format!(
+                    "the tc tree kept changing during {READ_ATTEMPTS} reads; objects may mix states"
+                ));
+                break snap;
+            }
+            self.counters.rereads += 1;
+        };
+        snap.poll_duration_ns = started.elapsed().as_nanos() as u64;
+        Ok(snap)
+    }
+
+    /// Drains notifications, invalidating cached filters they concern.
+    fn take_changes(&mut self) -> Changes {
+        let mut ch = Changes::default();
+        let Some(mon) = self.monitor.as_mut() else {
+            return ch;
+        };
+        let res = mon.drain(|ty, payload| {
+            let ifindex = Fixed::new(payload, 8).map(|f| f.i32(4));
+            match ty {
+                RTM_NEWLINK | RTM_DELLINK | RTM_NEWQDISC | RTM_DELQDISC | RTM_NEWTCLASS
+                | RTM_DELTCLASS => ch.tree = true,
+                RTM_NEWTFILTER | RTM_DELTFILTER | RTM_NEWCHAIN | RTM_DELCHAIN => match ifindex {
+                    Some(i) if i != TCM_IFINDEX_MAGIC_BLOCK => {
+                        ch.filters_on.insert(i as u32);
+                    }
+                    _ => ch.all_filters = true,
+                },
+                _ => {}
+            }
+        });
+        if res.is_err() {
+            // Lost notifications (ENOBUFS): assume everything changed.
+            ch.tree = true;
+            ch.all_filters = true;
+        }
+        if ch.all_filters {
+            self.filter_cache.clear();
+        } else {
+            for i in &ch.filters_on {
+                self.filter_cache.remove(i);
+            }
+        }
+        ch
+    }
+
+    fn read(&mut self) -> Result<(Snapshot, bool), Error> {
+        let mut interrupted = false;
+        let taken_at = Instant::now();
+        let ts = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let mut snap = Snapshot::new(taken_at, ts.as_millis() as u64);
+        snap.netns.clone_from(&self.netns);
+        snap.tick = self.tick;
+
+        self.link_errors = 0;
+        let mut links = self.links()?;
+        if self.link_errors > 0 {
+            snap.warnings.push(format!(
+                "skipped {} undecodable link messages",
+                self.link_errors
+            ));
+        }
+        if !self.opts.devices.is_empty() {
+            for name in &self.opts.devices {
+                if !links.iter().any(|l| &l.name == name) {
+                    snap.warnings
+                        .push(format!("interface {name} is gone; skipped"));
+                }
+            }
+            links.retain(|l| self.opts.devices.contains(&l.name));
+        }
+
+        let tick = self.tick;
+        let mut qdiscs: HashMap<u32, Vec<Qdisc>> = HashMap::new();
+        let mut warnings = Vec::new();
+        let mut req = TcMessage::default();
+        // Include the qdiscs the kernel creates on its own (HTB leaves' default pfifo).
+        req.attributes.push(TcAttribute::DumpInvisible(true));
+        let st = self.dump(
+            "qdiscs",
+            None,
+            RouteNetlinkMessage::GetQueueDiscipline(req),
+            |_, p| match tc::parse(p) {
+                Ok(m) => {
+                    let ifindex = m.ifindex as u32;
+                    qdiscs.entry(ifindex).or_default().push(tc::qdisc(m, tick));
+                }
+                Err(e) => warnings.push(format!("skipped a qdisc message: {e}")),
+            },
+        )?;
+        interrupted |= st.interrupted;
+
+        for link in &mut links {
+            link.qdiscs = qdiscs.remove(&link.ifindex).unwrap_or_default();
+            link.root_qdisc = link
+                .qdiscs
+                .iter()
+                .find(|q| q.parent == Handle::ROOT)
+                .map(|q| q.handle);
+            let (classes, st) = self.classes(link, &mut warnings)?;
+            interrupted |= st.interrupted;
+            link.classes = classes;
+            if let FilterMode::Cached { max_age } = self.opts.filters {
+                let (filters, intr) = self.filters(link, max_age, &mut warnings)?;
+                interrupted |= intr;
+                link.filters = filters;
+            }
+            sort_interface(link);
+        }
+        links.sort_by_key(|l| l.ifindex);
+        snap.interfaces = links;
+        snap.warnings.append(&mut warnings);
+        Ok((snap, interrupted))
+    }
+
+    fn links(&mut self) -> Result<Vec<Interface>, Error> {
+        let mut out = Vec::new();
+        let mut bad = 0usize;
+        let mut req = LinkMessage::default();
+        // Counters are not needed; skipping them makes the dump smaller.
+        req.attributes
+            .push(LinkAttribute::ExtMask(vec![LinkExtentMask::SkipStats]));
+        self.dump(
+            "links",
+            None,
+            RouteNetlinkMessage::GetLink(req),
+            |_, p| match LinkMessage::parse(p) {
+                Ok(m) => out.push(interface(&m)),
+                Err(_) => bad += 1,
+            },
+        )?;
+        if bad > 0 {
+            self.link_errors = bad;
+        }
+        Ok(out)
+    }
+
+    fn classes(
+        &mut self,
+        link: &Interface,
+        warnings: &mut Vec<String>,
+    ) -> Result<(Vec<Class>, DumpStatus), Error> {
+        let tick = self.tick;
+        let mut out = Vec::new();
+        let mut req = TcMessage::default();
+        req.header.index = link.ifindex as i32;
+        let st = self.dump(
+            "classes",
+            Some(&link.name),
+            RouteNetlinkMessage::GetTrafficClass(req),
+            |_, p| match tc::parse(p) {
+                Ok(m) => out.push(tc::class(m, tick)),
+                Err(e) => warnings.push(format!("{}: skipped a class message: {e}", link.name)),
+            },
+        )?;
+        Ok((out, st))
+    }
+
+    fn filters(
+        &mut self,
+        link: &Interface,
+        max_age: Duration,
+        warnings: &mut Vec<String>,
+    ) -> Result<(Vec<Filter>, bool), Error> {
+        let parents = filter_parents(link);
+        if let Some(c) = self.filter_cache.get(&link.ifindex) {
+            if c.parents == parents && c.read_at.elapsed() < max_age {
+                return Ok((c.filters.clone(), false));
+            }
+        }
+        let mut filters = Vec::new();
+        let mut interrupted = false;
+        for &parent in &parents {
+            let mut req = TcMessage::default();
+            req.header.index = link.ifindex as i32;
+            req.header.parent = TcHandle::from(parent.0);
+            let st = self.dump(
+                "filters",
+                Some(&link.name),
+                RouteNetlinkMessage::GetTrafficFilter(req),
+                |_, p| match tc::parse(p) {
+                    Ok(m) => filters.push(tc::filter(m)),
+                    Err(e) => warnings.push(format!(
+                        "{}: skipped a filter message under {parent}: {e}",
+                        link.name
+                    )),
+                },
+            );
+            match st {
+                Ok(st) => {
+                    self.counters.filter_dumps += 1;
+                    interrupted |= st.interrupted;
+                }
+                // The parent went away between the qdisc dump and this one; the re-read that
+                // the change notification triggers will not ask for it.
+                Err(Error::Dump { source, .. })
+                    if matches!(
+                        source.raw_os_error(),
+                        Some(libc::EINVAL | libc::ENOENT | libc::ENODEV)
+                    ) =>
+                {
+                    interrupted = true;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.filter_cache.insert(
+            link.ifindex,
+            CachedFilters {
+                parents,
+                filters: filters.clone(),
+                read_at: Instant::now(),
+            },
+        );
+        Ok((filters, interrupted))
+    }
+
+    /// One dump. Transient failures (see [`Error::is_transient`]) make the caller re-read the
+    /// whole poll: a half-received dump has already delivered some of its messages.
+    fn dump(
+        &mut self,
+        what: &'static str,
+        on: Option<&str>,
+        req: RouteNetlinkMessage,
+        on_msg: impl FnMut(u16, &[u8]),
+    ) -> Result<DumpStatus, Error> {
+        let st = self.sock.dump(req, on_msg).map_err(|source| Error::Dump {
+            what,
+            on: on.map(str::to_owned),
+            source,
+        })?;
+        self.counters.dumps += 1;
+        Ok(st)
+    }
+}
+
+/// Parents whose filter lists can be non-empty: every qdisc that takes filters, the classes of
+/// qdiscs with per-class filter blocks, and clsact/ingress hooks.
+fn filter_parents(link: &Interface) -> Vec<Handle> {
+    // Classless qdiscs have no filter block; asking is a wasted round trip each.
+    const NO_FILTERS: &[&str] = &[
+        "pfifo",
+        "bfifo",
+        "pfifo_head_drop",
+        "pfifo_fast",
+        "noqueue",
+        "tbf",
+        "codel",
+        "fq",
+        "mq",
+    ];
+    // Only these look up filters attached to their classes.
+    const CLASS_FILTERS: &[&str] = &["htb", "hfsc", "cbq"];
+    let mut out = Vec::new();
+    for q in &link.qdiscs {
+        match q.kind.as_str() {
+            "clsact" => out.extend([Handle(0xFFFF_FFF2), Handle(0xFFFF_FFF3)]),
+            "ingress" => out.push(Handle(0xFFFF_FFF2)),
+            k if NO_FILTERS.contains(&k) => {}
+            _ => out.push(q.handle),
+        }
+    }
+    for c in &link.classes {
+        let owner = link.qdisc(c.handle.qdisc()).map(|q| q.kind.as_str());
+        if owner.is_some_and(|k| CLASS_FILTERS.contains(&k)) {
+            out.push(c.handle);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn interface(m: &LinkMessage) -> Interface {
+    let mut i = Interface {
+        ifindex: m.header.index,
+        ..Interface::default()
+    };
+    for a in &m.attributes {
+        match a {
+            LinkAttribute::IfName(n) => i.name.clone_from(n),
+            LinkAttribute::Mtu(v) => i.mtu = *v,
+            LinkAttribute::TxQueueLen(v) => i.txqueuelen = *v,
+            LinkAttribute::OperState(s) => i.operstate = operstate(*s),
+            LinkAttribute::GsoMaxSize(v) => i.gso_max_size = Some(*v),
+            LinkAttribute::GsoMaxSegs(v) => i.gso_max_segs = Some(*v),
+            _ => {}
+        }
+    }
+    i
+}
+
+fn operstate(s: State) -> String {
+    match s {
+        State::Up => "up".into(),
+        State::Down => "down".into(),
+        State::LowerLayerDown => "lowerlayerdown".into(),
+        State::Dormant => "dormant".into(),
+        State::Testing => "testing".into(),
+        State::NotPresent => "notpresent".into(),
+        State::Unknown => "unknown".into(),
+        other => format!("{}", u8::from(other)),
+    }
+}

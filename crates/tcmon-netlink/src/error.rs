@@ -1,0 +1,46 @@
+use std::io;
+
+/// What went wrong, and where.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("enter network namespace '{name}' ({path}): {source}")]
+    Netns {
+        name: String,
+        path: String,
+        source: io::Error,
+    },
+    #[error("open rtnetlink socket: {0}")]
+    Socket(io::Error),
+    #[error("dump {what}{}: {source}", on.as_deref().map(|d| format!(" on {d}")).unwrap_or_default())]
+    Dump {
+        what: &'static str,
+        on: Option<String>,
+        source: io::Error,
+    },
+    #[error("no interface named '{name}' (have: {})", available.join(", "))]
+    NoSuchDevice {
+        name: String,
+        available: Vec<String>,
+    },
+}
+
+impl Error {
+    /// Errors the user caused with an argument (`--dev`, `--netns`), as opposed to the system.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Error::NoSuchDevice { .. } | Error::Netns { .. })
+    }
+
+    /// A dump that may succeed if read again: the receive queue overflowed (ENOBUFS) or the
+    /// kernel gave up on a dump that changed under it (EINTR, EBUSY).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Dump { source, .. } => {
+                matches!(
+                    source.raw_os_error(),
+                    Some(libc::ENOBUFS | libc::EINTR | libc::EBUSY)
+                )
+            }
+            _ => false,
+        }
+    }
+}

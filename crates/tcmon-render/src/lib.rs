@@ -1,0 +1,428 @@
+//! Views of snapshots for the command line: pure functions from state to text.
+//!
+//! - [`tree`]: the `tcmon dump` tree, in units people use;
+//! - [`rates_table`] / [`RateSample`]: `tcmon dump --interval` as text or one JSON object per line.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+use serde_json::Value;
+use tcmon_core::model::{
+    Class, ClassDetail, Filter, Interface, Qdisc, QdiscDetail, Snapshot, Stats,
+};
+use tcmon_core::rates::{ObjectRates, Rates};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+
+/// The readable tree of every interface: qdiscs, their classes, leaf qdiscs under their
+/// classes, and filters.
+pub fn tree(snap: &Snapshot) -> String {
+    let mut out = String::new();
+    if let Some(ns) = &snap.netns {
+        let _ = writeln!(out, "netns {ns}");
+    }
+    for (n, iface) in snap.interfaces.iter().enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        interface_tree(&mut out, iface);
+    }
+    for w in &snap.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
+fn interface_tree(out: &mut String, iface: &Interface) {
+    let _ = write!(
+        out,
+        "{} (ifindex {}, mtu {}, txqueuelen {}, {}",
+        iface.name, iface.ifindex, iface.mtu, iface.txqueuelen, iface.operstate
+    );
+    if let (Some(size), Some(segs)) = (iface.gso_max_size, iface.gso_max_segs) {
+        let _ = write!(out, ", gso {} / {segs} segs", fmt_bytes(f64::from(size)));
+    }
+    out.push_str(")\n");
+    if iface.qdiscs.is_empty() {
+        out.push_str("  no qdiscs\n");
+    }
+    // Roots first (egress root, then ingress/clsact); anything whose parent is missing from
+    // the dump is shown at top level too, so nothing read is hidden.
+    let known_parent = |p: Handle| {
+        iface.classes.iter().any(|c| c.handle == p) || iface.qdiscs.iter().any(|q| q.handle == p)
+    };
+    for q in iface.qdiscs.iter().filter(|q| !known_parent(q.parent)) {
+        qdisc_tree(out, iface, q, 1);
+    }
+    let owned = |c: &Class| known_parent(c.parent) || iface.qdisc(c.handle.qdisc()).is_some();
+    for c in iface.classes.iter().filter(|c| !owned(c)) {
+        class_tree(out, iface, c, 1);
+    }
+    if !iface.filter_chains.is_empty() {
+        out.push_str("  filters\n");
+        for chain in &iface.filter_chains {
+            let _ = writeln!(
+                out,
+                "    parent {} prio {} protocol {} {} chain {}: {} rule{}",
+                chain.parent,
+                chain.prio,
+                chain.protocol,
+                chain.kind,
+                chain.chain,
+                chain.rules,
+                if chain.rules == 1 { "" } else { "s" }
+            );
+            let rules = iface.filters.iter().filter(|f| {
+                f.is_rule
+                    && f.parent == chain.parent
+                    && f.prio == chain.prio
+                    && f.protocol == chain.protocol
+                    && f.kind == chain.kind
+                    && f.chain == chain.chain
+            });
+            for f in rules.take(MAX_RULES_SHOWN) {
+                filter_line(out, f);
+            }
+            if chain.rules as usize > MAX_RULES_SHOWN {
+                let _ = writeln!(
+                    out,
+                    "      ... {} more",
+                    chain.rules as usize - MAX_RULES_SHOWN
+                );
+            }
+        }
+    }
+}
+
+/// Long chains are the problem to see, not each of their rules.
+const MAX_RULES_SHOWN: usize = 20;
+
+fn filter_line(out: &mut String, f: &Filter) {
+    let _ = write!(out, "      {}", f.handle);
+    if let Some(c) = f.class_id {
+        let _ = write!(out, " -> {c}");
+    }
+    if let Some(u) = &f.u32 {
+        if let (Some(hits), Some(lookups)) = (u.hits, u.lookups) {
+            let _ = write!(out, "  hits {hits} of {lookups}");
+        }
+    }
+    out.push('\n');
+}
+
+fn pad(depth: usize) -> String {
+    "  ".repeat(depth)
+}
+
+fn qdisc_tree(out: &mut String, iface: &Interface, q: &Qdisc, depth: usize) {
+    let p = pad(depth);
+    let _ = write!(out, "{p}qdisc {} {} parent {}", q.kind, q.handle, q.parent);
+    if let Some(d) = &q.detail {
+        out.push_str("  ");
+        out.push_str(&qdisc_options(d, iface));
+    }
+    out.push('\n');
+    stats_line(out, &q.stats, depth + 1);
+    if let Some(QdiscDetail::Htb(h)) = &q.detail {
+        if h.direct_packets > 0 {
+            let _ = writeln!(out, "{p}  direct (unshaped) packets {}", h.direct_packets);
+        }
+    }
+    undecoded_line(out, &q.undecoded, depth + 1);
+    // Top classes report their parent as `root` (HTB) or as the qdisc.
+    let top = |c: &&Class| {
+        c.parent == q.handle || (c.parent == Handle::ROOT && c.handle.qdisc() == q.handle)
+    };
+    for c in iface.classes.iter().filter(top) {
+        class_tree(out, iface, c, depth + 1);
+    }
+}
+
+fn class_tree(out: &mut String, iface: &Interface, c: &Class, depth: usize) {
+    let p = pad(depth);
+    let _ = write!(out, "{p}class {} {} parent {}", c.kind, c.handle, c.parent);
+    match &c.detail {
+        Some(ClassDetail::Htb(h)) => {
+            let _ = write!(
+                out,
+                "  rate {} ceil {} burst {} = {} cburst {} = {} quantum {} B prio {} level {}",
+                fmt_bits_per_sec(h.rate_bytes_per_sec as f64 * 8.0),
+                fmt_bits_per_sec(h.ceil_bytes_per_sec as f64 * 8.0),
+                fmt_bytes(h.burst_bytes as f64),
+                fmt_ns(h.burst_ns as i64),
+                fmt_bytes(h.cburst_bytes as f64),
+                fmt_ns(h.cburst_ns as i64),
+                h.quantum_bytes,
+                h.prio,
+                h.level
+            );
+        }
+        Some(d) => {
+            let _ = write!(out, "  {}", compact_json(d));
+        }
+        None => {}
+    }
+    out.push('\n');
+    stats_line(out, &c.stats, depth + 1);
+    if let Some(h) = c.htb().filter(|h| h.has_xstats) {
+        let _ = writeln!(
+            out,
+            "{p}  lends {} borrows {} giants {}  tokens {}  ctokens {}",
+            h.lends,
+            h.borrows,
+            h.giants,
+            bucket(h.tokens_ns, h.tokens_bytes, h.burst_ns),
+            bucket(h.ctokens_ns, h.ctokens_bytes, h.cburst_ns),
+        );
+    }
+    undecoded_line(out, &c.undecoded, depth + 1);
+    for child in iface
+        .classes
+        .iter()
+        .filter(|k| k.parent == c.handle && k.handle != c.handle)
+    {
+        class_tree(out, iface, child, depth + 1);
+    }
+    for q in iface.qdiscs.iter().filter(|q| q.parent == c.handle) {
+        qdisc_tree(out, iface, q, depth + 1);
+    }
+}
+
+/// `73%` of the bucket, or the debt in bytes and time.
+fn bucket(ns: i64, bytes: i64, full_ns: u64) -> String {
+    if ns < 0 {
+        format!("{} = {} (debt)", fmt_bytes(bytes as f64), fmt_ns(ns))
+    } else if full_ns > 0 {
+        format!("{:.0}%", ns as f64 * 100.0 / full_ns as f64)
+    } else {
+        fmt_ns(ns)
+    }
+}
+
+fn stats_line(out: &mut String, s: &Stats, depth: usize) {
+    let _ = write!(
+        out,
+        "{}Sent {} {} pkt, dropped {}, overlimits {}, requeues {}, backlog {} {} pkt",
+        pad(depth),
+        fmt_bytes(s.bytes as f64),
+        s.packets,
+        s.drops,
+        s.overlimits,
+        s.requeues,
+        fmt_bytes(s.backlog_bytes as f64),
+        s.backlog_packets
+    );
+    if let Some(r) = s.rate_estimator {
+        let _ = write!(
+            out,
+            ", est {} {} pps",
+            fmt_bits_per_sec(r.bytes_per_sec as f64 * 8.0),
+            r.packets_per_sec
+        );
+    }
+    out.push('\n');
+}
+
+fn undecoded_line(out: &mut String, u: &tcmon_core::model::Undecoded, depth: usize) {
+    for e in &u.decode_errors {
+        let _ = writeln!(out, "{}! {e}", pad(depth));
+    }
+    if !u.raw_attributes.is_empty() {
+        let total: usize = u.raw_attributes.iter().map(|r| r.bytes.len()).sum();
+        let _ = writeln!(
+            out,
+            "{}raw: {} attribute{}, {total} bytes (see --json)",
+            pad(depth),
+            u.raw_attributes.len(),
+            if u.raw_attributes.len() == 1 { "" } else { "s" }
+        );
+    }
+}
+
+fn qdisc_options(d: &QdiscDetail, iface: &Interface) -> String {
+    match d {
+        QdiscDetail::Htb(h) => {
+            let default = match h.default_class {
+                Some(c) if iface.class(c).is_some() => c.to_string(),
+                Some(c) => format!("{c} (no such class)"),
+                None => "none (direct queue)".into(),
+            };
+            let mut s = format!("r2q {} default {default} ver {}", h.r2q, h.version);
+            if let Some(q) = h.direct_qlen {
+                let _ = write!(s, " direct_qlen {q}");
+            }
+            s
+        }
+        QdiscDetail::Tbf(t) => {
+            let mut s = format!(
+                "rate {} burst {} = {} limit {} lat {}",
+                fmt_bits_per_sec(t.rate_bytes_per_sec as f64 * 8.0),
+                fmt_bytes(t.burst_bytes as f64),
+                fmt_ns(t.burst_ns as i64),
+                fmt_bytes(f64::from(t.limit_bytes)),
+                fmt_ns(t.latency_ns)
+            );
+            if let Some(p) = t.peakrate_bytes_per_sec {
+                let _ = write!(s, " peakrate {}", fmt_bits_per_sec(p as f64 * 8.0));
+            }
+            s
+        }
+        QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f) => format!("limit {} pkt", f.limit),
+        QdiscDetail::Bfifo(f) => format!("limit {}", fmt_bytes(f64::from(f.limit))),
+        QdiscDetail::PfifoFast(p) | QdiscDetail::Prio(p) => {
+            let map: Vec<String> = p.priomap.iter().map(u8::to_string).collect();
+            format!("bands {} priomap {}", p.bands, map.join(" "))
+        }
+        other => compact_json(other),
+    }
+}
+
+/// Kinds without a hand-made line show their decoded fields as `key=value`.
+fn compact_json<T: Serialize>(v: &T) -> String {
+    let mut s = String::new();
+    flatten(&serde_value(v), "", &mut s);
+    s.trim_end().to_owned()
+}
+
+fn serde_value<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+fn flatten(v: &Value, prefix: &str, out: &mut String) {
+    match v {
+        Value::Object(entries) => {
+            for (k, v) in entries {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(v, &key, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                flatten(v, &format!("{prefix}[{i}]"), out);
+            }
+        }
+        Value::Null => {}
+        Value::String(s) => {
+            let _ = write!(out, "{prefix}={s} ");
+        }
+        other => {
+            let _ = write!(out, "{prefix}={other} ");
+        }
+    }
+}
+
+/// One `tcmon dump --interval --json` line.
+#[derive(Debug, Serialize)]
+pub struct RateSample<'a> {
+    pub timestamp_ms: u64,
+    pub interval_ns: u64,
+    pub interfaces: Vec<RateInterface<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub warnings: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
+pub struct RateInterface<'a> {
+    pub name: &'a str,
+    pub ifindex: u32,
+    pub qdiscs: Vec<RateObject<'a>>,
+    pub classes: Vec<RateObject<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RateObject<'a> {
+    pub handle: Handle,
+    pub parent: Handle,
+    pub kind: &'a str,
+    pub stats: &'a Stats,
+    pub rates: ObjectRates,
+}
+
+impl<'a> RateSample<'a> {
+    pub fn new(snap: &'a Snapshot, rates: &Rates) -> Self {
+        let missing = ObjectRates {
+            fresh: true,
+            ..ObjectRates::default()
+        };
+        let interfaces = snap
+            .interfaces
+            .iter()
+            .map(|i| RateInterface {
+                name: &i.name,
+                ifindex: i.ifindex,
+                qdiscs: i
+                    .qdiscs
+                    .iter()
+                    .map(|q| RateObject {
+                        handle: q.handle,
+                        parent: q.parent,
+                        kind: &q.kind,
+                        stats: &q.stats,
+                        rates: rates.qdisc(i, q).copied().unwrap_or(missing),
+                    })
+                    .collect(),
+                classes: i
+                    .classes
+                    .iter()
+                    .map(|c| RateObject {
+                        handle: c.handle,
+                        parent: c.parent,
+                        kind: &c.kind,
+                        stats: &c.stats,
+                        rates: rates.class(i, c).copied().unwrap_or(missing),
+                    })
+                    .collect(),
+            })
+            .collect();
+        RateSample {
+            timestamp_ms: snap.timestamp_ms,
+            interval_ns: rates.interval_ns,
+            interfaces,
+            warnings: &snap.warnings,
+        }
+    }
+}
+
+/// `tcmon dump --interval` as text: one table per interface.
+pub fn rates_table(snap: &Snapshot, rates: &Rates) -> String {
+    let sample = RateSample::new(snap, rates);
+    let mut out = String::new();
+    let _ = writeln!(out, "interval {}", fmt_ns(rates.interval_ns as i64));
+    for i in &sample.interfaces {
+        let _ = writeln!(
+            out,
+            "{}\n  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}",
+            i.name, "", "HANDLE", "KIND", "RATE", "PKT/S", "DROPS/S", "OVERL/S", "BACKLOG", "TREND"
+        );
+        for (what, objs) in [("qdisc", &i.qdiscs), ("class", &i.classes)] {
+            for o in objs {
+                let r = &o.rates;
+                let num = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.0}"));
+                let _ = writeln!(
+                    out,
+                    "  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}",
+                    what,
+                    o.handle.to_string(),
+                    o.kind,
+                    r.bits_per_sec
+                        .map_or_else(|| "-".to_owned(), fmt_bits_per_sec),
+                    num(r.packets_per_sec),
+                    num(r.drops_per_sec),
+                    num(r.overlimits_per_sec),
+                    fmt_bytes(o.stats.backlog_bytes as f64),
+                    format!("{}/s", fmt_bytes(r.backlog_trend_bytes_per_sec)),
+                );
+            }
+        }
+    }
+    for w in &snap.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,96 @@
+//! The config file: TOML, every key optional, unknown keys rejected. `config.toml` at the top
+//! of the repository documents every key with its default.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct Config {
+    pub(crate) collector: CollectorConfig,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct CollectorConfig {
+    /// Re-read filters at least this often, even without change notifications.
+    #[serde(with = "humantime_serde_compat")]
+    pub(crate) filter_refresh: Duration,
+}
+
+impl Default for CollectorConfig {
+    fn default() -> Self {
+        CollectorConfig {
+            filter_refresh: Duration::from_secs(10),
+        }
+    }
+}
+
+mod humantime_serde_compat {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s)
+            .map_err(|e| serde::de::Error::custom(format!("expected a duration like \"10s\": {e}")))
+    }
+}
+
+/// A config file that could not be read or understood, with where and why.
+#[derive(Debug, thiserror::Error)]
+#[error("config {path}: {message}")]
+pub(crate) struct ConfigError {
+    path: String,
+    message: String,
+}
+
+pub(crate) fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+    let Some(path) = path else {
+        return Ok(Config::default());
+    };
+    let err = |message: String| ConfigError {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    parse(&text).map_err(err)
+}
+
+fn parse(text: &str) -> Result<Config, String> {
+    toml::from_str(text).map_err(|e| {
+        // toml's message already names the line, column and what was expected.
+        e.to_string().trim_end().to_owned()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_default_config_parses_to_the_defaults() {
+        let cfg = parse(include_str!("../config.toml")).unwrap();
+        assert_eq!(
+            cfg.collector.filter_refresh,
+            CollectorConfig::default().filter_refresh
+        );
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_line() {
+        let e = parse("[collector]\nfilter_refresh = \"10s\"\nfiltr = 1\n").unwrap_err();
+        assert!(
+            e.contains("line 3") && e.contains("unknown field `filtr`"),
+            "{e}"
+        );
+        let e = parse("[collector]\nfilter_refresh = \"soon\"\n").unwrap_err();
+        assert!(
+            e.contains("line 2") && e.contains("expected a duration"),
+            "{e}"
+        );
+    }
+}

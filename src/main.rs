@@ -1,0 +1,77 @@
+//! tcmon: a Linux traffic-control monitor. This binary is wiring: arguments, config, and which
+//! crate does the work.
+
+mod config;
+mod dump;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "tcmon", version, about = "Linux traffic-control monitor", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Read every qdisc, class and filter once (or sample rates) and print them.
+    Dump(DumpArgs),
+}
+
+/// Where to read from; shared by every command that polls.
+#[derive(Debug, Args)]
+struct Target {
+    /// Only this interface (repeatable). Default: all.
+    #[arg(long = "dev", value_name = "IF")]
+    devices: Vec<String>,
+    /// Read the named network namespace (/run/netns/NAME) instead of the current one.
+    #[arg(long, value_name = "NAME")]
+    netns: Option<String>,
+    /// Config file (default: none; see config.toml for every key and its default).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct DumpArgs {
+    #[command(flatten)]
+    target: Target,
+    /// One JSON snapshot (or, with --interval, one JSON object per line).
+    #[arg(long)]
+    json: bool,
+    /// Sample twice or more, this far apart, and print rates (e.g. 1s, 500ms).
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration)]
+    interval: Option<Duration>,
+    /// With --interval: how many rate samples to print (default 1).
+    #[arg(long, value_name = "N", requires = "interval")]
+    count: Option<u64>,
+    /// Skip filters (one dump per parent; the slow part on trees with thousands of classes).
+    #[arg(long)]
+    no_filters: bool,
+}
+
+/// Exit status for a bad argument (`--dev`, `--netns`, config), as distinct from a failure.
+const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Dump(args) => dump::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tcmon: {e:#}");
+            let usage = e
+                .downcast_ref::<tcmon_netlink::Error>()
+                .is_some_and(tcmon_netlink::Error::is_usage)
+                || e.downcast_ref::<config::ConfigError>().is_some();
+            ExitCode::from(if usage { EXIT_USAGE } else { 1 })
+        }
+    }
+}

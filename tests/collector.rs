@@ -1,0 +1,135 @@
+//! The collector's consistency and caching against a real kernel.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tcmon_core::Handle;
+use tcmon_lab::{skip_unless_root, Pair};
+use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
+
+fn opts(max_age: Duration) -> CollectorOptions {
+    CollectorOptions {
+        devices: vec!["veth0".into()],
+        filters: FilterMode::Cached { max_age },
+    }
+}
+
+/// Filters are dumped per parent, so they are re-read only when the kernel says they changed.
+#[test]
+fn filters_are_reread_only_when_they_change() {
+    if skip_unless_root("filters_are_reread_only_when_they_change") {
+        return;
+    }
+    let pair = Pair::create("fcache").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 10mbit")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:20 htb rate 10mbit")
+        .unwrap();
+    pair.tc_a("filter add parent 1: protocol ip prio 1 u32 match ip dst 10.77.0.2/32 flowid 1:20")
+        .unwrap();
+
+    let mut c = Collector::open(Some(&pair.a.name), opts(Duration::from_secs(3600))).unwrap();
+    let first = c.poll().unwrap();
+    assert_eq!(first.interfaces[0].filter_chains[0].rules, 1);
+    let after_first = c.counters().filter_dumps;
+    assert!(after_first >= 3, "qdisc 1: and both classes: {after_first}");
+
+    for _ in 0..3 {
+        let s = c.poll().unwrap();
+        assert_eq!(
+            s.interfaces[0].filter_chains[0].rules, 1,
+            "cached filters are still reported"
+        );
+    }
+    assert_eq!(
+        c.counters().filter_dumps,
+        after_first,
+        "no change, no filter dump"
+    );
+
+    pair.tc_a("filter add parent 1: protocol ip prio 1 u32 match ip dst 10.77.0.3/32 flowid 1:20")
+        .unwrap();
+    let s = c.poll().unwrap();
+    assert_eq!(s.interfaces[0].filter_chains[0].rules, 2);
+    assert!(c.counters().filter_dumps > after_first);
+
+    // and the max age bounds how stale hit counters get
+    let mut c = Collector::open(Some(&pair.a.name), opts(Duration::ZERO)).unwrap();
+    c.poll().unwrap();
+    let n = c.counters().filter_dumps;
+    c.poll().unwrap();
+    assert!(c.counters().filter_dumps > n);
+}
+
+/// While another process keeps reshaping the tree, every poll is either consistent or says
+/// that it could not be.
+#[test]
+fn a_tree_changing_under_the_poll_is_reread() {
+    if skip_unless_root("a_tree_changing_under_the_poll_is_reread") {
+        return;
+    }
+    let pair = Pair::create("churn").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    for i in 1..=200 {
+        pair.tc_a(&format!(
+            "class add parent 1: classid 1:{i:x} htb rate 1mbit"
+        ))
+        .unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let stop = stop.clone();
+        let ns = pair.a.name.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                let verb = if n % 2 == 0 { "add" } else { "del" };
+                let mut args = vec![
+                    "-n", &ns, "qdisc", verb, "dev", "veth0", "parent", "1:5", "handle", "50:",
+                ];
+                if verb == "add" {
+                    args.extend(["pfifo", "limit", "10"]);
+                }
+                let _ = std::process::Command::new("tc").args(&args).output();
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut c = Collector::open(Some(&pair.a.name), opts(Duration::from_secs(60))).unwrap();
+    for _ in 0..40 {
+        let s = c.poll().unwrap();
+        let iface = &s.interfaces[0];
+        assert_eq!(iface.classes.len(), 200);
+        let unsettled = s.warnings.iter().any(|w| w.contains("kept changing"));
+        if !unsettled {
+            // a class names its leaf qdisc; in a consistent read that qdisc is in the dump
+            for cl in &iface.classes {
+                if let Some(leaf) = cl.leaf_qdisc {
+                    assert!(
+                        iface
+                            .qdiscs
+                            .iter()
+                            .any(|q| q.handle == leaf && q.parent == cl.handle)
+                            || leaf.minor() != 0
+                            || iface.qdiscs.iter().any(|q| q.parent == cl.handle),
+                        "class {} names leaf {leaf} missing from the same poll",
+                        cl.handle
+                    );
+                }
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let changes = churn.join().unwrap();
+    assert!(changes > 10, "the tree did change ({changes} times)");
+    assert!(
+        c.counters().rereads > 0,
+        "changes during polls were noticed and re-read"
+    );
+    assert_eq!(Handle::new(1, 5).to_string(), "1:5");
+}

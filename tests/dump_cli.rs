@@ -1,0 +1,199 @@
+//! `tcmon dump` as a user runs it: errors, rate sampling, no root, interfaces that vanish.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use tcmon_lab::{skip_unless_root, Pair};
+
+#[test]
+fn bad_netns_is_one_line_and_exit_2() {
+    let o = common::tcmon(&["dump", "--netns", "tcmon-no-such-netns"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = common::stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("tcmon-no-such-netns") && err.contains("/run/netns/"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn bad_dev_is_one_line_and_exit_2() {
+    let o = common::tcmon(&["dump", "--dev", "nosuchdev0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = common::stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("no interface named 'nosuchdev0'") && err.contains("lo"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_config_names_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("tcmon-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(
+        &path,
+        "[collector]\nfilter_refresh = \"10s\"\nnope = true\n",
+    )
+    .unwrap();
+    let o = common::tcmon(&["dump", "--config", path.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("bad.toml") && err.contains("line 3") && err.contains("nope"),
+        "{err}"
+    );
+}
+
+/// Per-class rates come out one JSON object per line, and match the traffic sent.
+#[test]
+fn interval_samples_rates_as_json_lines() {
+    if skip_unless_root("interval_samples_rates_as_json_lines") {
+        return;
+    }
+    let pair = Pair::create("rates").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 100mbit")
+        .unwrap();
+    let ns = pair.a.name.clone();
+    // 1 Mbit/s of UDP for ~4 s while tcmon samples 3 x 1 s
+    let sender = std::thread::spawn(move || {
+        let dst: SocketAddr = format!("{}:9", Pair::ADDR_B).parse().unwrap();
+        tcmon_lab::send_udp(&ns, dst, 1000, 500, 125_000).unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let o = common::tcmon(&[
+        "dump",
+        "--json",
+        "--netns",
+        &pair.a.name,
+        "--dev",
+        &pair.dev_a,
+        "--interval",
+        "1s",
+        "--count",
+        "3",
+    ]);
+    sender.join().unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let lines: Vec<Value> = common::stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for l in &lines {
+        let interval_s = l["interval_ns"].as_f64().unwrap() / 1e9;
+        assert!((0.9..1.5).contains(&interval_s), "interval {interval_s}");
+        let class = &l["interfaces"][0]["classes"][0];
+        assert_eq!(class["handle"], "1:10");
+        let bits = class["rates"]["bits_per_sec"].as_f64().unwrap();
+        // 1000 B payload + 28 B UDP/IP + 14 B Ethernet at 125 packets/s = 1.04 Mbit/s
+        assert!((900_000.0..1_200_000.0).contains(&bits), "rate {bits}");
+        assert!(class["rates"]["packets_per_sec"].as_f64().unwrap() > 100.0);
+        assert_eq!(class["rates"]["drops_per_sec"], 0.0);
+        assert_eq!(class["rates"]["fresh"], false);
+    }
+}
+
+/// Reading needs no capability: an unprivileged user reads the whole tree.
+#[test]
+fn reading_needs_no_root() {
+    if skip_unless_root("reading_needs_no_root") {
+        return;
+    }
+    let pair = Pair::create("noroot").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 10mbit")
+        .unwrap();
+    pair.tc_a("filter add parent 1: protocol ip prio 1 u32 match ip dst 10.77.0.2/32 flowid 1:10")
+        .unwrap();
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &pair.a.name,
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ])
+        .args([
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            env!("CARGO_BIN_EXE_tcmon"),
+            "dump",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let iface = v["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "veth0")
+        .unwrap();
+    assert_eq!(iface["classes"][0]["htb"]["rate_bytes_per_sec"], 1_250_000);
+    assert_eq!(iface["filter_chains"][0]["rules"], 1);
+}
+
+/// An interface deleted while tcmon samples it is reported and skipped; tcmon keeps going.
+#[test]
+fn vanished_interface_is_skipped() {
+    if skip_unless_root("vanished_interface_is_skipped") {
+        return;
+    }
+    let pair = Pair::create("vanish").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 10mbit")
+        .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_tcmon"))
+        .args([
+            "dump",
+            "--json",
+            "--netns",
+            &pair.a.name,
+            "--dev",
+            "veth0",
+            "--interval",
+            "300ms",
+            "--count",
+            "6",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    pair.a.ip(&["link", "del", "veth0"]).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let lines: Vec<Value> = common::stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6);
+    assert_eq!(lines[0]["interfaces"][0]["name"], "veth0");
+    let last = lines.last().unwrap();
+    assert_eq!(last["interfaces"].as_array().unwrap().len(), 0);
+    assert!(
+        last["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("veth0 is gone"),
+        "{last}"
+    );
+}

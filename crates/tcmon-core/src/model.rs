@@ -6,6 +6,8 @@
 use std::time::Instant;
 
 use serde::{Serialize, Serializer};
+/// Short names (kinds, protocols) stored inline: a poll of a big tree makes tens of thousands.
+pub use smol_str::SmolStr as Name;
 
 use crate::aqm::{Cake, Codel, Fq, FqCodel, FqCodelClass, Sfq, SfqClass};
 use crate::units::{Handle, TickLen};
@@ -156,7 +158,7 @@ impl Undecoded {
 pub struct Qdisc {
     pub handle: Handle,
     pub parent: Handle,
-    pub kind: String,
+    pub kind: Name,
     pub stats: Stats,
     /// Kind-specific options and xstats, under the kind's name (`"htb": {...}`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -176,18 +178,19 @@ pub enum QdiscDetail {
     PfifoHeadDrop(Fifo),
     PfifoFast(Prio),
     Prio(Prio),
-    FqCodel(FqCodel),
-    Cake(Cake),
+    // Boxed: large, and rare next to the HTB/FIFO trees of thousands of objects.
+    FqCodel(Box<FqCodel>),
+    Cake(Box<Cake>),
     Sfq(Sfq),
-    Codel(Codel),
-    Fq(Fq),
+    Codel(Box<Codel>),
+    Fq(Box<Fq>),
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Class {
     pub handle: Handle,
     pub parent: Handle,
-    pub kind: String,
+    pub kind: Name,
     /// The qdisc attached to this class, when it is a leaf (`tcm_info`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leaf_qdisc: Option<Handle>,
@@ -319,8 +322,8 @@ pub struct Filter {
     pub parent: Handle,
     pub prio: u16,
     /// `ip`, `ipv6`, `all`, `802.1Q`, ... or `0x88cc` when unnamed.
-    pub protocol: String,
-    pub kind: String,
+    pub protocol: Name,
+    pub kind: Name,
     pub chain: u32,
     /// Raw filter handle as tc prints it (`800::800` for u32, `0x1` otherwise).
     pub handle: String,
@@ -360,8 +363,8 @@ pub struct U32Filter {
 pub struct FilterChain {
     pub parent: Handle,
     pub prio: u16,
-    pub protocol: String,
-    pub kind: String,
+    pub protocol: Name,
+    pub kind: Name,
     pub chain: u32,
     /// Rules (not hash tables or heads) at this (parent, prio, protocol, kind, chain).
     pub rules: u32,
@@ -396,27 +399,38 @@ pub fn filter_chains(filters: &[Filter]) -> Vec<FilterChain> {
 }
 
 /// Sorts an interface's objects into the documented order (deterministic output).
+///
+/// Keys are computed once and elements moved once: these are large structs, and a plain sort of
+/// 10,000 classes spends its time in memmove.
 pub fn sort_interface(i: &mut Interface) {
-    i.qdiscs
-        .sort_by_key(|q| (q.parent != Handle::ROOT, q.parent, q.handle));
-    i.classes.sort_by_key(|c| c.handle);
-    i.filters.sort_by(|a, b| {
+    sort_moving_once(&mut i.qdiscs, |q| {
+        (q.parent != Handle::ROOT, q.parent, q.handle)
+    });
+    sort_moving_once(&mut i.classes, |c| (c.handle, c.parent));
+    sort_moving_once(&mut i.filters, |f| {
         (
-            a.parent,
-            a.prio,
-            &a.protocol,
-            a.chain,
-            &a.kind,
-            a.handle_raw,
+            f.parent,
+            f.prio,
+            f.protocol.clone(),
+            f.chain,
+            f.kind.clone(),
+            f.handle_raw,
         )
-            .cmp(&(
-                b.parent,
-                b.prio,
-                &b.protocol,
-                b.chain,
-                &b.kind,
-                b.handle_raw,
-            ))
     });
     i.filter_chains = filter_chains(&i.filters);
+}
+
+/// Sorts by a key computed once per element, moving each element once.
+fn sort_moving_once<T, K: Ord>(v: &mut Vec<T>, key: impl Fn(&T) -> K) {
+    if v.is_sorted_by_key(&key) {
+        return;
+    }
+    let mut order: Vec<(K, usize)> = v.iter().map(&key).zip(0..).collect();
+    order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut slots: Vec<Option<T>> = v.drain(..).map(Some).collect();
+    v.extend(
+        order
+            .into_iter()
+            .map(|(_, i)| slots[i].take().expect("each index once")),
+    );
 }

@@ -56,9 +56,44 @@ impl fmt::Debug for Handle {
     }
 }
 
+impl Handle {
+    /// tc notation without the formatting machinery: snapshots serialize tens of thousands.
+    fn write_tc(self, buf: &mut [u8; 16]) -> &str {
+        fn hex(mut v: u16, out: &mut [u8; 16], at: &mut usize) {
+            let start = *at;
+            loop {
+                out[*at] = b"0123456789abcdef"[usize::from(v & 0xF)];
+                *at += 1;
+                v >>= 4;
+                if v == 0 {
+                    break;
+                }
+            }
+            out[start..*at].reverse();
+        }
+        let n = match self {
+            Handle::ROOT => return "root",
+            Handle::UNSPEC => return "none",
+            h => {
+                let mut at = 0;
+                if h.major() != 0 {
+                    hex(h.major(), buf, &mut at);
+                }
+                buf[at] = b':';
+                at += 1;
+                if h.minor() != 0 {
+                    hex(h.minor(), buf, &mut at);
+                }
+                at
+            }
+        };
+        std::str::from_utf8(&buf[..n]).expect("ASCII")
+    }
+}
+
 impl Serialize for Handle {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        s.serialize_str(self.write_tc(&mut [0; 16]))
     }
 }
 
@@ -223,8 +258,33 @@ mod tests {
         assert_eq!(Handle::UNSPEC.to_string(), "none");
         assert_eq!(Handle::INGRESS.to_string(), "ffff:fff1");
         assert_eq!(Handle(0x10).to_string(), ":10");
-        for s in ["1:", "1:20", "ffff:fff1", "root", ":10", "abcd:ef"] {
-            assert_eq!(s.parse::<Handle>().unwrap().to_string(), s);
+        for s in [
+            "1:",
+            "1:20",
+            "ffff:fff1",
+            "root",
+            ":10",
+            "abcd:ef",
+            "none",
+            "10:0a",
+        ] {
+            let h = s.parse::<Handle>().unwrap();
+            let canonical = h.to_string();
+            assert_eq!(h.write_tc(&mut [0; 16]), canonical);
+            if s != "10:0a" {
+                assert_eq!(canonical, s);
+            }
+        }
+        for raw in [
+            0x0001_0000u32,
+            0xFFFF_FFFF,
+            0,
+            0x0001_0010,
+            0xABCD_0000,
+            0x0000_0ABC,
+            0xFFFF_FFF2,
+        ] {
+            assert_eq!(Handle(raw).write_tc(&mut [0; 16]), Handle(raw).to_string());
         }
         assert!("1:2:3".parse::<Handle>().is_err());
         assert!("x".parse::<Handle>().is_err());

@@ -321,7 +321,9 @@ impl Collector {
         warnings: &mut Vec<String>,
     ) -> Result<(Vec<Class>, DumpStatus), Error> {
         let tick = self.tick;
-        let mut out = Vec::new();
+        // Trees usually have a leaf qdisc per class; a right-sized Vec saves copying 10,000
+        // classes through its growth steps.
+        let mut out = Vec::with_capacity(link.qdiscs.len());
         let mut req = TcMessage::default();
         req.header.index = link.ifindex as i32;
         let st = self.dump(

@@ -3,7 +3,6 @@
 //! Netlink carries host-endian integers; every reader checks lengths first, and a decoder that
 //! finds a short struct records why in [`Undecoded`] instead of failing the whole object.
 
-use netlink_packet_core::NlasIterator;
 use tcmon_core::model::{RawAttr, Undecoded};
 
 /// A fixed-layout struct from the UAPI headers, checked once for its full length.
@@ -47,41 +46,44 @@ impl<'a> Fixed<'a> {
 
 /// Walks an attribute list. A malformed attribute ends the walk and is reported in `undecoded`,
 /// together with the bytes that could not be walked, so nothing is silently lost.
+///
+/// Hand-rolled rather than `netlink_packet_core::NlasIterator`: this is the innermost loop of a
+/// poll (20,000 messages of a dozen attributes on a big tree), and the crate's checked buffers
+/// cost a third of the decode time there. The checks are the same.
 pub(crate) fn for_each_nla<'a>(
     bytes: &'a [u8],
     at: &'static str,
     undecoded: &mut Undecoded,
     mut f: impl FnMut(u16, &'a [u8], &mut Undecoded),
 ) {
-    let mut seen = 0usize;
-    for nla in NlasIterator::new(bytes) {
-        match nla {
-            Ok(nla) => {
-                seen += nla_len_aligned(nla.length());
-                let (kind, len) = (nla.kind(), usize::from(nla.length()));
-                // new_checked guaranteed 4 <= len <= the buffer's length
-                let value = &nla.into_inner()[4..len];
-                f(kind, value, undecoded);
-            }
-            Err(e) => {
-                let rest = bytes.get(seen..).unwrap_or_default();
-                undecoded
-                    .decode_errors
-                    .push(format!("{at}: malformed attribute at byte {seen}: {e}"));
-                undecoded.raw_attributes.push(RawAttr {
-                    at,
-                    kind: 0,
-                    bytes: rest.to_vec(),
-                });
-                return;
-            }
+    let mut off = 0usize;
+    while off < bytes.len() {
+        let rest = &bytes[off..];
+        let len = match rest {
+            [l0, l1, _, _, ..] => usize::from(u16::from_ne_bytes([*l0, *l1])),
+            _ => 0,
+        };
+        if len < NLA_HEADER_LEN || len > rest.len() {
+            undecoded.decode_errors.push(format!(
+                "{at}: malformed attribute at byte {off}: length {len}, {} bytes left",
+                rest.len()
+            ));
+            undecoded.raw_attributes.push(RawAttr {
+                at,
+                kind: 0,
+                bytes: rest.to_vec(),
+            });
+            return;
         }
+        let kind = u16::from_ne_bytes([rest[2], rest[3]]) & NLA_TYPE_MASK;
+        f(kind, &rest[NLA_HEADER_LEN..len], undecoded);
+        off += (len + 3) & !3;
     }
 }
 
-fn nla_len_aligned(len: u16) -> usize {
-    (usize::from(len) + 3) & !3
-}
+const NLA_HEADER_LEN: usize = 4;
+/// Drops the NLA_F_NESTED and NLA_F_NET_BYTEORDER flag bits.
+const NLA_TYPE_MASK: u16 = 0x3FFF;
 
 pub(crate) fn keep(undecoded: &mut Undecoded, at: &'static str, kind: u16, bytes: &[u8]) {
     undecoded.raw_attributes.push(RawAttr {

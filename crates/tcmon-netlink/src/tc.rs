@@ -2,7 +2,7 @@
 //! attributes) into the model. Walks the attributes in place: a dump of 10,000 classes is decoded
 //! without a per-attribute allocation.
 
-use tcmon_core::model::{Class, Filter, Qdisc, RateEstimator, Stats, Undecoded};
+use tcmon_core::model::{Class, Filter, Name, Qdisc, RateEstimator, Stats, Undecoded};
 use tcmon_core::units::{Handle, TickLen};
 
 use crate::decode::{for_each_nla, keep, nla_u32, short, Fixed};
@@ -197,7 +197,7 @@ pub(crate) fn qdisc(m: TcMsg<'_>, tick: TickLen) -> Qdisc {
     Qdisc {
         handle,
         parent: Handle(m.parent),
-        kind: m.kind.to_owned(),
+        kind: m.kind.into(),
         stats: m.stats,
         detail,
         undecoded: und,
@@ -210,7 +210,7 @@ pub(crate) fn class(m: TcMsg<'_>, tick: TickLen) -> Class {
     Class {
         handle: Handle(m.handle),
         parent: Handle(m.parent),
-        kind: m.kind.to_owned(),
+        kind: m.kind.into(),
         leaf_qdisc: (m.info != 0).then_some(Handle(m.info)),
         stats: m.stats,
         detail,
@@ -261,7 +261,7 @@ pub(crate) fn filter(m: TcMsg<'_>) -> Filter {
         parent: Handle(m.parent),
         prio,
         protocol: protocol_name(protocol),
-        kind: m.kind.to_owned(),
+        kind: m.kind.into(),
         chain: m.chain,
         handle,
         handle_raw: m.handle,
@@ -273,17 +273,17 @@ pub(crate) fn filter(m: TcMsg<'_>) -> Filter {
 }
 
 /// Names as iproute2's `ll_proto_n2a` prints them for the protocols tc filters use.
-fn protocol_name(p: u16) -> String {
+fn protocol_name(p: u16) -> Name {
     match p {
-        0x0003 => "all".into(),
-        0x0800 => "ip".into(),
-        0x86DD => "ipv6".into(),
-        0x0806 => "arp".into(),
-        0x8100 => "802.1Q".into(),
-        0x88A8 => "802.1ad".into(),
-        0x8847 => "mpls_uc".into(),
-        0x8848 => "mpls_mc".into(),
-        _ => format!("0x{p:04x}"),
+        0x0003 => Name::new_static("all"),
+        0x0800 => Name::new_static("ip"),
+        0x86DD => Name::new_static("ipv6"),
+        0x0806 => Name::new_static("arp"),
+        0x8100 => Name::new_static("802.1Q"),
+        0x88A8 => Name::new_static("802.1ad"),
+        0x8847 => Name::new_static("mpls_uc"),
+        0x8848 => Name::new_static("mpls_mc"),
+        _ => smol_str::format_smolstr!("0x{p:04x}"),
     }
 }
 

@@ -37,11 +37,17 @@ pub(crate) fn qdisc_detail(
         "pfifo_head_drop" => fifo::fifo(opts, und).map(QdiscDetail::PfifoHeadDrop),
         "pfifo_fast" => fifo::prio(opts, und).map(QdiscDetail::PfifoFast),
         "prio" => fifo::prio(opts, und).map(QdiscDetail::Prio),
-        "fq_codel" => Some(QdiscDetail::FqCodel(fq_codel::qdisc(options, xstats, und))),
-        "cake" => Some(QdiscDetail::Cake(cake::qdisc(options, xstats, und))),
+        "fq_codel" => Some(QdiscDetail::FqCodel(Box::new(fq_codel::qdisc(
+            options, xstats, und,
+        )))),
+        "cake" => Some(QdiscDetail::Cake(Box::new(cake::qdisc(
+            options, xstats, und,
+        )))),
         "sfq" => Some(QdiscDetail::Sfq(sfq::qdisc(opts, und))),
-        "codel" => Some(QdiscDetail::Codel(codel::qdisc(options, xstats, und))),
-        "fq" => Some(QdiscDetail::Fq(fq::qdisc(options, xstats, und))),
+        "codel" => Some(QdiscDetail::Codel(Box::new(codel::qdisc(
+            options, xstats, und,
+        )))),
+        "fq" => Some(QdiscDetail::Fq(Box::new(fq::qdisc(options, xstats, und)))),
         _ => {
             keep_unknown(options, xstats, und);
             return None;

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Whole-process benchmark of one poll on a big tree (issue: the collector).
+#
+# Builds 10,000 HTB classes, each with a pfifo leaf, on a veth in a throwaway namespace, then
+# times, in the same run and namespace:
+#   tcmon   `tcmon dump --json --no-filters --dev v0` (links + qdiscs + classes, decoded, JSON)
+#   tc      `tc -s -d class show dev v0` + `tc -s qdisc show dev v0`
+#   floor   `rawdump IFINDEX`: the same netlink dumps, bytes read and thrown away
+# and prints medians, the ratios, and tcmon's peak RSS. Needs root.
+#
+# Usage: benches/dump_10k.sh [CLASSES] [RUNS]     (defaults 10000 and 21)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLASSES=${1:-10000}
+RUNS=${2:-21}
+[ "$(id -u)" = 0 ] || { echo "SKIPPED dump_10k: needs root"; exit 0; }
+
+cargo build --release --quiet --bin tcmon
+cargo build --release --quiet --example rawdump --example poll -p tcmon-netlink
+TCMON=$PWD/target/release/tcmon
+RAW=$PWD/target/release/examples/rawdump
+POLL=$PWD/target/release/examples/poll
+
+NS=tcmon-bench-$$
+cleanup() { ip netns del "$NS" 2>/dev/null || true; }
+trap cleanup EXIT
+ip netns add "$NS"
+ip -n "$NS" link add v0 type veth peer name v1
+ip -n "$NS" link set v0 up
+ip -n "$NS" link set v1 up
+
+batch=$(mktemp)
+{
+  echo "qdisc add dev v0 root handle 1: htb default 1"
+  echo "class add dev v0 parent 1: classid 1:1 htb rate 10gbit"
+  for ((i = 2; i <= CLASSES + 1; i++)); do
+    printf 'class add dev v0 parent 1:1 classid 1:%x htb rate 1mbit ceil 10mbit\n' "$i"
+    printf 'qdisc add dev v0 parent 1:%x handle %x: pfifo limit 100\n' "$i" "$i"
+  done
+} >"$batch"
+tc -n "$NS" -batch "$batch"
+rm -f "$batch"
+IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
+
+# median wall time in ms of RUNS runs of "$@", run inside the namespace
+median_ms() {
+  ip netns exec "$NS" bash -c '
+    runs=$1; shift
+    for ((r = 0; r < runs; r++)); do
+      s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N)
+      echo $(( (e - s) / 1000 ))
+    done' _ "$RUNS" "$@" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
+}
+
+tc_both() { tc -s -d class show dev v0; tc -s qdisc show dev v0; }
+export -f tc_both
+
+objects=$(ip netns exec "$NS" "$TCMON" dump --json --no-filters --dev v0 |
+  python3 -c 'import json,sys; i=json.load(sys.stdin)["interfaces"][0]; print(len(i["classes"]), len(i["qdiscs"]))')
+
+t_tcmon=$(median_ms "$TCMON" dump --json --no-filters --dev v0)
+t_tc=$(median_ms bash -c tc_both)
+t_floor=$(median_ms "$RAW" "$IFINDEX")
+t_filters=$(median_ms "$TCMON" dump --json --dev v0)
+# in-process: the agent's steady state, one Collector polling repeatedly
+t_poll=$(ip netns exec "$NS" "$POLL" "$RUNS" --dev v0 | awk '{print $4}' | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]}')
+rss_kb=$(ip netns exec "$NS" /usr/bin/time -f %M "$TCMON" dump --json --no-filters --dev v0 2>&1 >/dev/null | tail -1)
+
+echo "tree: $CLASSES HTB classes + pfifo leaves (tcmon read: classes qdiscs = $objects); median of $RUNS runs"
+printf '%-44s %8s ms\n' "tcmon dump --json --no-filters" "$t_tcmon"
+printf '%-44s %8s ms\n' "tc -s -d class show + tc -s qdisc show" "$t_tc"
+printf '%-44s %8s ms\n' "raw netlink dump (floor)" "$t_floor"
+printf '%-44s %8s ms\n' "tcmon dump --json (with filters: 1 dump/parent)" "$t_filters"
+printf '%-44s %8s ms\n' "Collector::poll in a running process" "$t_poll"
+awk -v a="$t_tcmon" -v t="$t_tc" -v f="$t_floor" -v p="$t_poll" -v r="$rss_kb" 'BEGIN {
+  printf "tcmon dump --json / floor = %.2fx (target <= 1.3x)\n", a / f
+  printf "poll in process / floor   = %.2fx\n", p / f
+  printf "tc / tcmon dump --json    = %.2fx (target >= 2x)\n", t / a
+  printf "tcmon peak RSS = %.1f MB (target < 64 MB)\n", r / 1024
+}'

@@ -1,0 +1,88 @@
+//! The kernel's floor for a poll: dump links, qdiscs and the classes of one interface over
+//! rtnetlink and only count the bytes, decoding nothing. `benches/dump_10k.sh` compares
+//! `tcmon dump --json` with this.
+//!
+//! Usage: rawdump IFINDEX [ITERATIONS]
+
+use std::time::Instant;
+
+use netlink_packet_core::{
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
+};
+use netlink_packet_route::link::{LinkAttribute, LinkExtentMask, LinkMessage};
+use netlink_packet_route::tc::{TcAttribute, TcMessage};
+use netlink_packet_route::RouteNetlinkMessage;
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+
+fn dump(sock: &Socket, buf: &mut [u8], req: RouteNetlinkMessage, seq: u32) -> usize {
+    let mut header = NetlinkHeader::default();
+    header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+    header.sequence_number = seq;
+    let mut msg = NetlinkMessage::new(header, NetlinkPayload::from(req));
+    msg.finalize();
+    let mut out = vec![0; msg.buffer_len()];
+    msg.serialize(&mut out);
+    sock.send(&out, 0).expect("send");
+    let mut total = 0;
+    loop {
+        let n = {
+            let mut slice = &mut buf[..];
+            sock.recv(&mut slice, 0).expect("recv")
+        };
+        total += n;
+        // NLMSG_DONE is alone at the end of the last datagram
+        let last = &buf[..n];
+        if n >= 16 && u16::from_ne_bytes([last[4], last[5]]) == 3 {
+            return total;
+        }
+        let mut off = 0;
+        while off + 16 <= n {
+            let len = u32::from_ne_bytes(last[off..off + 4].try_into().unwrap()) as usize;
+            let ty = u16::from_ne_bytes([last[off + 4], last[off + 5]]);
+            if ty == 3 || ty == 2 || len < 16 {
+                return total;
+            }
+            off += (len + 3) & !3;
+        }
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let ifindex: i32 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .expect("usage: rawdump IFINDEX [N]");
+    let iterations: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
+    let mut sock = Socket::new(NETLINK_ROUTE).expect("socket");
+    sock.bind_auto().expect("bind");
+    sock.connect(&SocketAddr::new(0, 0)).expect("connect");
+    sock.set_rx_buf_sz(4 * 1024 * 1024).expect("rcvbuf");
+    let mut buf = vec![0u8; 64 * 1024];
+    let start = Instant::now();
+    let mut bytes = 0;
+    for i in 0..iterations {
+        // the same requests tcmon sends
+        let mut link = LinkMessage::default();
+        link.attributes
+            .push(LinkAttribute::ExtMask(vec![LinkExtentMask::SkipStats]));
+        bytes += dump(&sock, &mut buf, RouteNetlinkMessage::GetLink(link), i * 3);
+        let mut qdisc = TcMessage::default();
+        qdisc.attributes.push(TcAttribute::DumpInvisible(true));
+        bytes += dump(
+            &sock,
+            &mut buf,
+            RouteNetlinkMessage::GetQueueDiscipline(qdisc),
+            i * 3 + 1,
+        );
+        let mut req = TcMessage::default();
+        req.header.index = ifindex;
+        bytes += dump(
+            &sock,
+            &mut buf,
+            RouteNetlinkMessage::GetTrafficClass(req),
+            i * 3 + 2,
+        );
+    }
+    eprintln!("{bytes} bytes in {:?}", start.elapsed());
+}

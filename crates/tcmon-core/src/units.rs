@@ -204,7 +204,8 @@ pub fn fmt_bytes(bytes: f64) -> String {
 }
 
 fn fmt_si(v: f64, unit: &str) -> String {
-    const PREFIXES: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    const PREFIXES: [(f64, &str); 6] =
+        [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
     let sign = if v < 0.0 { "-" } else { "" };
     let a = v.abs();
     for (scale, p) in PREFIXES {
@@ -317,6 +318,7 @@ mod tests {
         assert_eq!(fmt_bits_per_sec(0.0), "0 bit");
         assert_eq!(fmt_bytes(1600.0), "1.6 kB");
         assert_eq!(fmt_bytes(15360.0), "15.4 kB");
+        assert_eq!(fmt_bytes(u64::MAX as f64), "18.4 EB");
         assert_eq!(fmt_ns(6_400_000), "6.4 ms");
         assert_eq!(fmt_ns(-68_116_000), "-68.1 ms");
         assert_eq!(fmt_ns(999), "999 ns");

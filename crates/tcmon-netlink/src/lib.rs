@@ -15,3 +15,23 @@ pub use collector::{Collector, CollectorCounters, CollectorOptions, FilterMode};
 pub use error::Error;
 pub use netns::{in_netns, netns_path};
 pub use socket::DumpStatus;
+pub use tc::MsgError;
+
+use tcmon_core::model::{Class, Filter, Qdisc};
+use tcmon_core::units::TickLen;
+
+/// Decodes one `RTM_NEWQDISC` payload (`struct tcmsg` and its attributes), for tools and tests
+/// that have the bytes from elsewhere. Returns the interface index with the qdisc.
+pub fn decode_qdisc(payload: &[u8], tick: TickLen) -> Result<(i32, Qdisc), MsgError> {
+    tc::parse(payload).map(|m| (m.ifindex, tc::qdisc(m, tick)))
+}
+
+/// Decodes one `RTM_NEWTCLASS` payload.
+pub fn decode_class(payload: &[u8], tick: TickLen) -> Result<(i32, Class), MsgError> {
+    tc::parse(payload).map(|m| (m.ifindex, tc::class(m, tick)))
+}
+
+/// Decodes one `RTM_NEWTFILTER` payload.
+pub fn decode_filter(payload: &[u8]) -> Result<(i32, Filter), MsgError> {
+    tc::parse(payload).map(|m| (m.ifindex, tc::filter(m)))
+}

@@ -49,20 +49,13 @@ pub(crate) struct TcMsg<'a> {
     pub(crate) und: Undecoded,
 }
 
-/// Errors that make a message unusable; anything less is recorded in [`Undecoded`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum MsgError {
+/// Errors that make a tc message unusable; anything less is recorded in [`Undecoded`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MsgError {
+    #[error("tcmsg is {0} bytes, expected {TCMSG_LEN}")]
     Short(usize),
+    #[error("no TCA_KIND attribute")]
     NoKind,
-}
-
-impl std::fmt::Display for MsgError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MsgError::Short(n) => write!(f, "tcmsg is {n} bytes, expected {TCMSG_LEN}"),
-            MsgError::NoKind => f.write_str("no TCA_KIND attribute"),
-        }
-    }
 }
 
 pub(crate) fn parse(payload: &[u8]) -> Result<TcMsg<'_>, MsgError> {

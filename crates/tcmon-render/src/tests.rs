@@ -1,1 +1,157 @@
+//! Renders of fixed snapshots, compared with reviewed snapshot files.
 
+use std::time::{Duration, Instant};
+
+use tcmon_core::model::{
+    sort_interface, Class, ClassDetail, Filter, Fifo, HtbClass, HtbQdisc, Interface, Qdisc,
+    QdiscDetail, RawAttr, Snapshot, Stats, U32Filter, Undecoded,
+};
+use tcmon_core::rates::Rates;
+use tcmon_core::units::Handle;
+
+use super::{rates_table, tree, RateSample};
+
+fn stats(bytes: u64, packets: u64, drops: u64, backlog_bytes: u64) -> Stats {
+    Stats { bytes, packets, drops, backlog_bytes, backlog_packets: backlog_bytes / 1514, ..Stats::default() }
+}
+
+fn htb_class(id: u16, parent: Handle, rate: u64, tokens_ns: i64, s: Stats) -> Class {
+    let burst_ns = 6_400_000 * 250_000 / rate;
+    Class {
+        handle: Handle::new(1, id),
+        parent,
+        kind: "htb".into(),
+        leaf_qdisc: None,
+        stats: s,
+        detail: Some(ClassDetail::Htb(HtbClass {
+            rate_bytes_per_sec: rate,
+            ceil_bytes_per_sec: rate * 2,
+            burst_bytes: 1600,
+            cburst_bytes: 1600,
+            burst_ns,
+            cburst_ns: burst_ns / 2,
+            quantum_bytes: (rate / 10).clamp(1000, 200_000) as u32,
+            level: u32::from(id == 1) * 7,
+            linklayer: "ethernet",
+            lends: 12,
+            borrows: 3,
+            tokens_ns,
+            ctokens_ns: tokens_ns / 2,
+            tokens_bytes: tokens_ns * rate as i64 / 1_000_000_000,
+            ctokens_bytes: tokens_ns * rate as i64 / 1_000_000_000,
+            has_xstats: true,
+            ..HtbClass::default()
+        })),
+        undecoded: Undecoded::default(),
+    }
+}
+
+fn qdisc(handle: Handle, parent: Handle, kind: &str, detail: Option<QdiscDetail>, s: Stats) -> Qdisc {
+    Qdisc { handle, parent, kind: kind.into(), stats: s, detail, undecoded: Undecoded::default() }
+}
+
+/// A shaped link as the seeds have it: 2 Mbit HTB, a class in debt with a deep default FIFO,
+/// a u32 filter, an unknown qdisc kind kept raw, counters near u64::MAX, and an empty interface.
+fn snapshot(at: Instant, scale: u64) -> Snapshot {
+    let mut s = Snapshot::new(at, 1_795_312_867_546);
+    s.interfaces.push(Interface {
+        name: "lo".into(),
+        ifindex: 1,
+        mtu: 65536,
+        txqueuelen: 1000,
+        operstate: "unknown".into(),
+        ..Interface::default()
+    });
+    let root = Handle::new(1, 0);
+    let mut eth = Interface {
+        name: "eth1".into(),
+        ifindex: 3,
+        mtu: 1500,
+        txqueuelen: 1000,
+        operstate: "up".into(),
+        root_qdisc: Some(root),
+        gso_max_size: Some(65536),
+        gso_max_segs: Some(65535),
+        qdiscs: vec![
+            qdisc(
+                root,
+                Handle::ROOT,
+                "htb",
+                Some(QdiscDetail::Htb(HtbQdisc {
+                    version: "3.17".into(),
+                    r2q: 10,
+                    default_minor: 0x20,
+                    default_class: Some(Handle::new(1, 0x20)),
+                    direct_packets: 7,
+                    direct_qlen: Some(1000),
+                    offload: false,
+                })),
+                stats(1_000_000 * scale, 900 * scale, 3 * scale, 150_000),
+            ),
+            qdisc(
+                Handle::new(0x10, 0),
+                Handle::new(1, 0x10),
+                "pfifo",
+                Some(QdiscDetail::Pfifo(Fifo { limit: 1000 })),
+                stats(800_000 * scale, 700 * scale, 3 * scale, 150_000),
+            ),
+            Qdisc {
+                undecoded: Undecoded {
+                    raw_attributes: vec![RawAttr { at: "options", kind: 2, bytes: vec![1, 2, 3, 4] }],
+                    decode_errors: vec![],
+                },
+                ..qdisc(Handle::new(0x20, 0), Handle::new(1, 0x20), "qfq", None, stats(u64::MAX - 5, 1, 0, 0))
+            },
+        ],
+        classes: vec![
+            htb_class(0x20, Handle::new(1, 1), 125_000, 6_400_000, stats(0, 0, 0, 0)),
+            htb_class(1, Handle::ROOT, 250_000, 3_200_000, stats(1_000_000 * scale, 900 * scale, 0, 0)),
+            Class {
+                leaf_qdisc: Some(Handle::new(0x10, 0)),
+                ..htb_class(0x10, Handle::new(1, 1), 250_000, -272_468_864, stats(800_000 * scale, 700 * scale, 3 * scale, 150_000))
+            },
+        ],
+        filters: vec![Filter {
+            parent: root,
+            prio: 1,
+            protocol: "ip".into(),
+            kind: "u32".into(),
+            chain: 0,
+            handle: "800::800".into(),
+            handle_raw: 0x8000_0800,
+            class_id: Some(Handle::new(1, 0x10)),
+            is_rule: true,
+            u32: Some(U32Filter { keys: 1, lookups: Some(700), hits: Some(690), ..U32Filter::default() }),
+            undecoded: Undecoded::default(),
+        }],
+        ..Interface::default()
+    };
+    sort_interface(&mut eth);
+    s.interfaces.push(eth);
+    s.warnings.push("interface eth2 is gone; skipped".into());
+    s
+}
+
+#[test]
+fn tree_of_a_shaped_link() {
+    insta::assert_snapshot!(tree(&snapshot(Instant::now(), 1)));
+}
+
+#[test]
+fn rates_as_table_and_json_line() {
+    let t0 = Instant::now();
+    let a = snapshot(t0, 1);
+    let b = snapshot(t0 + Duration::from_secs(2), 3);
+    let rates = Rates::between(&a, &b);
+    insta::assert_snapshot!("rates_table", rates_table(&b, &rates));
+    let line = serde_json::to_string_pretty(&RateSample::new(&b, &rates)).unwrap();
+    insta::assert_snapshot!("rates_json", line);
+}
+
+#[test]
+fn empty_host() {
+    let s = Snapshot::new(Instant::now(), 0);
+    assert_eq!(tree(&s), "");
+    let r = Rates::between(&s, &s);
+    assert_eq!(rates_table(&s, &r), "interval 0 ns\n");
+}

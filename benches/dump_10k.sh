@@ -42,26 +42,35 @@ tc -n "$NS" -batch "$batch"
 rm -f "$batch"
 IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
 
-# median wall time in ms of RUNS runs of "$@", run inside the namespace
-median_ms() {
-  ip netns exec "$NS" bash -c '
-    runs=$1; shift
-    for ((r = 0; r < runs; r++)); do
-      s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N)
-      echo $(( (e - s) / 1000 ))
-    done' _ "$RUNS" "$@" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
-}
-
 tc_both() { tc -s -d class show dev v0; tc -s qdisc show dev v0; }
 export -f tc_both
 
 objects=$(ip netns exec "$NS" "$TCMON" dump --json --no-filters --dev v0 |
   python3 -c 'import json,sys; i=json.load(sys.stdin)["interfaces"][0]; print(len(i["classes"]), len(i["qdiscs"]))')
 
-t_tcmon=$(median_ms "$TCMON" dump --json --no-filters --dev v0)
-t_tc=$(median_ms bash -c tc_both)
-t_floor=$(median_ms "$RAW" "$IFINDEX")
-t_filters=$(median_ms "$TCMON" dump --json --dev v0)
+# The commands run interleaved, one of each per round, so that the machine's drift over the run
+# hits all of them alike; each prints its median wall time in ms.
+times=$(ip netns exec "$NS" bash -c '
+  runs=$1 tcmon=$2 raw=$3 ifindex=$4
+  for ((r = 0; r < runs; r++)); do
+    for c in tcmon tc floor filters; do
+      case $c in
+        tcmon) cmd=("$tcmon" dump --json --no-filters --dev v0) ;;
+        tc) cmd=(bash -c tc_both) ;;
+        floor) cmd=("$raw" "$ifindex") ;;
+        filters) cmd=("$tcmon" dump --json --dev v0) ;;
+      esac
+      s=$(date +%s%N); "${cmd[@]}" >/dev/null 2>&1; e=$(date +%s%N)
+      echo "$c $(( (e - s) / 1000 ))"
+    done
+  done' _ "$RUNS" "$TCMON" "$RAW" "$IFINDEX")
+median() { echo "$times" | awk -v c="$1" '$1 == c {print $2}' | sort -n |
+  awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'; }
+t_tcmon=$(median tcmon)
+t_tc=$(median tc)
+t_floor=$(median floor)
+t_filters=$(median filters)
+
 # in-process: the agent's steady state, one Collector polling repeatedly
 t_poll=$(ip netns exec "$NS" "$POLL" "$RUNS" --dev v0 | awk '{print $4}' | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]}')
 rss_kb=$(ip netns exec "$NS" /usr/bin/time -f %M "$TCMON" dump --json --no-filters --dev v0 2>&1 >/dev/null | tail -1)

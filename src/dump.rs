@@ -1,6 +1,7 @@
 //! `tcmon dump`: one snapshot, or rate samples.
 
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -22,24 +23,16 @@ pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
         },
     };
     let mut collector = Collector::open(args.target.netns.as_deref(), opts)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    // A duplicate of fd 1 without stdout's line buffering, which scans and re-copies every
+    // write; a snapshot of a big tree is megabytes of JSON.
+    let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout);
 
     let Some(interval) = args.interval else {
         let snap = collector.poll()?;
         if args.json {
-            // Serialize into memory first: writing tokens through stdout's line buffering costs
-            // more than the serialization on trees of thousands of classes.
-            let objects: usize = snap
-                .interfaces
-                .iter()
-                .map(|i| i.qdiscs.len() + i.classes.len() + i.filters.len())
-                .sum();
-            // ~400 bytes per object; growing a multi-megabyte Vec copies it several times.
-            let mut json = Vec::with_capacity(4096 + objects * 400);
-            serde_json::to_writer(&mut json, &snap)?;
-            json.push(b'\n');
-            out.write_all(&json)?;
+            serde_json::to_writer(&mut out, &snap)?;
+            out.write_all(b"\n")?;
         } else {
             out.write_all(tcmon_render::tree(&snap).as_bytes())?;
         }

@@ -204,8 +204,14 @@ pub fn fmt_bytes(bytes: f64) -> String {
 }
 
 fn fmt_si(v: f64, unit: &str) -> String {
-    const PREFIXES: [(f64, &str); 6] =
-        [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    const PREFIXES: [(f64, &str); 6] = [
+        (1e18, "E"),
+        (1e15, "P"),
+        (1e12, "T"),
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "k"),
+    ];
     let sign = if v < 0.0 { "-" } else { "" };
     let a = v.abs();
     for (scale, p) in PREFIXES {

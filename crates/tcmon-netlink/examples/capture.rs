@@ -2,7 +2,9 @@
 //! byte fixtures: `capture IFINDEX OUTDIR` -> OUTDIR/{qdisc,class,filter}-N.bin.
 //! Filters are dumped for parent 1: only.
 
-use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
+use netlink_packet_core::{
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
+};
 use netlink_packet_route::tc::{TcHandle, TcMessage};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
@@ -38,14 +40,21 @@ fn dump(sock: &Socket, req: RouteNetlinkMessage, seq: u32) -> Vec<Vec<u8>> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let ifindex: i32 = args.next().and_then(|a| a.parse().ok()).expect("usage: capture IFINDEX OUTDIR");
+    let ifindex: i32 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .expect("usage: capture IFINDEX OUTDIR");
     let dir = args.next().expect("usage: capture IFINDEX OUTDIR");
     let mut sock = Socket::new(NETLINK_ROUTE).expect("socket");
     sock.bind_auto().expect("bind");
     sock.connect(&SocketAddr::new(0, 0)).expect("connect");
     let mut req = TcMessage::default();
     req.header.index = ifindex;
-    let q = dump(&sock, RouteNetlinkMessage::GetQueueDiscipline(req.clone()), 1);
+    let q = dump(
+        &sock,
+        RouteNetlinkMessage::GetQueueDiscipline(req.clone()),
+        1,
+    );
     let c = dump(&sock, RouteNetlinkMessage::GetTrafficClass(req.clone()), 2);
     req.header.parent = TcHandle::from(0x0001_0000);
     let f = dump(&sock, RouteNetlinkMessage::GetTrafficFilter(req), 3);

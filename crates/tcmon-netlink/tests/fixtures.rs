@@ -6,7 +6,10 @@ use tcmon_core::units::{Handle, TickLen};
 use tcmon_netlink::{decode_class, decode_filter, decode_qdisc};
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/kernel-6.18/{name}.bin", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/kernel-6.18/{name}.bin",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
@@ -18,10 +21,21 @@ fn htb_qdisc() {
     //  Sent 986 bytes 13 pkt (dropped 0, overlimits 0 requeues 0)
     let (_, q) = decode_qdisc(&fixture("qdisc-htb-1"), TICK).unwrap();
     assert!(q.undecoded.is_empty(), "{:?}", q.undecoded);
-    assert_eq!((q.handle, q.parent, q.kind.as_str()), (Handle::new(1, 0), Handle::ROOT, "htb"));
-    assert_eq!((q.stats.bytes, q.stats.packets, q.stats.drops), (986, 13, 0));
-    let Some(QdiscDetail::Htb(h)) = q.detail else { panic!("{:?}", q.detail) };
-    assert_eq!((h.r2q, h.default_minor, h.direct_packets, h.direct_qlen), (10, 0x20, 0, Some(1000)));
+    assert_eq!(
+        (q.handle, q.parent, q.kind.as_str()),
+        (Handle::new(1, 0), Handle::ROOT, "htb")
+    );
+    assert_eq!(
+        (q.stats.bytes, q.stats.packets, q.stats.drops),
+        (986, 13, 0)
+    );
+    let Some(QdiscDetail::Htb(h)) = q.detail else {
+        panic!("{:?}", q.detail)
+    };
+    assert_eq!(
+        (h.r2q, h.default_minor, h.direct_packets, h.direct_qlen),
+        (10, 0x20, 0, Some(1000))
+    );
     assert_eq!(h.version, "3.17");
     assert_eq!(h.default_class, Some(Handle::new(1, 0x20)));
 }
@@ -34,9 +48,19 @@ fn htb_classes() {
     //  tokens: 960000 ctokens: 20000
     let (_, c) = decode_class(&fixture("class-htb-1_10"), TICK).unwrap();
     assert!(c.undecoded.is_empty(), "{:?}", c.undecoded);
-    assert_eq!((c.handle, c.parent, c.leaf_qdisc), (Handle::new(1, 0x10), Handle::new(1, 1), Some(Handle::new(0x10, 0))));
+    assert_eq!(
+        (c.handle, c.parent, c.leaf_qdisc),
+        (
+            Handle::new(1, 0x10),
+            Handle::new(1, 1),
+            Some(Handle::new(0x10, 0))
+        )
+    );
     let h = c.htb().unwrap();
-    assert_eq!((h.rate_bytes_per_sec, h.ceil_bytes_per_sec), (250_000, 1_250_000));
+    assert_eq!(
+        (h.rate_bytes_per_sec, h.ceil_bytes_per_sec),
+        (250_000, 1_250_000)
+    );
     assert_eq!((h.quantum_bytes, h.prio, h.level), (25_000, 1, 0));
     assert_eq!((h.burst_bytes, h.cburst_bytes), (15_360, 1600));
     assert_eq!((h.tokens_ns, h.ctokens_ns), (960_000 * 64, 20_000 * 64));
@@ -48,12 +72,18 @@ fn htb_classes() {
     assert_eq!((c.parent, c.leaf_qdisc), (Handle::ROOT, None));
     assert_eq!((c.stats.bytes, c.stats.packets), (986, 13));
     let h = c.htb().unwrap();
-    assert_eq!((h.level, h.quantum_bytes, h.tokens_ns), (7, 125_000, 19_125 * 64));
+    assert_eq!(
+        (h.level, h.quantum_bytes, h.tokens_ns),
+        (7, 125_000, 19_125 * 64)
+    );
 
     // class htb 1:20 ... quantum 1514 rate 64Kbit ceil 10Mbit;  lended: 13;  tokens: 2988281
     let (_, c) = decode_class(&fixture("class-htb-1_20"), TICK).unwrap();
     let h = c.htb().unwrap();
-    assert_eq!((h.rate_bytes_per_sec, h.quantum_bytes, h.lends), (8000, 1514, 13));
+    assert_eq!(
+        (h.rate_bytes_per_sec, h.quantum_bytes, h.lends),
+        (8000, 1514, 13)
+    );
     assert_eq!(h.tokens_ns, 2_988_281 * 64);
     assert_eq!(h.burst_bytes, 1600);
 
@@ -71,8 +101,13 @@ fn fifo_and_tbf_qdiscs() {
     // qdisc tbf 20: parent 1:20 rate 1Mbit burst 10Kb/1 mpu 0b lat 164ms linklayer ethernet
     let (_, q) = decode_qdisc(&fixture("qdisc-tbf-20"), TICK).unwrap();
     assert!(q.undecoded.is_empty(), "{:?}", q.undecoded);
-    let Some(QdiscDetail::Tbf(t)) = q.detail else { panic!() };
-    assert_eq!((t.rate_bytes_per_sec, t.burst_bytes, t.limit_bytes), (125_000, 10_240, 30_720));
+    let Some(QdiscDetail::Tbf(t)) = q.detail else {
+        panic!()
+    };
+    assert_eq!(
+        (t.rate_bytes_per_sec, t.burst_bytes, t.limit_bytes),
+        (125_000, 10_240, 30_720)
+    );
     assert_eq!(t.latency_ns, 163_840_000);
     assert_eq!((q.stats.bytes, q.stats.packets), (986, 13));
 }
@@ -90,7 +125,10 @@ fn u32_filter_entries() {
     //   match 0a090002/ffffffff at 16
     let (_, f) = decode_filter(&fixture("filter-u32-800_800")).unwrap();
     assert!(f.undecoded.is_empty(), "{:?}", f.undecoded);
-    assert_eq!((f.handle.as_str(), f.prio, f.protocol.as_str(), f.chain), ("800::800", 1, "ip", 0));
+    assert_eq!(
+        (f.handle.as_str(), f.prio, f.protocol.as_str(), f.chain),
+        ("800::800", 1, "ip", 0)
+    );
     assert_eq!(f.class_id, Some(Handle::new(1, 0x10)));
     assert!(f.is_rule);
     assert_eq!(f.u32.unwrap().keys, 1);
@@ -98,7 +136,13 @@ fn u32_filter_entries() {
 
 #[test]
 fn every_truncation_of_every_fixture_decodes_or_errors() {
-    let names = ["qdisc-htb-1", "qdisc-pfifo-10", "qdisc-tbf-20", "class-htb-1_10", "filter-u32-800_800"];
+    let names = [
+        "qdisc-htb-1",
+        "qdisc-pfifo-10",
+        "qdisc-tbf-20",
+        "class-htb-1_10",
+        "filter-u32-800_800",
+    ];
     for name in names {
         let bytes = fixture(name);
         for len in 0..bytes.len() {
@@ -111,7 +155,11 @@ fn every_truncation_of_every_fixture_decodes_or_errors() {
     // a cut inside the options is reported and the cut bytes kept, not silently zero
     let bytes = fixture("class-htb-1_10");
     let (_, c) = decode_class(&bytes[..60], TICK).unwrap();
-    assert!(c.undecoded.decode_errors[0].contains("malformed attribute"), "{:?}", c.undecoded);
+    assert!(
+        c.undecoded.decode_errors[0].contains("malformed attribute"),
+        "{:?}",
+        c.undecoded
+    );
     assert!(!c.undecoded.raw_attributes.is_empty());
     assert!(matches!(c.detail, Some(ClassDetail::Htb(ref h)) if h.rate_bytes_per_sec == 0));
 }

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use tcmon_core::model::{
-    sort_interface, Class, ClassDetail, Filter, Fifo, HtbClass, HtbQdisc, Interface, Qdisc,
+    sort_interface, Class, ClassDetail, Fifo, Filter, HtbClass, HtbQdisc, Interface, Qdisc,
     QdiscDetail, RawAttr, Snapshot, Stats, U32Filter, Undecoded,
 };
 use tcmon_core::rates::Rates;
@@ -12,7 +12,14 @@ use tcmon_core::units::Handle;
 use super::{rates_table, tree, RateSample};
 
 fn stats(bytes: u64, packets: u64, drops: u64, backlog_bytes: u64) -> Stats {
-    Stats { bytes, packets, drops, backlog_bytes, backlog_packets: backlog_bytes / 1514, ..Stats::default() }
+    Stats {
+        bytes,
+        packets,
+        drops,
+        backlog_bytes,
+        backlog_packets: backlog_bytes / 1514,
+        ..Stats::default()
+    }
 }
 
 fn htb_class(id: u16, parent: Handle, rate: u64, tokens_ns: i64, s: Stats) -> Class {
@@ -46,8 +53,21 @@ fn htb_class(id: u16, parent: Handle, rate: u64, tokens_ns: i64, s: Stats) -> Cl
     }
 }
 
-fn qdisc(handle: Handle, parent: Handle, kind: &str, detail: Option<QdiscDetail>, s: Stats) -> Qdisc {
-    Qdisc { handle, parent, kind: kind.into(), stats: s, detail, undecoded: Undecoded::default() }
+fn qdisc(
+    handle: Handle,
+    parent: Handle,
+    kind: &str,
+    detail: Option<QdiscDetail>,
+    s: Stats,
+) -> Qdisc {
+    Qdisc {
+        handle,
+        parent,
+        kind: kind.into(),
+        stats: s,
+        detail,
+        undecoded: Undecoded::default(),
+    }
 }
 
 /// A shaped link as the seeds have it: 2 Mbit HTB, a class in debt with a deep default FIFO,
@@ -97,18 +117,46 @@ fn snapshot(at: Instant, scale: u64) -> Snapshot {
             ),
             Qdisc {
                 undecoded: Undecoded {
-                    raw_attributes: vec![RawAttr { at: "options", kind: 2, bytes: vec![1, 2, 3, 4] }],
+                    raw_attributes: vec![RawAttr {
+                        at: "options",
+                        kind: 2,
+                        bytes: vec![1, 2, 3, 4],
+                    }],
                     decode_errors: vec![],
                 },
-                ..qdisc(Handle::new(0x20, 0), Handle::new(1, 0x20), "qfq", None, stats(u64::MAX - 5, 1, 0, 0))
+                ..qdisc(
+                    Handle::new(0x20, 0),
+                    Handle::new(1, 0x20),
+                    "qfq",
+                    None,
+                    stats(u64::MAX - 5, 1, 0, 0),
+                )
             },
         ],
         classes: vec![
-            htb_class(0x20, Handle::new(1, 1), 125_000, 6_400_000, stats(0, 0, 0, 0)),
-            htb_class(1, Handle::ROOT, 250_000, 3_200_000, stats(1_000_000 * scale, 900 * scale, 0, 0)),
+            htb_class(
+                0x20,
+                Handle::new(1, 1),
+                125_000,
+                6_400_000,
+                stats(0, 0, 0, 0),
+            ),
+            htb_class(
+                1,
+                Handle::ROOT,
+                250_000,
+                3_200_000,
+                stats(1_000_000 * scale, 900 * scale, 0, 0),
+            ),
             Class {
                 leaf_qdisc: Some(Handle::new(0x10, 0)),
-                ..htb_class(0x10, Handle::new(1, 1), 250_000, -272_468_864, stats(800_000 * scale, 700 * scale, 3 * scale, 150_000))
+                ..htb_class(
+                    0x10,
+                    Handle::new(1, 1),
+                    250_000,
+                    -272_468_864,
+                    stats(800_000 * scale, 700 * scale, 3 * scale, 150_000),
+                )
             },
         ],
         filters: vec![Filter {
@@ -121,7 +169,12 @@ fn snapshot(at: Instant, scale: u64) -> Snapshot {
             handle_raw: 0x8000_0800,
             class_id: Some(Handle::new(1, 0x10)),
             is_rule: true,
-            u32: Some(U32Filter { keys: 1, lookups: Some(700), hits: Some(690), ..U32Filter::default() }),
+            u32: Some(U32Filter {
+                keys: 1,
+                lookups: Some(700),
+                hits: Some(690),
+                ..U32Filter::default()
+            }),
             undecoded: Undecoded::default(),
         }],
         ..Interface::default()

@@ -21,23 +21,23 @@ fn decoders(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let class = fixture("class-htb-1_10");
     g.bench_function("htb class", |b| {
-        b.iter(|| decode_class(black_box(&class), tick).unwrap())
+        b.iter(|| decode_class(black_box(&class), tick).unwrap());
     });
     let htb = fixture("qdisc-htb-1");
     g.bench_function("htb qdisc", |b| {
-        b.iter(|| decode_qdisc(black_box(&htb), tick).unwrap())
+        b.iter(|| decode_qdisc(black_box(&htb), tick).unwrap());
     });
     let pfifo = fixture("qdisc-pfifo-10");
     g.bench_function("pfifo qdisc", |b| {
-        b.iter(|| decode_qdisc(black_box(&pfifo), tick).unwrap())
+        b.iter(|| decode_qdisc(black_box(&pfifo), tick).unwrap());
     });
     let tbf = fixture("qdisc-tbf-20");
     g.bench_function("tbf qdisc", |b| {
-        b.iter(|| decode_qdisc(black_box(&tbf), tick).unwrap())
+        b.iter(|| decode_qdisc(black_box(&tbf), tick).unwrap());
     });
     let u32f = fixture("filter-u32-800_800");
     g.bench_function("u32 filter", |b| {
-        b.iter(|| decode_filter(black_box(&u32f)).unwrap())
+        b.iter(|| decode_filter(black_box(&u32f)).unwrap());
     });
     g.finish();
 }

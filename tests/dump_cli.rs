@@ -197,3 +197,35 @@ fn vanished_interface_is_skipped() {
         "{last}"
     );
 }
+
+/// Entering a namespace is the one thing that needs privileges; the error says so.
+#[test]
+fn netns_without_privileges_says_what_is_needed() {
+    if skip_unless_root("netns_without_privileges_says_what_is_needed") {
+        return;
+    }
+    let ns = tcmon_lab::Netns::create("noperm").unwrap();
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ])
+        .args([env!("CARGO_BIN_EXE_tcmon"), "dump", "--netns", &ns.name])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = common::stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("CAP_SYS_ADMIN") && err.contains("Operation not permitted"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("Operation not permitted").count(),
+        1,
+        "cause printed once: {err}"
+    );
+}

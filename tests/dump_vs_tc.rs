@@ -254,7 +254,6 @@ fn every_decoded_field_matches_tc() {
             tq["parent"].as_str().unwrap()
         };
         let handle = tq["handle"].as_str().unwrap();
-        let handle = if handle == "0:" { "none" } else { handle };
         let q = ours
             .iter()
             .find(|q| q["parent"] == parent && q["handle"] == handle)

@@ -38,11 +38,12 @@ impl Handle {
 }
 
 impl fmt::Display for Handle {
-    // Same spelling as iproute2's sprint_tc_classid, so users can paste it into tc.
+    // Same spelling as tc, so users can paste it into tc and compare: sprint_tc_classid, but
+    // handle 0 as `0:` the way `tc qdisc show` prints the kernel's own qdiscs.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Handle::ROOT => f.write_str("root"),
-            Handle::UNSPEC => f.write_str("none"),
+            Handle::UNSPEC => f.write_str("0:"),
             h if h.major() == 0 => write!(f, ":{:x}", h.minor()),
             h if h.minor() == 0 => write!(f, "{:x}:", h.major()),
             h => write!(f, "{:x}:{:x}", h.major(), h.minor()),
@@ -73,7 +74,7 @@ impl Handle {
         }
         let n = match self {
             Handle::ROOT => return "root",
-            Handle::UNSPEC => return "none",
+            Handle::UNSPEC => return "0:",
             h => {
                 let mut at = 0;
                 if h.major() != 0 {
@@ -262,7 +263,8 @@ mod tests {
         assert_eq!(Handle::new(1, 0).to_string(), "1:");
         assert_eq!(Handle::new(1, 0x20).to_string(), "1:20");
         assert_eq!(Handle::ROOT.to_string(), "root");
-        assert_eq!(Handle::UNSPEC.to_string(), "none");
+        assert_eq!(Handle::UNSPEC.to_string(), "0:");
+        assert_eq!("none".parse::<Handle>().unwrap(), Handle::UNSPEC);
         assert_eq!(Handle::INGRESS.to_string(), "ffff:fff1");
         assert_eq!(Handle(0x10).to_string(), ":10");
         for s in [
@@ -272,7 +274,7 @@ mod tests {
             "root",
             ":10",
             "abcd:ef",
-            "none",
+            "0:",
             "10:0a",
         ] {
             let h = s.parse::<Handle>().unwrap();

@@ -1,17 +1,20 @@
 use std::io;
 
 /// What went wrong, and where.
+///
+/// The cause is the error's `source`, not part of its message: print it with an error
+/// reporter (`{:#}` in anyhow) to see both, once.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("enter network namespace '{name}' ({path}): {source}")]
+    #[error("enter network namespace '{name}' ({path}){}", netns_hint(source))]
     Netns {
         name: String,
         path: String,
         source: io::Error,
     },
-    #[error("open rtnetlink socket: {0}")]
-    Socket(io::Error),
-    #[error("dump {what}{}: {source}", on.as_deref().map(|d| format!(" on {d}")).unwrap_or_default())]
+    #[error("open rtnetlink socket")]
+    Socket(#[source] io::Error),
+    #[error("dump {what}{}", on.as_deref().map(|d| format!(" on {d}")).unwrap_or_default())]
     Dump {
         what: &'static str,
         on: Option<String>,
@@ -42,5 +45,13 @@ impl Error {
             }
             _ => false,
         }
+    }
+}
+
+fn netns_hint(e: &io::Error) -> &'static str {
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        " (entering a namespace needs root or CAP_SYS_ADMIN)"
+    } else {
+        ""
     }
 }

@@ -391,7 +391,11 @@ pub fn rates_table(snap: &Snapshot, rates: &Rates) -> String {
     let sample = RateSample::new(snap, rates);
     let mut out = String::new();
     let _ = writeln!(out, "interval {}", fmt_ns(rates.interval_ns as i64));
-    for i in &sample.interfaces {
+    for i in sample
+        .interfaces
+        .iter()
+        .filter(|i| !(i.qdiscs.is_empty() && i.classes.is_empty()))
+    {
         let _ = writeln!(
             out,
             "{}\n  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}",

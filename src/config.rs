@@ -10,6 +10,8 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct Config {
     pub(crate) collector: CollectorConfig,
+    /// Thresholds of `tcmon check` (and of the agent's findings).
+    pub(crate) check: tcmon_diag::Thresholds,
 }
 
 #[derive(Debug, Deserialize)]

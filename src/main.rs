@@ -1,8 +1,10 @@
 //! tcmon: a Linux traffic-control monitor. This binary is wiring: arguments, config, and which
 //! crate does the work.
 
+mod check;
 mod config;
 mod dump;
+mod facts;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +28,9 @@ struct Cli {
 enum Command {
     /// Read every qdisc, class and filter once (or sample rates) and print them.
     Dump(DumpArgs),
+    /// Diagnose the shaper: findings with evidence and fixes; exit 0 ok, 1 warning,
+    /// 2 critical, 3 unknown.
+    Check(CheckArgs),
 }
 
 /// Where to read from; shared by every command that polls.
@@ -60,6 +65,24 @@ struct DumpArgs {
     no_filters: bool,
 }
 
+#[derive(Debug, Args)]
+struct CheckArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Sampling window, so that rate-based rules see traffic.
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "2s")]
+    window: Duration,
+    /// `{"status": ..., "findings": [...]}`.
+    #[arg(long)]
+    json: bool,
+    /// Accept a risk: drop findings with this code (repeatable).
+    #[arg(long, value_name = "CODE")]
+    ignore: Vec<String>,
+    /// Say what a finding means, why it matters and how its numbers are derived (`list`: all).
+    #[arg(long, value_name = "CODE")]
+    explain: Option<String>,
+}
+
 /// Exit status for a bad argument (`--dev`, `--netns`, config), as distinct from a failure.
 const EXIT_USAGE: u8 = 2;
 
@@ -67,6 +90,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Dump(args) => dump::run(&args),
+        Command::Check(args) => return check::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -96,7 +96,6 @@ fn close(what: &str, ours: u64, tc: (u64, u64), rate: u64) {
 }
 
 #[test]
-#[allow(clippy::too_many_lines)] // one tree, one walk over every field tc prints
 fn every_decoded_field_matches_tc() {
     if skip_unless_root("every_decoded_field_matches_tc") {
         return;

@@ -165,6 +165,191 @@ pub fn send_udp(
     sent.map_err(err)
 }
 
+/// Opens a UDP socket inside `netns` whose send buffer holds `sndbuf_bytes` (root may exceed
+/// wmem_max), so that one sender can fill a deep queue: a default-sized buffer blocks the
+/// sender after ~140 packets in flight, long before a 1000-packet FIFO is full.
+pub fn udp_socket(netns: &str, sndbuf_bytes: usize) -> Result<UdpSocket, LabError> {
+    let err = |source| LabError::Traffic {
+        netns: netns.to_owned(),
+        source,
+    };
+    let sock = tcmon_netlink::in_netns(netns, || UdpSocket::bind("0.0.0.0:0"))
+        .map_err(|e| err(io::Error::other(e.to_string())))?
+        .map_err(err)?;
+    let size = libc::c_int::try_from(sndbuf_bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: a valid socket fd and a pointer to a c_int of the given length.
+    let rc = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&sock),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            std::ptr::addr_of!(size).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(err(io::Error::last_os_error()));
+    }
+    Ok(sock)
+}
+
+/// Sends UDP at `bytes_per_sec` from `sock` until `stop` is set (load for latency tests).
+pub fn blast(
+    sock: &UdpSocket,
+    dst: SocketAddr,
+    payload: usize,
+    bytes_per_sec: u64,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    let buf = vec![0x5a; payload];
+    let start = Instant::now();
+    let mut i = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let _ = sock.send_to(&buf, dst);
+        i += 1;
+        let due = Duration::from_secs_f64(i as f64 * payload as f64 / bytes_per_sec as f64);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// A UDP echo server in a namespace, for round-trip probes; stops when dropped.
+#[derive(Debug)]
+pub struct UdpEcho {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl UdpEcho {
+    pub fn start(netns: &str, addr: SocketAddr) -> Result<Self, LabError> {
+        let err = |source| LabError::Traffic {
+            netns: netns.to_owned(),
+            source,
+        };
+        let sock = tcmon_netlink::in_netns(netns, || UdpSocket::bind(addr))
+            .map_err(|e| err(io::Error::other(e.to_string())))?
+            .map_err(err)?;
+        sock.set_read_timeout(Some(Duration::from_millis(100)))
+            .map_err(err)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !flag.load(Ordering::Relaxed) {
+                if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                    let _ = sock.send_to(&buf[..n], from);
+                }
+            }
+        });
+        Ok(UdpEcho {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for UdpEcho {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Round-trip times of `count` small UDP datagrams sent `interval` apart from `netns` to an
+/// echo server; probes without a reply within `timeout` of being sent are lost. Several probes,
+/// because a full tail-drop FIFO drops most of them.
+pub fn udp_rtts(
+    netns: &str,
+    dst: SocketAddr,
+    count: usize,
+    interval: Duration,
+    timeout: Duration,
+) -> Result<Vec<Duration>, LabError> {
+    let err = |source| LabError::Traffic {
+        netns: netns.to_owned(),
+        source,
+    };
+    let sock = tcmon_netlink::in_netns(netns, || UdpSocket::bind("0.0.0.0:0"))
+        .map_err(|e| err(io::Error::other(e.to_string())))?
+        .map_err(err)?;
+    let base = rand_token();
+    let probe = |i: usize| {
+        let mut t = base;
+        t[0] ^= i as u8;
+        t
+    };
+    let start = Instant::now();
+    let mut sent_at = Vec::with_capacity(count);
+    let mut rtts = Vec::new();
+    let mut buf = [0u8; 64];
+    let end = interval * (count.saturating_sub(1) as u32) + timeout;
+    while start.elapsed() < end {
+        if sent_at.len() < count && start.elapsed() >= interval * sent_at.len() as u32 {
+            let i = sent_at.len();
+            sent_at.push(Instant::now());
+            // a full queue may refuse it: that probe is lost
+            let _ = sock.send_to(&probe(i), dst);
+            continue;
+        }
+        let next_send = if sent_at.len() < count {
+            interval * sent_at.len() as u32
+        } else {
+            end
+        };
+        let wait = next_send
+            .min(end)
+            .saturating_sub(start.elapsed())
+            .max(Duration::from_millis(1));
+        sock.set_read_timeout(Some(wait)).map_err(err)?;
+        match sock.recv_from(&mut buf) {
+            Ok((8, _)) => {
+                if let Some(i) = (0..sent_at.len()).find(|i| buf[..8] == probe(*i)) {
+                    let rtt = sent_at[i].elapsed();
+                    if rtt <= timeout {
+                        rtts.push(rtt);
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(err(e)),
+        }
+        if sent_at.len() == count && rtts.len() == count {
+            break;
+        }
+    }
+    Ok(rtts)
+}
+
+/// Round-trip time of one small UDP datagram, or `None` when no reply came within `timeout`.
+pub fn udp_rtt(
+    netns: &str,
+    dst: SocketAddr,
+    timeout: Duration,
+) -> Result<Option<Duration>, LabError> {
+    Ok(udp_rtts(netns, dst, 1, Duration::ZERO, timeout)?
+        .first()
+        .copied())
+}
+
+fn rand_token() -> [u8; 8] {
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    (t ^ (u64::from(n) << 48) ^ u64::from(std::process::id())).to_ne_bytes()
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = run(&["ip", "netns", "del", &self.name]);
@@ -194,9 +379,19 @@ fn sweep_leftovers() {
     }
 }
 
+fn mac(ns: &Netns, dev: &str) -> Result<String, LabError> {
+    let out = ns.ip(&["-o", "link", "show", dev])?;
+    Ok(out
+        .split_whitespace()
+        .skip_while(|w| *w != "link/ether")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned())
+}
+
 /// Two namespaces joined by a veth pair: `a` holds `dev_a` (10.77.0.1/24), `b` holds `dev_b`
 /// (10.77.0.2/24). Traffic from `a` to `b`'s addresses leaves through `dev_a`, where tests
-/// put their shaper. Neighbours are static, so no ARP passes through the shaper.
+/// put their shaper. Neighbours are static on both sides, so no ARP passes through the shaper.
 #[derive(Debug)]
 pub struct Pair {
     pub a: Netns,
@@ -234,6 +429,21 @@ impl Pair {
         b.ip(&["link", "set", &dev_b, "up"])?;
         let pair = Pair { a, b, dev_a, dev_b };
         pair.add_address_b(Self::ADDR_B)?;
+        // Replies need A's address resolved too, and an ARP reply from A would have to cross
+        // A's shaper: a full queue there would drop it and stall every reply (the seeds'
+        // "Destination Host Unreachable").
+        let mac_a = mac(&pair.a, &pair.dev_a)?;
+        pair.b.ip(&[
+            "neigh",
+            "replace",
+            Self::ADDR_A,
+            "lladdr",
+            &mac_a,
+            "dev",
+            &pair.dev_b,
+            "nud",
+            "permanent",
+        ])?;
         Ok(pair)
     }
 
@@ -259,14 +469,7 @@ impl Pair {
     }
 
     fn mac_b(&self) -> Result<String, LabError> {
-        let out = self.b.ip(&["-o", "link", "show", &self.dev_b])?;
-        let mac = out
-            .split_whitespace()
-            .skip_while(|w| *w != "link/ether")
-            .nth(1)
-            .unwrap_or_default()
-            .to_owned();
-        Ok(mac)
+        mac(&self.b, &self.dev_b)
     }
 
     /// `tc` on `a`'s shaped device: `pair.tc_a("qdisc add root handle 1: htb")`.

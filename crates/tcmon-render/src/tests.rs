@@ -72,7 +72,6 @@ fn qdisc(
 
 /// A shaped link as the seeds have it: 2 Mbit HTB, a class in debt with a deep default FIFO,
 /// a u32 filter, an unknown qdisc kind kept raw, counters near u64::MAX, and an empty interface.
-#[allow(clippy::too_many_lines)] // one literal tree
 fn snapshot(at: Instant, scale: u64) -> Snapshot {
     let mut s = Snapshot::new(at, 1_795_312_867_546);
     s.interfaces.push(Interface {

@@ -1,0 +1,1010 @@
+//! The rules. Each reads the context and pushes findings; none has side effects.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+use tcmon_core::model::{Class, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+
+use crate::{Facts, Finding, Severity, Thresholds};
+
+pub(crate) struct Ctx<'a> {
+    pub(crate) facts: &'a Facts<'a>,
+    pub(crate) iface: &'a Interface,
+    pub(crate) t: &'a Thresholds,
+    pub(crate) before: Option<&'a Interface>,
+}
+
+pub(crate) fn run(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    queue_depth(c, out);
+    standing_queue(c, out);
+    for q in &c.iface.qdiscs {
+        match &q.detail {
+            Some(QdiscDetail::Htb(h)) => {
+                htb_default(c, q, h, out);
+                htb_quantum(c, q, h, out);
+            }
+            Some(QdiscDetail::Tbf(_)) => tbf(c, q, out),
+            _ => {}
+        }
+    }
+    for cl in &c.iface.classes {
+        if let Some(h) = cl.htb() {
+            htb_class(c, cl, h, out);
+        }
+    }
+    htb_children(c, out);
+    filter_chains(c, out);
+    unshaped_root(c, out);
+    bql(c, out);
+}
+
+/// Findings about the host rather than one interface.
+pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Vec<Finding>) {
+    let has_htb = facts.snapshot.interfaces.iter().any(|i| {
+        i.qdiscs
+            .iter()
+            .any(|q| matches!(q.detail, Some(QdiscDetail::Htb(_))))
+    });
+    if has_htb && facts.htb_hysteresis == Some(true) {
+        out.push(Finding {
+            code: "htb-hysteresis-on",
+            severity: Severity::Info,
+            interface: String::new(),
+            object: String::new(),
+            message: "sch_htb runs with htb_hysteresis=1: classes switch mode late, so rates \
+                      overshoot by up to a burst before HTB reacts"
+                .into(),
+            evidence: ev([("htb_hysteresis", json!(1))]),
+            fix: vec![
+                "echo 0 > /sys/module/sch_htb/parameters/htb_hysteresis".into(),
+                "echo 'options sch_htb htb_hysteresis=0' > /etc/modprobe.d/sch_htb.conf".into(),
+            ],
+        });
+    }
+}
+
+fn ev<const N: usize>(pairs: [(&'static str, Value); N]) -> BTreeMap<&'static str, Value> {
+    pairs.into_iter().collect()
+}
+
+/// Bytes of a full-size packet on this link: what a FIFO of N packets holds at worst.
+fn packet_bytes(iface: &Interface) -> u64 {
+    u64::from(if iface.mtu == 0 { 1500 } else { iface.mtu }) + 14
+}
+
+fn ms(ns: f64) -> f64 {
+    (ns / 1e4).round() / 100.0
+}
+
+fn rate_arg(bytes_per_sec: u64) -> String {
+    format!("{}bit", bytes_per_sec * 8)
+}
+
+/// The HTB class a qdisc hangs under, with the qdisc that owns that class.
+fn htb_parent<'a>(iface: &'a Interface, q: &Qdisc) -> Option<(&'a Class, &'a HtbClass)> {
+    let class = iface.class(q.parent)?;
+    Some((class, class.htb()?))
+}
+
+/// The qdisc directly under a TBF is TBF's own queue: rules judge the TBF, not it.
+fn inside_tbf(iface: &Interface, q: &Qdisc) -> bool {
+    iface
+        .qdisc(q.parent.qdisc())
+        .is_some_and(|p| p.handle != q.handle && matches!(p.detail, Some(QdiscDetail::Tbf(_))))
+}
+
+/// `tc class change` restating everything, so that nothing falls back to a default.
+fn htb_change(
+    iface: &Interface,
+    c: &Class,
+    h: &HtbClass,
+    burst: u64,
+    cburst: u64,
+    quantum: u32,
+) -> String {
+    let parent = if c.parent == Handle::ROOT {
+        c.handle.qdisc()
+    } else {
+        c.parent
+    };
+    let mut cmd = format!(
+        "tc class change dev {} parent {} classid {} htb rate {} ceil {} burst {} cburst {} prio {} quantum {}",
+        iface.name,
+        parent,
+        c.handle,
+        rate_arg(h.rate_bytes_per_sec),
+        rate_arg(h.ceil_bytes_per_sec),
+        burst,
+        cburst,
+        h.prio,
+        quantum
+    );
+    if h.overhead_bytes != 0 {
+        let _ = write!(cmd, " overhead {}", h.overhead_bytes);
+    }
+    if h.mpu_bytes != 0 {
+        let _ = write!(cmd, " mpu {}", h.mpu_bytes);
+    }
+    if h.linklayer == "atm" {
+        cmd.push_str(" linklayer atm");
+    }
+    cmd
+}
+
+fn keep(h: &HtbClass) -> (u64, u64, u32) {
+    (h.burst_bytes, h.cburst_bytes, h.quantum_bytes)
+}
+
+/// Commands that replace the queue `q` under `class` with one sized for the target delay at
+/// `drain_bytes_per_sec`, and with fq_codel where the kernel may have it.
+fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64) -> Vec<String> {
+    let pkt = packet_bytes(c.iface);
+    let target_bytes = (c.t.target_queue_delay_ms * 1e-3 * drain_bytes_per_sec as f64) as u64;
+    let handle = new_handle(c.iface, q, class);
+    let mut fix = vec![if matches!(q.detail, Some(QdiscDetail::Bfifo(_))) {
+        replace_cmd(
+            c.iface,
+            class,
+            handle,
+            &format!("bfifo limit {}", target_bytes.max(2 * pkt)),
+        )
+    } else {
+        replace_cmd(
+            c.iface,
+            class,
+            handle,
+            &format!("pfifo limit {}", (target_bytes / pkt).max(2)),
+        )
+    }];
+    if c.facts.fq_codel_available != Some(false) {
+        fix.push(replace_cmd(c.iface, class, handle, "fq_codel"));
+    }
+    fix
+}
+
+/// A handle for a replacement qdisc under `class`: the class's minor id as major, as people
+/// write it (`1:10` -> `10:`), unless taken.
+fn new_handle(iface: &Interface, q: &Qdisc, class: Handle) -> Option<Handle> {
+    if q.handle != Handle::UNSPEC {
+        return Some(q.handle);
+    }
+    let h = Handle::new(class.minor(), 0);
+    (class.minor() != 0 && iface.qdisc(h).is_none()).then_some(h)
+}
+
+fn replace_cmd(iface: &Interface, parent: Handle, handle: Option<Handle>, what: &str) -> String {
+    match handle {
+        Some(h) => format!(
+            "tc qdisc replace dev {} parent {parent} handle {h} {what}",
+            iface.name
+        ),
+        None => format!("tc qdisc replace dev {} parent {parent} {what}", iface.name),
+    }
+}
+
+/// `queue-too-deep`: a FIFO under a shaped class that takes long to drain when full.
+fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let pkt = packet_bytes(c.iface);
+    for q in &c.iface.qdiscs {
+        let (capacity_bytes, limit_desc) = match &q.detail {
+            Some(QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f)) => {
+                (u64::from(f.limit) * pkt, format!("{} packets", f.limit))
+            }
+            Some(QdiscDetail::Bfifo(f)) => (u64::from(f.limit), fmt_bytes(f64::from(f.limit))),
+            Some(QdiscDetail::PfifoFast(_)) => (
+                u64::from(c.iface.txqueuelen) * pkt,
+                format!("{} packets (txqueuelen)", c.iface.txqueuelen),
+            ),
+            _ => continue,
+        };
+        if inside_tbf(c.iface, q) {
+            continue;
+        }
+        let Some((class, h)) = htb_parent(c.iface, q) else {
+            continue;
+        };
+        let ceil = h.ceil_bytes_per_sec.max(1);
+        let delay_ns = capacity_bytes as f64 * 1e9 / ceil as f64;
+        let severity = if delay_ns / 1e6 >= c.t.queue_delay_critical_ms {
+            Severity::Critical
+        } else if delay_ns / 1e6 >= c.t.queue_delay_warning_ms {
+            Severity::Warning
+        } else {
+            continue;
+        };
+        let builtin = q.handle == Handle::UNSPEC;
+        let fix = shorter_queue(c, q, class.handle, ceil);
+        let what = if builtin {
+            format!(
+                "the default FIFO the kernel gives {} (no qdisc attached), sized by txqueuelen,",
+                class.handle
+            )
+        } else {
+            format!("{} {} under {}", q.kind, q.handle, class.handle)
+        };
+        out.push(Finding {
+            code: "queue-too-deep",
+            severity,
+            interface: c.iface.name.clone(),
+            object: if builtin { class.handle.to_string() } else { q.handle.to_string() },
+            message: format!(
+                "{what} holds {limit_desc} ({}): up to {} of queueing delay at the class ceil of {}",
+                fmt_bytes(capacity_bytes as f64),
+                fmt_ns(delay_ns as i64),
+                fmt_bits_per_sec(ceil as f64 * 8.0)
+            ),
+            evidence: ev([
+                ("queue", json!(q.handle.to_string())),
+                ("queue_kind", json!(q.kind.as_str())),
+                ("class", json!(class.handle.to_string())),
+                ("queue_capacity_bytes", json!(capacity_bytes)),
+                ("packet_bytes", json!(pkt)),
+                ("ceil_bytes_per_sec", json!(ceil)),
+                ("predicted_delay_ms", json!(ms(delay_ns))),
+                ("target_delay_ms", json!(c.t.target_queue_delay_ms)),
+            ]),
+            fix,
+        });
+    }
+}
+
+/// `standing-queue`: backlog that stayed through the sampling window.
+fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let (Some(before), Some(rates)) = (c.before, c.facts.rates) else {
+        return;
+    };
+    for q in &c.iface.qdiscs {
+        let is_leaf = !c
+            .iface
+            .classes
+            .iter()
+            .any(|cl| cl.handle.qdisc() == q.handle && q.handle != Handle::UNSPEC);
+        let is_tbf = matches!(q.detail, Some(QdiscDetail::Tbf(_)));
+        if !(is_leaf || is_tbf) || inside_tbf(c.iface, q) {
+            continue;
+        }
+        let Some(old) = before
+            .qdiscs
+            .iter()
+            .find(|o| o.handle == q.handle && o.parent == q.parent)
+        else {
+            continue;
+        };
+        let standing = old.stats.backlog_bytes.min(q.stats.backlog_bytes);
+        if standing == 0 {
+            continue;
+        }
+        let sending = rates
+            .qdisc(c.iface, q)
+            .and_then(|r| r.bits_per_sec)
+            .unwrap_or(0.0);
+        let ceil_bits =
+            htb_parent(c.iface, q).map_or(0.0, |(_, h)| h.ceil_bytes_per_sec as f64 * 8.0);
+        let drain_bits = if sending > 0.0 { sending } else { ceil_bits };
+        if drain_bits <= 0.0 {
+            continue;
+        }
+        let delay_ns = standing as f64 * 8.0 * 1e9 / drain_bits;
+        if delay_ns / 1e6 < c.t.standing_queue_ms {
+            continue;
+        }
+        let object = if q.handle == Handle::UNSPEC {
+            q.parent
+        } else {
+            q.handle
+        };
+        out.push(Finding {
+            code: "standing-queue",
+            severity: Severity::Warning,
+            interface: c.iface.name.clone(),
+            object: object.to_string(),
+            message: format!(
+                "{} {} under {} kept at least {} queued through the window: about {} of delay \
+                 for every packet right now (draining at {})",
+                q.kind,
+                q.handle,
+                q.parent,
+                fmt_bytes(standing as f64),
+                fmt_ns(delay_ns as i64),
+                fmt_bits_per_sec(drain_bits)
+            ),
+            evidence: ev([
+                ("backlog_bytes_before", json!(old.stats.backlog_bytes)),
+                ("backlog_bytes_now", json!(q.stats.backlog_bytes)),
+                ("sending_bits_per_sec", json!(sending.round())),
+                ("queue_delay_ms", json!(ms(delay_ns))),
+            ]),
+            fix: match c.iface.class(q.parent) {
+                Some(class) if !matches!(q.detail, Some(QdiscDetail::Tbf(_))) => {
+                    shorter_queue(c, q, class.handle, (drain_bits / 8.0) as u64)
+                }
+                _ => vec![format!(
+                    "shape {} below the bottleneck rate, with a short queue under the shaper",
+                    c.iface.name
+                )],
+            },
+        });
+    }
+}
+
+/// `htb-default-class-missing`: unclassified traffic leaves through the direct queue, unshaped.
+fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
+    if h.default_class.is_some_and(|d| c.iface.class(d).is_some()) {
+        return;
+    }
+    let before = c
+        .before
+        .and_then(|b| b.qdisc(q.handle))
+        .and_then(|o| match &o.detail {
+            Some(QdiscDetail::Htb(o)) => Some(o.direct_packets),
+            _ => None,
+        });
+    let growing = before.is_some_and(|b| h.direct_packets > b);
+    let root_class = c
+        .iface
+        .classes
+        .iter()
+        .filter(|cl| cl.handle.qdisc() == q.handle && cl.parent == Handle::ROOT)
+        .find_map(|cl| cl.htb().map(|ch| (cl, ch)));
+    let (parent, ceil) = match root_class {
+        Some((cl, ch)) => (cl.handle, ch.ceil_bytes_per_sec),
+        None => (q.handle, 0),
+    };
+    let mut fix = Vec::new();
+    let minor = if h.default_minor != 0 {
+        h.default_minor as u16
+    } else {
+        // no default at all: a catch-all filter sends the rest to a new class
+        (0xFFFEu16..=0xFFFF)
+            .find(|m| c.iface.class(Handle::new(q.handle.major(), *m)).is_none())
+            .unwrap_or(0xFFFF)
+    };
+    let default = Handle::new(q.handle.major(), minor);
+    if ceil > 0 {
+        fix.push(format!(
+            "tc class add dev {} parent {parent} classid {default} htb rate {} ceil {}",
+            c.iface.name,
+            rate_arg((ceil / 10).max(1000)),
+            rate_arg(ceil)
+        ));
+    } else {
+        fix.push(format!(
+            "tc class add dev {} parent {parent} classid {default} htb rate RATE ceil CEIL",
+            c.iface.name
+        ));
+    }
+    if h.default_minor == 0 {
+        fix.push(format!(
+            "tc filter add dev {} parent {} protocol all prio 65535 u32 match u32 0 0 flowid {default}",
+            c.iface.name, q.handle
+        ));
+    }
+    let why = if h.default_minor == 0 {
+        "has no default class (default 0)".to_owned()
+    } else {
+        format!(
+            "names default class {} which does not exist",
+            h.default_class.unwrap_or_default()
+        )
+    };
+    out.push(Finding {
+        code: "htb-default-class-missing",
+        severity: if growing {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        interface: c.iface.name.clone(),
+        object: q.handle.to_string(),
+        message: format!(
+            "htb {} {why}: traffic no filter classifies leaves through the direct queue, \
+             unshaped ({} packets so far{})",
+            q.handle,
+            h.direct_packets,
+            if growing {
+                format!(
+                    ", {} during the window",
+                    h.direct_packets - before.unwrap_or(0)
+                )
+            } else {
+                String::new()
+            }
+        ),
+        evidence: ev([
+            ("default_minor", json!(h.default_minor)),
+            ("direct_packets", json!(h.direct_packets)),
+            ("direct_packets_before", json!(before)),
+            ("growing", json!(growing)),
+        ]),
+        fix,
+    });
+}
+
+/// `htb-quantum-small` / `htb-quantum-big`, with one r2q for the whole qdisc when one exists.
+fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
+    let mtu = packet_bytes(c.iface) - 14;
+    let leaves: Vec<(&Class, &HtbClass)> = c
+        .iface
+        .classes
+        .iter()
+        .filter(|cl| cl.handle.qdisc() == q.handle)
+        .filter_map(|cl| cl.htb().map(|x| (cl, x)))
+        .filter(|(_, x)| x.level == 0)
+        .collect();
+    if leaves.is_empty() {
+        return;
+    }
+    let max = c.t.quantum_max_bytes;
+    let r2q = u64::from(h.r2q.max(1));
+    // What the kernel computed, before its 1000..200000 clamp.
+    let computed = |x: &HtbClass| x.rate_bytes_per_sec / r2q;
+    let small = |x: &HtbClass| u64::from(x.quantum_bytes) < mtu;
+    let big = |x: &HtbClass| {
+        u64::from(x.quantum_bytes) > max || (x.quantum_bytes == 200_000 && computed(x) > 200_000)
+    };
+    if !leaves.iter().any(|(_, x)| small(x) || big(x)) {
+        return;
+    }
+    // One r2q that puts every leaf's rate/r2q within [mtu, max].
+    let min_rate = leaves
+        .iter()
+        .map(|(_, x)| x.rate_bytes_per_sec)
+        .min()
+        .unwrap_or(0);
+    let max_rate = leaves
+        .iter()
+        .map(|(_, x)| x.rate_bytes_per_sec)
+        .max()
+        .unwrap_or(0);
+    let lo = max_rate.div_ceil(max).max(1);
+    let hi = min_rate / mtu;
+    let new_r2q = (lo <= hi).then(|| 10u64.clamp(lo, hi));
+    for (cl, x) in &leaves {
+        let (is_small, is_big) = (small(x), big(x));
+        if !(is_small || is_big) {
+            continue;
+        }
+        let quantum = match new_r2q {
+            Some(n) => x.rate_bytes_per_sec / n,
+            None => x.rate_bytes_per_sec.div_ceil(r2q).clamp(mtu, max),
+        } as u32;
+        let (burst, cburst, _) = keep(x);
+        let mut fix = vec![htb_change(c.iface, cl, x, burst, cburst, quantum)];
+        if let Some(n) = new_r2q {
+            fix.push(format!(
+                "or, when rebuilding the tree: tc qdisc add dev {} root handle {} htb r2q {n} ...",
+                c.iface.name, q.handle
+            ));
+        }
+        let consequence = if is_small {
+            "below the MTU, a class that borrows gets less than its share of spare bandwidth"
+        } else {
+            "the kernel capped it, so spare bandwidth is shared by the capped quanta, not by rate"
+        };
+        out.push(Finding {
+            code: if is_small {
+                "htb-quantum-small"
+            } else {
+                "htb-quantum-big"
+            },
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: cl.handle.to_string(),
+            message: format!(
+                "class {} has quantum {} B (rate {} / r2q {} = {} B{}): {consequence}; {}",
+                cl.handle,
+                x.quantum_bytes,
+                fmt_bits_per_sec(x.rate_bytes_per_sec as f64 * 8.0),
+                r2q,
+                computed(x),
+                if u64::from(x.quantum_bytes) == computed(x) {
+                    ""
+                } else {
+                    ", clamped by the kernel"
+                },
+                match new_r2q {
+                    Some(n) => format!("r2q {n} puts every class of {} in range", q.handle),
+                    None => format!(
+                        "no single r2q fits every class of {}: set quanta explicitly",
+                        q.handle
+                    ),
+                }
+            ),
+            evidence: ev([
+                ("quantum_bytes", json!(x.quantum_bytes)),
+                ("rate_bytes_per_sec", json!(x.rate_bytes_per_sec)),
+                ("r2q", json!(r2q)),
+                ("computed_quantum_bytes", json!(computed(x))),
+                ("mtu", json!(mtu)),
+                ("quantum_max_bytes", json!(max)),
+                ("older_kernels_max_bytes", json!(60_000)),
+                ("proposed_r2q", json!(new_r2q)),
+            ]),
+            fix,
+        });
+    }
+}
+
+/// Per-class HTB checks: burst, cburst, rate vs ceil, giants, saturation.
+fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
+    let pkt = packet_bytes(c.iface);
+    let min_ns = c.t.burst_min_ms * 1e6;
+    let good = |rate: u64| pkt.max((rate as f64 * c.t.burst_min_ms * 1e-3).ceil() as u64);
+    let (burst, cburst, quantum) = keep(h);
+    for (code, what, bytes, ns, rate) in [
+        (
+            "htb-burst-small",
+            "burst",
+            h.burst_bytes,
+            h.burst_ns,
+            h.rate_bytes_per_sec,
+        ),
+        (
+            "htb-cburst-small",
+            "cburst",
+            h.cburst_bytes,
+            h.cburst_ns,
+            h.ceil_bytes_per_sec,
+        ),
+    ] {
+        if rate == 0 || (bytes >= pkt && ns as f64 >= min_ns) {
+            continue;
+        }
+        let want = good(rate);
+        let (b, cb) = if what == "burst" {
+            (want, cburst)
+        } else {
+            (burst, want)
+        };
+        out.push(Finding {
+            code,
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: cl.handle.to_string(),
+            message: format!(
+                "class {} has {what} {} = {} at {}: below {}, so the class can fall short of \
+                 that rate when the timer is late (measured here: 1-3% at tc's default)",
+                cl.handle,
+                fmt_bytes(bytes as f64),
+                fmt_ns(ns as i64),
+                fmt_bits_per_sec(rate as f64 * 8.0),
+                if bytes < pkt {
+                    format!("one packet ({pkt} B)")
+                } else {
+                    format!("{} ms of rate", c.t.burst_min_ms)
+                }
+            ),
+            evidence: ev([
+                ("bytes", json!(bytes)),
+                ("ns", json!(ns)),
+                ("rate_bytes_per_sec", json!(rate)),
+                ("packet_bytes", json!(pkt)),
+                ("proposed_bytes", json!(want)),
+            ]),
+            fix: vec![htb_change(c.iface, cl, h, b, cb, quantum)],
+        });
+    }
+    if h.rate_bytes_per_sec > h.ceil_bytes_per_sec {
+        out.push(Finding {
+            code: "htb-rate-exceeds-ceil",
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: cl.handle.to_string(),
+            message: format!(
+                "class {} is guaranteed {} but capped at {}: the guarantee cannot be met",
+                cl.handle,
+                fmt_bits_per_sec(h.rate_bytes_per_sec as f64 * 8.0),
+                fmt_bits_per_sec(h.ceil_bytes_per_sec as f64 * 8.0)
+            ),
+            evidence: ev([
+                ("rate_bytes_per_sec", json!(h.rate_bytes_per_sec)),
+                ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
+            ]),
+            fix: vec![htb_change(
+                c.iface,
+                cl,
+                &HtbClass {
+                    ceil_bytes_per_sec: h.rate_bytes_per_sec,
+                    ..h.clone()
+                },
+                burst,
+                cburst,
+                quantum,
+            )],
+        });
+    }
+    if h.giants > 0 {
+        out.push(Finding {
+            code: "htb-giants",
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: cl.handle.to_string(),
+            message: format!(
+                "class {} saw {} packets larger than its configured mtu: they are sent, but \
+                 charged against the rate tables as if they were the largest size",
+                cl.handle, h.giants
+            ),
+            evidence: ev([
+                ("giants", json!(h.giants)),
+                ("link_mtu", json!(c.iface.mtu)),
+            ]),
+            fix: vec![format!(
+                "recreate the class with `mtu {}` (or larger if GSO packets pass it)",
+                c.iface.mtu.max(1500)
+            )],
+        });
+    }
+    if let Some(r) = c.facts.rates.and_then(|r| r.class(c.iface, cl)) {
+        let ceil_bits = h.ceil_bytes_per_sec as f64 * 8.0;
+        let sending = r.bits_per_sec.unwrap_or(0.0);
+        let pressure = r.drops_per_sec.unwrap_or(0.0) + r.overlimits_per_sec.unwrap_or(0.0);
+        if ceil_bits > 0.0 && sending >= c.t.saturated_ratio * ceil_bits && pressure > 0.0 {
+            out.push(Finding {
+                code: "class-saturated",
+                severity: Severity::Info,
+                interface: c.iface.name.clone(),
+                object: cl.handle.to_string(),
+                message: format!(
+                    "class {} sends {} of its {} ceil, with {:.0} drops/s and {:.0} overlimits/s: \
+                     it is the bottleneck, working as configured",
+                    cl.handle,
+                    fmt_bits_per_sec(sending),
+                    fmt_bits_per_sec(ceil_bits),
+                    r.drops_per_sec.unwrap_or(0.0),
+                    r.overlimits_per_sec.unwrap_or(0.0)
+                ),
+                evidence: ev([
+                    ("bits_per_sec", json!(sending.round())),
+                    ("ceil_bits_per_sec", json!(ceil_bits)),
+                    ("drops_per_sec", json!(r.drops_per_sec)),
+                    ("overlimits_per_sec", json!(r.overlimits_per_sec)),
+                ]),
+                fix: vec![],
+            });
+        }
+    }
+}
+
+/// Parent/child consistency: bursts, ceils, rate sums.
+fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for parent in &c.iface.classes {
+        let Some(p) = parent.htb() else { continue };
+        let kids: Vec<(&Class, &HtbClass)> = c
+            .iface
+            .classes
+            .iter()
+            .filter(|k| k.parent == parent.handle && k.handle != parent.handle)
+            .filter_map(|k| k.htb().map(|x| (k, x)))
+            .collect();
+        if kids.is_empty() {
+            continue;
+        }
+        let sum: u64 = kids.iter().map(|(_, x)| x.rate_bytes_per_sec).sum();
+        if sum > p.rate_bytes_per_sec {
+            let (burst, cburst, quantum) = keep(p);
+            out.push(Finding {
+                code: "htb-rates-oversubscribed",
+                severity: Severity::Info,
+                interface: c.iface.name.clone(),
+                object: parent.handle.to_string(),
+                message: format!(
+                    "the children of {} are guaranteed {} in total, more than its own {}: \
+                     when all are busy, some get less than their rate",
+                    parent.handle,
+                    fmt_bits_per_sec(sum as f64 * 8.0),
+                    fmt_bits_per_sec(p.rate_bytes_per_sec as f64 * 8.0)
+                ),
+                evidence: ev([
+                    ("children_rate_bytes_per_sec", json!(sum)),
+                    ("rate_bytes_per_sec", json!(p.rate_bytes_per_sec)),
+                    (
+                        "children",
+                        json!(kids
+                            .iter()
+                            .map(|(k, _)| k.handle.to_string())
+                            .collect::<Vec<_>>()),
+                    ),
+                ]),
+                fix: vec![htb_change(
+                    c.iface,
+                    parent,
+                    &HtbClass {
+                        rate_bytes_per_sec: sum,
+                        ceil_bytes_per_sec: p.ceil_bytes_per_sec.max(sum),
+                        ..p.clone()
+                    },
+                    burst,
+                    cburst,
+                    quantum,
+                )],
+            });
+        }
+        for (k, x) in &kids {
+            let (burst, cburst, quantum) = keep(x);
+            if x.ceil_bytes_per_sec > p.ceil_bytes_per_sec {
+                out.push(Finding {
+                    code: "htb-ceil-exceeds-parent",
+                    severity: Severity::Info,
+                    interface: c.iface.name.clone(),
+                    object: k.handle.to_string(),
+                    message: format!(
+                        "class {} may borrow up to {}, but its parent {} is capped at {}: the \
+                         extra ceil can never be reached",
+                        k.handle,
+                        fmt_bits_per_sec(x.ceil_bytes_per_sec as f64 * 8.0),
+                        parent.handle,
+                        fmt_bits_per_sec(p.ceil_bytes_per_sec as f64 * 8.0)
+                    ),
+                    evidence: ev([
+                        ("ceil_bytes_per_sec", json!(x.ceil_bytes_per_sec)),
+                        ("parent_ceil_bytes_per_sec", json!(p.ceil_bytes_per_sec)),
+                    ]),
+                    fix: vec![htb_change(
+                        c.iface,
+                        k,
+                        &HtbClass {
+                            ceil_bytes_per_sec: p.ceil_bytes_per_sec,
+                            ..(*x).clone()
+                        },
+                        burst,
+                        cburst,
+                        quantum,
+                    )],
+                });
+            }
+            if x.burst_bytes > p.burst_bytes || x.cburst_bytes > p.cburst_bytes {
+                let (pb, pcb, pq) = keep(p);
+                out.push(Finding {
+                    code: "htb-child-burst-exceeds-parent",
+                    severity: Severity::Info,
+                    interface: c.iface.name.clone(),
+                    object: k.handle.to_string(),
+                    message: format!(
+                        "class {} may burst {} / {} (burst/cburst) but its parent {} only {} / {}: \
+                         the parent throttles the child's bursts",
+                        k.handle,
+                        fmt_bytes(x.burst_bytes as f64),
+                        fmt_bytes(x.cburst_bytes as f64),
+                        parent.handle,
+                        fmt_bytes(p.burst_bytes as f64),
+                        fmt_bytes(p.cburst_bytes as f64)
+                    ),
+                    evidence: ev([
+                        ("burst_bytes", json!(x.burst_bytes)),
+                        ("cburst_bytes", json!(x.cburst_bytes)),
+                        ("parent_burst_bytes", json!(p.burst_bytes)),
+                        ("parent_cburst_bytes", json!(p.cburst_bytes)),
+                    ]),
+                    fix: vec![htb_change(
+                        c.iface,
+                        parent,
+                        p,
+                        pb.max(x.burst_bytes),
+                        pcb.max(x.cburst_bytes),
+                        pq,
+                    )],
+                });
+            }
+        }
+    }
+}
+
+/// TBF: bucket size and queue depth.
+fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
+    let Some(QdiscDetail::Tbf(t)) = &q.detail else {
+        return;
+    };
+    let pkt = packet_bytes(c.iface);
+    let rate = t.rate_bytes_per_sec.max(1);
+    let restate = |burst: u64, latency_ms: f64| {
+        let mut s = format!(
+            "tc qdisc replace dev {} parent {} handle {} tbf rate {} burst {burst} latency {latency_ms}ms",
+            c.iface.name,
+            q.parent,
+            q.handle,
+            rate_arg(t.rate_bytes_per_sec)
+        );
+        if let (Some(p), Some(m)) = (t.peakrate_bytes_per_sec, t.mtu_bytes) {
+            let _ = write!(s, " peakrate {} mtu {m}", rate_arg(p));
+        }
+        s
+    };
+    let cur_latency_ms = (t.latency_ns.max(0) as f64 / 1e6).round();
+    let burst_ms = t.burst_ns as f64 / 1e6;
+    if burst_ms > c.t.tbf_burst_max_ms {
+        let want = (rate as f64 * c.t.burst_min_ms * 10.0 * 1e-3).ceil() as u64;
+        out.push(Finding {
+            code: "tbf-burst-huge",
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: q.handle.to_string(),
+            message: format!(
+                "tbf {} lets {} ({} at {}) through at line rate after every idle moment: \
+                 the shaping only starts after that burst",
+                q.handle,
+                fmt_bytes(t.burst_bytes as f64),
+                fmt_ns(t.burst_ns as i64),
+                fmt_bits_per_sec(rate as f64 * 8.0)
+            ),
+            evidence: ev([
+                ("burst_bytes", json!(t.burst_bytes)),
+                ("burst_ms", json!(burst_ms)),
+                ("rate_bytes_per_sec", json!(rate)),
+                ("threshold_ms", json!(c.t.tbf_burst_max_ms)),
+            ]),
+            fix: vec![restate(want.max(pkt), cur_latency_ms.max(1.0))],
+        });
+    }
+    if t.burst_bytes < pkt {
+        out.push(Finding {
+            code: "tbf-burst-small",
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: q.handle.to_string(),
+            message: format!(
+                "tbf {} has a bucket of {}, less than one full packet ({pkt} B): larger packets \
+                 can never be sent and are dropped",
+                q.handle,
+                fmt_bytes(t.burst_bytes as f64)
+            ),
+            evidence: ev([
+                ("burst_bytes", json!(t.burst_bytes)),
+                ("packet_bytes", json!(pkt)),
+            ]),
+            fix: vec![restate(
+                pkt.max((rate as f64 * 1e-3).ceil() as u64),
+                cur_latency_ms.max(1.0),
+            )],
+        });
+    }
+    let lat_ms = t.latency_ns as f64 / 1e6;
+    let severity = if lat_ms >= c.t.queue_delay_critical_ms {
+        Severity::Critical
+    } else if lat_ms >= c.t.queue_delay_warning_ms {
+        Severity::Warning
+    } else {
+        return;
+    };
+    out.push(Finding {
+        code: "tbf-queue-too-deep",
+        severity,
+        interface: c.iface.name.clone(),
+        object: q.handle.to_string(),
+        message: format!(
+            "tbf {} queues up to {}: a full queue delays packets by up to {} at {}",
+            q.handle,
+            fmt_bytes(f64::from(t.limit_bytes)),
+            fmt_ns(t.latency_ns),
+            fmt_bits_per_sec(rate as f64 * 8.0)
+        ),
+        evidence: ev([
+            ("limit_bytes", json!(t.limit_bytes)),
+            ("latency_ms", json!(ms(t.latency_ns as f64))),
+            ("rate_bytes_per_sec", json!(rate)),
+        ]),
+        fix: vec![restate(t.burst_bytes.max(pkt), c.t.target_queue_delay_ms)],
+    });
+}
+
+/// `filter-chain-long`: the kernel tries rules at one (parent, prio) one by one.
+fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for ch in &c.iface.filter_chains {
+        if ch.rules <= c.t.filter_chain_max {
+            continue;
+        }
+        // Classes reached only by rules tried after this chain pay for all of it.
+        let mut behind: Vec<String> = c
+            .iface
+            .filters
+            .iter()
+            .filter(|f| f.is_rule && f.parent == ch.parent && f.prio > ch.prio)
+            .filter_map(|f| f.class_id.map(|h| h.to_string()))
+            .collect();
+        behind.sort();
+        behind.dedup();
+        out.push(Finding {
+            code: "filter-chain-long",
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: ch.parent.to_string(),
+            message: format!(
+                "{} {} rules at parent {} prio {} are tried one after another for every packet{}",
+                ch.rules,
+                ch.kind,
+                ch.parent,
+                ch.prio,
+                if behind.is_empty() {
+                    String::new()
+                } else {
+                    format!("; traffic for {} is classified only after all of them", behind.join(", "))
+                }
+            ),
+            evidence: ev([
+                ("rules", json!(ch.rules)),
+                ("prio", json!(ch.prio)),
+                ("protocol", json!(ch.protocol.as_str())),
+                ("kind", json!(ch.kind.as_str())),
+                ("classes_behind", json!(behind)),
+            ]),
+            fix: vec![
+                format!(
+                    "tc filter add dev {} parent {} prio {} handle 2: protocol ip u32 divisor 256",
+                    c.iface.name, ch.parent, ch.prio
+                ),
+                format!(
+                    "tc filter add dev {} parent {} prio {} protocol ip u32 ht 800:: match ip dst 0.0.0.0/0 hashkey mask 0x000000ff at 16 link 2:",
+                    c.iface.name, ch.parent, ch.prio
+                ),
+                "then add each rule to its bucket: tc filter add ... u32 ht 2:XX: match ip dst A.B.C.XX/32 flowid ...".into(),
+            ],
+        });
+    }
+}
+
+/// `txqueuelen-deep-unshaped`: a plain FIFO root with a deep device queue.
+fn unshaped_root(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let Some(root) = c.iface.qdiscs.iter().find(|q| q.parent == Handle::ROOT) else {
+        return;
+    };
+    if !matches!(
+        root.detail,
+        Some(QdiscDetail::PfifoFast(_) | QdiscDetail::Pfifo(_))
+    ) {
+        return;
+    }
+    if c.iface.txqueuelen < 1000 || c.iface.operstate != "up" {
+        return;
+    }
+    let pkt = packet_bytes(c.iface);
+    out.push(Finding {
+        code: "txqueuelen-deep-unshaped",
+        severity: Severity::Info,
+        interface: c.iface.name.clone(),
+        object: root.handle.to_string(),
+        message: format!(
+            "{} has no shaper and a {} root with txqueuelen {} ({}): if this link is the \
+             bottleneck, that queue fills and adds its whole length to every packet's delay",
+            c.iface.name,
+            root.kind,
+            c.iface.txqueuelen,
+            fmt_bytes((u64::from(c.iface.txqueuelen) * pkt) as f64)
+        ),
+        evidence: ev([("txqueuelen", json!(c.iface.txqueuelen)), ("root_kind", json!(root.kind.as_str()))]),
+        fix: if c.facts.fq_codel_available == Some(false) {
+            vec![format!("shape below the bottleneck rate: tc qdisc replace dev {} root handle 1: htb default 1 ...", c.iface.name)]
+        } else {
+            vec![format!("tc qdisc replace dev {} root fq_codel", c.iface.name)]
+        },
+    });
+}
+
+/// `bql-limit-high`: the driver queue under the qdisc holds a lot.
+fn bql(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let Some(link) = c.facts.links.get(&c.iface.name) else {
+        return;
+    };
+    let Some(&max) = link.bql_limit_bytes.iter().max() else {
+        return;
+    };
+    if max <= c.t.bql_limit_max_bytes {
+        return;
+    }
+    out.push(Finding {
+        code: "bql-limit-high",
+        severity: Severity::Info,
+        interface: c.iface.name.clone(),
+        object: String::new(),
+        message: format!(
+            "the driver queue of {} may hold {} (byte queue limit) below the qdisc, out of its control",
+            c.iface.name,
+            fmt_bytes(max as f64)
+        ),
+        evidence: ev([("bql_limit_bytes", json!(link.bql_limit_bytes))]),
+        fix: vec![format!(
+            "for q in /sys/class/net/{}/queues/tx-*/byte_queue_limits; do echo {} > $q/limit_max; done",
+            c.iface.name, c.t.bql_limit_max_bytes
+        )],
+    });
+}

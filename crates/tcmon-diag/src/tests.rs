@@ -1,0 +1,570 @@
+//! Every rule on hand-built snapshots: the finding, its severity, object, numbers and fix.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use tcmon_core::model::{
+    sort_interface, Class, ClassDetail, Fifo, Filter, HtbClass, HtbQdisc, Interface, Qdisc,
+    QdiscDetail, Snapshot, Stats, Tbf, Undecoded,
+};
+use tcmon_core::rates::Rates;
+use tcmon_core::units::Handle;
+
+use super::*;
+
+const MBIT: u64 = 125_000; // bytes/s
+
+fn h(s: &str) -> Handle {
+    s.parse().unwrap()
+}
+
+fn htb_qdisc(r2q: u32, default_minor: u32, direct_packets: u32) -> Qdisc {
+    Qdisc {
+        handle: h("1:"),
+        parent: Handle::ROOT,
+        kind: "htb".into(),
+        stats: Stats::default(),
+        detail: Some(QdiscDetail::Htb(HtbQdisc {
+            version: "3.17".into(),
+            r2q,
+            default_minor,
+            default_class: (default_minor != 0).then(|| Handle::new(1, default_minor as u16)),
+            direct_packets,
+            direct_qlen: Some(1000),
+            offload: false,
+        })),
+        undecoded: Undecoded::default(),
+    }
+}
+
+/// An HTB class as tc makes it: quantum rate/r2q clamped, default burst.
+fn class(id: &str, parent: &str, rate: u64, ceil: u64, r2q: u64, level: u32) -> Class {
+    let burst_ns = 1_600_000_000_000 / rate.max(1) + 1_000_000; // ~1600 B + a bit
+    Class {
+        handle: h(id),
+        parent: h(parent),
+        kind: "htb".into(),
+        leaf_qdisc: None,
+        stats: Stats::default(),
+        detail: Some(ClassDetail::Htb(HtbClass {
+            rate_bytes_per_sec: rate,
+            ceil_bytes_per_sec: ceil,
+            burst_bytes: rate * burst_ns / 1_000_000_000,
+            cburst_bytes: ceil * burst_ns / 1_000_000_000,
+            burst_ns,
+            cburst_ns: burst_ns,
+            quantum_bytes: (rate / r2q).clamp(1000, 200_000) as u32,
+            level,
+            linklayer: "ethernet",
+            has_xstats: true,
+            ..HtbClass::default()
+        })),
+        undecoded: Undecoded::default(),
+    }
+}
+
+fn fifo(handle: &str, parent: &str, kind: &str, limit: u32) -> Qdisc {
+    let f = Fifo { limit };
+    Qdisc {
+        handle: h(handle),
+        parent: h(parent),
+        kind: kind.into(),
+        stats: Stats::default(),
+        detail: Some(match kind {
+            "bfifo" => QdiscDetail::Bfifo(f),
+            _ => QdiscDetail::Pfifo(f),
+        }),
+        undecoded: Undecoded::default(),
+    }
+}
+
+fn iface(qdiscs: Vec<Qdisc>, classes: Vec<Class>) -> Interface {
+    let mut i = Interface {
+        name: "eth1".into(),
+        ifindex: 3,
+        mtu: 1500,
+        txqueuelen: 1000,
+        operstate: "up".into(),
+        qdiscs,
+        classes,
+        ..Interface::default()
+    };
+    sort_interface(&mut i);
+    i
+}
+
+fn snap(at: Instant, i: Interface) -> Snapshot {
+    let mut s = Snapshot::new(at, 0);
+    s.interfaces.push(i);
+    s
+}
+
+fn check(s: &Snapshot) -> Vec<Finding> {
+    check_with(s, None, None)
+}
+
+fn check_with(s: &Snapshot, before: Option<&Snapshot>, rates: Option<&Rates>) -> Vec<Finding> {
+    let links = BTreeMap::new();
+    let facts = Facts {
+        snapshot: s,
+        before,
+        rates,
+        links: &links,
+        htb_hysteresis: Some(false),
+        fq_codel_available: Some(false),
+    };
+    diagnose(&facts, &Thresholds::default())
+}
+
+fn codes(f: &[Finding]) -> Vec<&'static str> {
+    f.iter().map(|f| f.code).collect()
+}
+
+/// The seeds' lab: HTB 2 Mbit, a leaf with no qdisc of its own (default FIFO, 1000 packets).
+fn seed_2mbit(leaf: Option<Qdisc>) -> Interface {
+    let mut q = vec![htb_qdisc(10, 0x10, 0)];
+    q.push(leaf.unwrap_or_else(|| fifo("0:", "1:10", "pfifo", 1000)));
+    iface(
+        q,
+        vec![
+            class("1:1", "root", 2 * MBIT / 8 * 8, 2 * MBIT, 10, 7),
+            class("1:10", "1:1", 2 * MBIT, 2 * MBIT, 10, 0),
+        ],
+    )
+}
+
+#[test]
+fn default_fifo_at_2mbit_is_critical_with_seconds_of_delay() {
+    let f = check(&snap(Instant::now(), seed_2mbit(None)));
+    let q = f
+        .iter()
+        .find(|f| f.code == "queue-too-deep")
+        .expect("finding");
+    assert_eq!(q.severity, Severity::Critical);
+    assert_eq!(q.object, "1:10");
+    // 1000 x 1514 B at 250000 B/s
+    assert_eq!(q.evidence["predicted_delay_ms"], 6056.0);
+    assert!(
+        q.message.contains("default FIFO") && q.message.contains("6.06 s"),
+        "{}",
+        q.message
+    );
+    // 50 ms at 2 Mbit = 12500 B = 8 packets
+    assert_eq!(
+        q.fix,
+        vec!["tc qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 8"]
+    );
+    assert_eq!(Status::of(&f), Status::Critical);
+    assert_eq!(Status::of(&f).exit_code(), 2);
+}
+
+#[test]
+fn short_fifo_is_fine_and_medium_is_a_warning() {
+    let f = check(&snap(
+        Instant::now(),
+        seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10))),
+    ));
+    assert!(!codes(&f).contains(&"queue-too-deep"), "{f:#?}");
+    // 40 packets: 242 ms
+    let f = check(&snap(
+        Instant::now(),
+        seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 40))),
+    ));
+    let q = f.iter().find(|f| f.code == "queue-too-deep").unwrap();
+    assert_eq!((q.severity, q.object.as_str()), (Severity::Warning, "10:"));
+    // bfifo in bytes
+    let f = check(&snap(
+        Instant::now(),
+        seed_2mbit(Some(fifo("10:", "1:10", "bfifo", 500_000))),
+    ));
+    let q = f.iter().find(|f| f.code == "queue-too-deep").unwrap();
+    assert_eq!(q.evidence["predicted_delay_ms"], 2000.0);
+    assert_eq!(
+        q.fix[0],
+        "tc qdisc replace dev eth1 parent 1:10 handle 10: bfifo limit 12500"
+    );
+}
+
+#[test]
+fn fq_codel_is_offered_unless_known_missing() {
+    let s = snap(Instant::now(), seed_2mbit(None));
+    let links = BTreeMap::new();
+    let facts = Facts {
+        snapshot: &s,
+        before: None,
+        rates: None,
+        links: &links,
+        htb_hysteresis: None,
+        fq_codel_available: None,
+    };
+    let f = diagnose(&facts, &Thresholds::default());
+    let q = f.iter().find(|f| f.code == "queue-too-deep").unwrap();
+    assert_eq!(
+        q.fix[1],
+        "tc qdisc replace dev eth1 parent 1:10 handle 10: fq_codel"
+    );
+}
+
+fn leaf(i: &mut Interface) -> &mut Stats {
+    &mut i
+        .qdiscs
+        .iter_mut()
+        .find(|q| q.handle == h("10:"))
+        .unwrap()
+        .stats
+}
+
+#[test]
+fn standing_queue_from_backlog_through_the_window() {
+    let t0 = Instant::now();
+    let mut a = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
+    let mut b = a.clone();
+    *leaf(&mut a) = Stats {
+        bytes: 0,
+        packets: 0,
+        backlog_bytes: 30_000,
+        backlog_packets: 20,
+        ..Stats::default()
+    };
+    *leaf(&mut b) = Stats {
+        bytes: 500_000,
+        packets: 330,
+        backlog_bytes: 28_000,
+        backlog_packets: 19,
+        ..Stats::default()
+    };
+    let (sa, sb) = (snap(t0, a), snap(t0 + Duration::from_secs(2), b));
+    let rates = Rates::between(&sa, &sb);
+    let f = check_with(&sb, Some(&sa), Some(&rates));
+    let s = f
+        .iter()
+        .find(|f| f.code == "standing-queue")
+        .expect("standing queue");
+    // 28000 B at 2 Mbit/s sent = 112 ms
+    assert_eq!(s.evidence["queue_delay_ms"], 112.0);
+    assert_eq!(s.severity, Severity::Warning);
+    assert_eq!(
+        s.fix[0],
+        "tc qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 8"
+    );
+    // no window, no finding
+    assert!(!codes(&check(&sb)).contains(&"standing-queue"));
+}
+
+#[test]
+fn missing_default_class_escalates_when_direct_packets_grow() {
+    let t0 = Instant::now();
+    let mk = |direct| {
+        let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
+        i.qdiscs[0] = htb_qdisc(10, 0x20, direct);
+        i
+    };
+    let (early, late) = (snap(t0, mk(5)), snap(t0 + Duration::from_secs(2), mk(500)));
+    let f = check(&late);
+    let d = f
+        .iter()
+        .find(|f| f.code == "htb-default-class-missing")
+        .unwrap();
+    assert_eq!((d.severity, d.object.as_str()), (Severity::Warning, "1:"));
+    assert!(
+        d.message
+            .contains("default class 1:20 which does not exist"),
+        "{}",
+        d.message
+    );
+    assert_eq!(
+        d.fix,
+        vec!["tc class add dev eth1 parent 1:1 classid 1:20 htb rate 200000bit ceil 2000000bit"]
+    );
+    let rates = Rates::between(&early, &late);
+    let f = check_with(&late, Some(&early), Some(&rates));
+    let d = f
+        .iter()
+        .find(|f| f.code == "htb-default-class-missing")
+        .unwrap();
+    assert_eq!(d.severity, Severity::Critical);
+    assert_eq!(d.evidence["growing"], true);
+    // default 0: a class and a catch-all filter
+    let mut i = mk(0);
+    i.qdiscs[0] = htb_qdisc(10, 0, 0);
+    let f = check(&snap(t0, i));
+    let d = f
+        .iter()
+        .find(|f| f.code == "htb-default-class-missing")
+        .unwrap();
+    assert_eq!(d.fix.len(), 2);
+    assert!(
+        d.fix[1].contains("u32 match u32 0 0 flowid 1:fffe"),
+        "{:?}",
+        d.fix
+    );
+    // and an existing default is fine
+    assert!(!codes(&check(&snap(t0, seed_2mbit(None)))).contains(&"htb-default-class-missing"));
+}
+
+#[test]
+fn r2q_10_with_900mbit_and_64kbit_classes() {
+    let q = vec![
+        htb_qdisc(10, 0x10, 0),
+        fifo("10:", "1:10", "pfifo", 10),
+        fifo("20:", "1:20", "pfifo", 10),
+    ];
+    let i = iface(
+        q,
+        vec![
+            class("1:1", "root", 1000 * MBIT, 1000 * MBIT, 10, 7),
+            class("1:10", "1:1", 900 * MBIT, 1000 * MBIT, 10, 0),
+            class("1:20", "1:1", 8000, 1000 * MBIT, 10, 0), // 64 kbit
+        ],
+    );
+    let f = check(&snap(Instant::now(), i));
+    let big = f.iter().find(|f| f.code == "htb-quantum-big").unwrap();
+    assert_eq!(big.object, "1:10");
+    assert_eq!(big.evidence["computed_quantum_bytes"], 11_250_000);
+    let small = f.iter().find(|f| f.code == "htb-quantum-small").unwrap();
+    assert_eq!(small.object, "1:20");
+    assert_eq!(small.evidence["quantum_bytes"], 1000);
+    // 8000 B/s and 112.5 MB/s cannot both land in 1500..200000 with one r2q
+    assert_eq!(small.evidence["proposed_r2q"], serde_json::Value::Null);
+    assert!(small.fix[0].ends_with("quantum 1500"), "{}", small.fix[0]);
+    assert!(big.fix[0].contains("quantum 200000"), "{}", big.fix[0]);
+    assert!(small.message.contains("no single r2q fits"));
+}
+
+#[test]
+fn one_r2q_for_the_whole_qdisc_when_one_fits() {
+    // 900 Mbit and 100 Mbit leaves, r2q 10: both capped at 200000; r2q 563..8333 fits both
+    let q = vec![
+        htb_qdisc(10, 0x10, 0),
+        fifo("10:", "1:10", "pfifo", 10),
+        fifo("20:", "1:20", "pfifo", 10),
+    ];
+    let i = iface(
+        q,
+        vec![
+            class("1:1", "root", 1000 * MBIT, 1000 * MBIT, 10, 7),
+            class("1:10", "1:1", 900 * MBIT, 1000 * MBIT, 10, 0),
+            class("1:20", "1:1", 100 * MBIT, 1000 * MBIT, 10, 0),
+        ],
+    );
+    let f = check(&snap(Instant::now(), i));
+    let big = f.iter().find(|f| f.code == "htb-quantum-big").unwrap();
+    assert_eq!(big.evidence["proposed_r2q"], 563);
+    // burst and cburst are restated as they are, so `change` does not reset them
+    assert_eq!(
+        big.fix[0],
+        "tc class change dev eth1 parent 1:1 classid 1:10 htb rate 900000000bit ceil 1000000000bit \
+         burst 114099 cburst 126777 prio 0 quantum 199822"
+    );
+    // 100 Mbit / 10 is capped too; with r2q 563 it gets 22202
+    let other = f
+        .iter()
+        .find(|f| f.code == "htb-quantum-big" && f.object == "1:20")
+        .unwrap();
+    assert!(other.fix[0].ends_with("quantum 22202"), "{}", other.fix[0]);
+    assert_eq!(
+        codes(&f)
+            .iter()
+            .filter(|c| c.starts_with("htb-quantum"))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn burst_rules_are_info_with_a_size() {
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
+    if let Some(ClassDetail::Htb(x)) = &mut i
+        .classes
+        .iter_mut()
+        .find(|c| c.handle == h("1:10"))
+        .unwrap()
+        .detail
+    {
+        x.burst_bytes = 1000;
+        x.burst_ns = 4_000_000;
+    }
+    let f = check(&snap(Instant::now(), i));
+    let b = f.iter().find(|f| f.code == "htb-burst-small").unwrap();
+    assert_eq!(b.severity, Severity::Info);
+    assert_eq!(b.evidence["proposed_bytes"], 1514);
+    assert!(b.fix[0].contains("burst 1514 cburst"), "{}", b.fix[0]);
+}
+
+#[test]
+fn parent_child_consistency() {
+    let q = vec![htb_qdisc(10, 0x10, 0)];
+    let mut parent = class("1:1", "root", 10 * MBIT, 10 * MBIT, 10, 7);
+    if let Some(ClassDetail::Htb(x)) = &mut parent.detail {
+        x.burst_bytes = 1600;
+    }
+    let mut kid = class("1:10", "1:1", 8 * MBIT, 20 * MBIT, 10, 0);
+    if let Some(ClassDetail::Htb(x)) = &mut kid.detail {
+        x.burst_bytes = 15_000;
+    }
+    let kid2 = class("1:20", "1:1", 5 * MBIT, 4 * MBIT, 10, 0);
+    let f = check(&snap(Instant::now(), iface(q, vec![parent, kid, kid2])));
+    let c = codes(&f);
+    for want in [
+        "htb-rates-oversubscribed",
+        "htb-ceil-exceeds-parent",
+        "htb-child-burst-exceeds-parent",
+        "htb-rate-exceeds-ceil",
+    ] {
+        assert!(c.contains(&want), "{want} missing from {c:?}");
+    }
+    let o = f
+        .iter()
+        .find(|f| f.code == "htb-rates-oversubscribed")
+        .unwrap();
+    assert_eq!(o.evidence["children_rate_bytes_per_sec"], 13 * MBIT);
+    assert!(f
+        .iter()
+        .all(|f| f.severity == Severity::Info || f.code == "queue-too-deep"));
+}
+
+#[test]
+fn tbf_rules() {
+    let tbf = |burst_bytes: u64, burst_ns: u64, limit: u32, lat: i64| Qdisc {
+        handle: h("20:"),
+        parent: h("1:10"),
+        kind: "tbf".into(),
+        stats: Stats::default(),
+        detail: Some(QdiscDetail::Tbf(Tbf {
+            rate_bytes_per_sec: MBIT,
+            burst_bytes,
+            burst_ns,
+            limit_bytes: limit,
+            latency_ns: lat,
+            linklayer: "ethernet",
+            ..Tbf::default()
+        })),
+        undecoded: Undecoded::default(),
+    };
+    // 1 Mbit with a 1 MB bucket (8 s) and a 2 s queue
+    let f = check(&snap(
+        Instant::now(),
+        seed_2mbit(Some(tbf(
+            1_000_000,
+            8_000_000_000,
+            1_250_000,
+            2_000_000_000,
+        ))),
+    ));
+    let huge = f.iter().find(|f| f.code == "tbf-burst-huge").unwrap();
+    assert_eq!(huge.evidence["burst_ms"], 8000.0);
+    let deep = f.iter().find(|f| f.code == "tbf-queue-too-deep").unwrap();
+    assert_eq!(deep.severity, Severity::Critical);
+    assert_eq!(
+        deep.fix[0],
+        "tc qdisc replace dev eth1 parent 1:10 handle 20: tbf rate 1000000bit burst 1000000 latency 50ms"
+    );
+    let f = check(&snap(
+        Instant::now(),
+        seed_2mbit(Some(tbf(1000, 8_000_000, 3000, 16_000_000))),
+    ));
+    assert_eq!(codes(&f), vec!["tbf-burst-small"]);
+}
+
+#[test]
+fn long_filter_chain_names_the_classes_behind_it() {
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
+    let rule = |prio: u16, n: u32, class: &str| Filter {
+        parent: h("1:"),
+        prio,
+        protocol: "ip".into(),
+        kind: "u32".into(),
+        chain: 0,
+        handle: format!("800::{n:x}"),
+        handle_raw: 0x8000_0000 | n,
+        class_id: Some(h(class)),
+        is_rule: true,
+        u32: None,
+        undecoded: Undecoded::default(),
+    };
+    i.filters = (1..=150).map(|n| rule(100, n, "1:10")).collect();
+    i.filters.push(rule(400, 1, "1:30"));
+    sort_interface(&mut i);
+    let f = check(&snap(Instant::now(), i));
+    let l = f.iter().find(|f| f.code == "filter-chain-long").unwrap();
+    assert_eq!(l.evidence["rules"], 150);
+    assert_eq!(l.evidence["classes_behind"], serde_json::json!(["1:30"]));
+    assert!(l
+        .message
+        .contains("traffic for 1:30 is classified only after all of them"));
+}
+
+#[test]
+fn a_clean_tree_is_ok() {
+    let f = check(&snap(
+        Instant::now(),
+        seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10))),
+    ));
+    assert!(f.is_empty(), "{f:#?}");
+    assert_eq!(Status::of(&f), Status::Ok);
+}
+
+#[test]
+fn unshaped_deep_root_and_host_rules() {
+    let root = Qdisc {
+        handle: Handle::UNSPEC,
+        parent: Handle::ROOT,
+        kind: "pfifo_fast".into(),
+        stats: Stats::default(),
+        detail: Some(QdiscDetail::PfifoFast(tcmon_core::model::Prio {
+            bands: 3,
+            priomap: vec![1; 16],
+        })),
+        undecoded: Undecoded::default(),
+    };
+    let s = snap(Instant::now(), iface(vec![root], vec![]));
+    let mut links = BTreeMap::new();
+    links.insert(
+        "eth1".to_owned(),
+        LinkFacts {
+            bql_limit_bytes: vec![3000, 500_000],
+        },
+    );
+    let facts = Facts {
+        snapshot: &s,
+        before: None,
+        rates: None,
+        links: &links,
+        htb_hysteresis: Some(true),
+        fq_codel_available: Some(true),
+    };
+    let f = diagnose(&facts, &Thresholds::default());
+    assert_eq!(
+        codes(&f),
+        vec!["bql-limit-high", "txqueuelen-deep-unshaped"]
+    );
+    // hysteresis only matters where HTB runs
+    let s = snap(
+        Instant::now(),
+        seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10))),
+    );
+    let no_links = BTreeMap::new();
+    let facts = Facts {
+        snapshot: &s,
+        htb_hysteresis: Some(true),
+        links: &no_links,
+        ..facts
+    };
+    assert_eq!(
+        codes(&diagnose(&facts, &Thresholds::default())),
+        vec!["htb-hysteresis-on"]
+    );
+}
+
+#[test]
+fn every_code_is_explained_and_every_explanation_is_a_code() {
+    for code in CODES {
+        let e = explain(code).unwrap_or_else(|| panic!("{code} has no explanation"));
+        assert_eq!(e.code, *code);
+        assert!(!e.meaning.is_empty() && !e.why.is_empty() && !e.numbers.is_empty());
+    }
+    assert!(explain("no-such-code").is_none());
+    // rules only emit listed codes
+    let f = check(&snap(Instant::now(), seed_2mbit(None)));
+    assert!(f.iter().all(|f| CODES.contains(&f.code)));
+}

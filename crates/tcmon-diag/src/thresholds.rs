@@ -1,0 +1,46 @@
+//! Rule thresholds: the `[check]` section of the config file. Defaults are documented in the
+//! repository's `config.toml`.
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Thresholds {
+    /// A leaf queue whose full drain takes longer than this is a warning...
+    pub queue_delay_warning_ms: f64,
+    /// ...and longer than this critical.
+    pub queue_delay_critical_ms: f64,
+    /// The queueing delay a proposed queue limit aims at.
+    pub target_queue_delay_ms: f64,
+    /// A backlog that stays through the window and means more than this much delay.
+    pub standing_queue_ms: f64,
+    /// Bursts shorter than this much time at the class rate are small.
+    pub burst_min_ms: f64,
+    /// A TBF bucket holding more than this much time at its rate is huge.
+    pub tbf_burst_max_ms: f64,
+    /// Quantum above this is big (the kernel clamps computed quanta to 200000).
+    pub quantum_max_bytes: u64,
+    /// Rules at one (parent, prio, protocol) above this are a long linear chain.
+    pub filter_chain_max: u32,
+    /// A class sending at this fraction of its ceil or more is at its ceil.
+    pub saturated_ratio: f64,
+    /// Byte queue limits above this hold more than a shaper would like under it.
+    pub bql_limit_max_bytes: u64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            queue_delay_warning_ms: 100.0,
+            queue_delay_critical_ms: 1000.0,
+            target_queue_delay_ms: 50.0,
+            standing_queue_ms: 100.0,
+            burst_min_ms: 1.0,
+            tbf_burst_max_ms: 100.0,
+            quantum_max_bytes: 200_000,
+            filter_chain_max: 100,
+            saturated_ratio: 0.95,
+            bql_limit_max_bytes: 100_000,
+        }
+    }
+}

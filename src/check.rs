@@ -1,0 +1,166 @@
+//! `tcmon check`: sample the tree over a short window, run the diagnosis, report with
+//! monitoring-plugin exit codes (0 ok, 1 warning, 2 critical, 3 unknown).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+use tcmon_core::rates::Rates;
+use tcmon_diag::{diagnose, explain, Facts, Finding, Severity, Status, CODES};
+use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
+
+use crate::{config, facts, CheckArgs};
+
+#[derive(Serialize)]
+struct Report<'a> {
+    status: Status,
+    findings: &'a [Finding],
+}
+
+pub(crate) fn run(args: &CheckArgs) -> ExitCode {
+    if let Some(code) = &args.explain {
+        return print_explain(code);
+    }
+    match diagnose_now(args) {
+        Ok(code) => code,
+        // Could not read: UNKNOWN, in the same shape as a result so monitoring shows why.
+        Err(e) => {
+            if args.json {
+                let msg = format!("{e:#}");
+                println!(
+                    "{}",
+                    serde_json::json!({"status": "unknown", "findings": [], "error": msg})
+                );
+            } else {
+                println!("UNKNOWN: {e:#}");
+            }
+            ExitCode::from(Status::Unknown.exit_code())
+        }
+    }
+}
+
+fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
+    let cfg = config::load(args.target.config.as_deref())?;
+    for code in &args.ignore {
+        if !CODES.contains(&code.as_str()) {
+            anyhow::bail!("--ignore {code}: no such finding (tcmon check --explain list)");
+        }
+    }
+    let opts = CollectorOptions {
+        devices: args.target.devices.clone(),
+        filters: FilterMode::Cached {
+            max_age: cfg.collector.filter_refresh,
+        },
+    };
+    let mut collector = Collector::open(args.target.netns.as_deref(), opts)?;
+    let before = collector.poll()?;
+    std::thread::sleep(args.window);
+    let now = collector.poll()?;
+    let rates = Rates::between(&before, &now);
+    let links = facts::links(&now, args.target.netns.is_some());
+    let facts = Facts {
+        snapshot: &now,
+        before: Some(&before),
+        rates: Some(&rates),
+        links: &links,
+        htb_hysteresis: facts::htb_hysteresis(),
+        fq_codel_available: facts::fq_codel_available(),
+    };
+    let mut findings = diagnose(&facts, &cfg.check);
+    findings.retain(|f| !args.ignore.iter().any(|c| c == f.code));
+    let status = Status::of(&findings);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(
+            &mut out,
+            &Report {
+                status,
+                findings: &findings,
+            },
+        )?;
+        writeln!(out)?;
+    } else {
+        out.write_all(human(status, &findings, &now, args).as_bytes())?;
+    }
+    Ok(ExitCode::from(status.exit_code()))
+}
+
+/// Grouped by interface, worst first, each with its evidence and fix.
+fn human(
+    status: Status,
+    findings: &[Finding],
+    snap: &tcmon_core::Snapshot,
+    args: &CheckArgs,
+) -> String {
+    let mut s = String::new();
+    let count = |sev| findings.iter().filter(|f| f.severity == sev).count();
+    let label = match status {
+        Status::Ok => "OK",
+        Status::Warning => "WARNING",
+        Status::Critical => "CRITICAL",
+        Status::Unknown => "UNKNOWN",
+    };
+    if findings.is_empty() {
+        let _ = writeln!(
+            s,
+            "OK: nothing to fix on {} interface{} (sampled over {})",
+            snap.interfaces.len(),
+            if snap.interfaces.len() == 1 { "" } else { "s" },
+            humantime::format_duration(args.window)
+        );
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "{label}: {} critical, {} warning, {} info",
+        count(Severity::Critical),
+        count(Severity::Warning),
+        count(Severity::Info)
+    );
+    let mut by_iface: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
+    for f in findings {
+        by_iface.entry(f.interface.as_str()).or_default().push(f);
+    }
+    for (iface, list) in by_iface {
+        let _ = writeln!(s, "\n{}", if iface.is_empty() { "host" } else { iface });
+        for f in list {
+            let _ = writeln!(
+                s,
+                "  {:<8} {} {}  {}",
+                f.severity.to_string().to_uppercase(),
+                f.code,
+                f.object,
+                f.message
+            );
+            let ev: Vec<String> = f.evidence.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(s, "           evidence: {}", ev.join(" "));
+            for cmd in &f.fix {
+                let _ = writeln!(s, "           fix: {cmd}");
+            }
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n`tcmon check --explain CODE` says what a finding means and how its numbers are derived."
+    );
+    s
+}
+
+fn print_explain(code: &str) -> ExitCode {
+    if code == "list" {
+        for c in CODES {
+            let e = explain(c).expect("every code is explained");
+            println!("{c:<32} {}", e.title);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let Some(e) = explain(code) else {
+        eprintln!("tcmon: no finding named '{code}' (tcmon check --explain list)");
+        return ExitCode::from(crate::EXIT_USAGE);
+    };
+    println!("{}: {}\n\nWhat it means\n  {}\n\nWhy it matters\n  {}\n\nHow the numbers are derived\n  {}", e.code, e.title, e.meaning, e.why, e.numbers);
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,62 @@
+//! What the diagnosis needs to know beyond the tc tree, read from sysfs and procfs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tcmon_core::Snapshot;
+use tcmon_diag::LinkFacts;
+
+/// Byte queue limits per interface. In another network namespace `/sys/class/net` shows this
+/// process's namespace, not that one, so nothing is read there.
+pub(crate) fn links(snap: &Snapshot, other_netns: bool) -> BTreeMap<String, LinkFacts> {
+    let mut out = BTreeMap::new();
+    if other_netns {
+        return out;
+    }
+    for i in &snap.interfaces {
+        let dir = Path::new("/sys/class/net").join(&i.name).join("queues");
+        let Ok(queues) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut limits: Vec<u64> = queues
+            .filter_map(Result::ok)
+            .filter(|q| q.file_name().to_string_lossy().starts_with("tx-"))
+            .filter_map(|q| std::fs::read_to_string(q.path().join("byte_queue_limits/limit")).ok())
+            .filter_map(|s| s.trim().parse().ok())
+            .collect();
+        limits.sort_unstable();
+        out.insert(
+            i.name.clone(),
+            LinkFacts {
+                bql_limit_bytes: limits,
+            },
+        );
+    }
+    out
+}
+
+pub(crate) fn htb_hysteresis() -> Option<bool> {
+    let s = std::fs::read_to_string("/sys/module/sch_htb/parameters/htb_hysteresis").ok()?;
+    Some(s.trim() != "0")
+}
+
+/// Whether `tc qdisc add ... fq_codel` can work here: the scheduler is built in or loaded
+/// (its symbols are in kallsyms), or its module is installed.
+pub(crate) fn fq_codel_available() -> Option<bool> {
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    if kallsyms.contains(" fq_codel_enqueue") {
+        return Some(true);
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let dir = Path::new("/lib/modules")
+        .join(release.trim())
+        .join("kernel/net/sched");
+    let installed = std::fs::read_dir(dir).is_ok_and(|d| {
+        d.filter_map(Result::ok).any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("sch_fq_codel.ko")
+        })
+    });
+    Some(installed)
+}

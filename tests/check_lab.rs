@@ -1,0 +1,486 @@
+//! `tcmon check` against the seeds' cases in throwaway namespaces, with real traffic. Findings
+//! of warning or critical severity are backed here by the effect they claim (measured delay,
+//! unshaped traffic), and every proposed fix is applied and shown to clear its finding.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tcmon_lab::{skip_unless_root, Netns, Pair, UdpEcho};
+
+/// `tcmon check --json` on the shaped device of `pair`: (exit code, report).
+fn check(pair: &Pair, window: &str) -> (i32, Value) {
+    let o = common::tcmon(&[
+        "check",
+        "--json",
+        "--netns",
+        &pair.a.name,
+        "--dev",
+        &pair.dev_a,
+        "--window",
+        window,
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", common::stdout(&o), common::stderr(&o)));
+    (o.status.code().unwrap(), v)
+}
+
+fn findings<'a>(report: &'a Value, code: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == code)
+        .collect()
+}
+
+/// Runs a proposed fix (a `tc ...` command line) inside the namespace.
+fn apply(ns: &Netns, cmd: &str) {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    assert_eq!(words[0], "tc", "fix is a tc command: {cmd}");
+    ns.tc(&words[1..])
+        .unwrap_or_else(|e| panic!("applying `{cmd}`: {e}"));
+}
+
+/// Loads the shaper with UDP to `dst` at `bytes_per_sec` until dropped.
+struct Load {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(ns: &Netns, dst: &str, bytes_per_sec: u64) -> Load {
+        let sock = tcmon_lab::udp_socket(&ns.name, 8 << 20).unwrap();
+        let dst: SocketAddr = format!("{dst}:9").parse().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread =
+            std::thread::spawn(move || tcmon_lab::blast(&sock, dst, 1200, bytes_per_sec, &flag));
+        Load {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Median round trip of 20 probes 100 ms apart (a full FIFO drops most of them).
+fn rtt(pair: &Pair) -> Duration {
+    let dst: SocketAddr = format!("{}:7", Pair::ADDR_B).parse().unwrap();
+    let mut rtts = tcmon_lab::udp_rtts(
+        &pair.a.name,
+        dst,
+        20,
+        Duration::from_millis(100),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    assert!(!rtts.is_empty(), "no probe of 20 came back");
+    rtts.sort();
+    rtts[rtts.len() / 2]
+}
+
+/// The seeds' case: HTB 2 Mbit with the kernel's default FIFO (txqueuelen 1000). Loaded, it
+/// delays every packet by seconds; check says critical with the predicted delay; the fix
+/// bounds the delay.
+#[test]
+fn default_fifo_at_2mbit_is_critical_and_the_fix_bounds_delay() {
+    if skip_unless_root("default_fifo_at_2mbit_is_critical_and_the_fix_bounds_delay") {
+        return;
+    }
+    let pair = Pair::create("fifo").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:1 htb rate 2mbit ceil 2mbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:1 classid 1:10 htb rate 2mbit ceil 2mbit")
+        .unwrap();
+    let _echo =
+        UdpEcho::start(&pair.b.name, format!("{}:7", Pair::ADDR_B).parse().unwrap()).unwrap();
+    let idle = rtt(&pair);
+    assert!(idle < Duration::from_millis(50), "idle rtt {idle:?}");
+
+    let load = Load::start(&pair.a, Pair::ADDR_B, 1_250_000); // 10 Mbit into 2 Mbit
+    std::thread::sleep(Duration::from_millis(2500));
+    let (code, report) = check(&pair, "1s");
+    let loaded = rtt(&pair);
+    drop(load);
+
+    // the effect: seconds of delay
+    assert!(loaded > Duration::from_secs(1), "loaded rtt {loaded:?}");
+    // the finding
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["status"], "critical");
+    let deep = findings(&report, "queue-too-deep");
+    assert_eq!(deep.len(), 1, "{report:#}");
+    let deep = deep[0];
+    assert_eq!(deep["severity"], "critical");
+    assert_eq!(deep["object"], "1:10");
+    assert_eq!(deep["evidence"]["predicted_delay_ms"], 6056.0);
+    assert!(deep["message"].as_str().unwrap().contains("default FIFO"));
+    // the backlog measured during the window explains the delay measured by the probe
+    let standing = findings(&report, "standing-queue");
+    assert_eq!(standing.len(), 1, "{report:#}");
+    let predicted = standing[0]["evidence"]["queue_delay_ms"].as_f64().unwrap();
+    let measured = loaded.as_secs_f64() * 1000.0;
+    assert!(
+        predicted > measured / 2.0 && predicted < measured * 2.0,
+        "queue {predicted} ms vs rtt {measured} ms"
+    );
+
+    // the fix
+    let fix = deep["fix"].as_array().unwrap();
+    assert_eq!(
+        fix[0],
+        "tc qdisc replace dev veth0 parent 1:10 handle 10: pfifo limit 8"
+    );
+    apply(&pair.a, fix[0].as_str().unwrap());
+    std::thread::sleep(Duration::from_secs(7)); // the old queue drains
+    let load = Load::start(&pair.a, Pair::ADDR_B, 1_250_000);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, report) = check(&pair, "1s");
+    let fixed = rtt(&pair);
+    drop(load);
+    assert!(
+        fixed < Duration::from_millis(200),
+        "rtt after the fix {fixed:?}"
+    );
+    assert!(findings(&report, "queue-too-deep").is_empty(), "{report:#}");
+    assert!(findings(&report, "standing-queue").is_empty(), "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
+    // what remains is the information that the class (and maybe its parent) runs at its ceil
+    assert!(
+        findings(&report, "class-saturated")
+            .iter()
+            .any(|f| f["object"] == "1:10"),
+        "{report:#}"
+    );
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] == "info"),
+        "{report:#}"
+    );
+}
+
+/// A short FIFO under the same class: no deep-queue finding at all.
+#[test]
+fn short_fifo_gives_no_deep_queue_finding() {
+    if skip_unless_root("short_fifo_gives_no_deep_queue_finding") {
+        return;
+    }
+    let pair = Pair::create("short").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:1 htb rate 2mbit ceil 2mbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:1 classid 1:10 htb rate 2mbit ceil 2mbit")
+        .unwrap();
+    pair.tc_a("qdisc add parent 1:10 handle 10: pfifo limit 10")
+        .unwrap();
+    let (code, report) = check(&pair, "200ms");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["status"], "ok");
+    assert!(
+        report["findings"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+    // and the human form says so in one line
+    let o = common::tcmon(&[
+        "check",
+        "--netns",
+        &pair.a.name,
+        "--dev",
+        &pair.dev_a,
+        "--window",
+        "100ms",
+    ]);
+    assert_eq!(
+        common::stdout(&o),
+        "OK: nothing to fix on 1 interface (sampled over 100ms)\n"
+    );
+}
+
+/// A TBF with a two-second queue: measured delay over a second, critical; its fix bounds it.
+#[test]
+fn deep_tbf_queue_is_critical_and_the_fix_bounds_delay() {
+    if skip_unless_root("deep_tbf_queue_is_critical_and_the_fix_bounds_delay") {
+        return;
+    }
+    let pair = Pair::create("tbf").unwrap();
+    pair.tc_a("qdisc add root handle 1: tbf rate 1mbit burst 5k latency 2s")
+        .unwrap();
+    let _echo =
+        UdpEcho::start(&pair.b.name, format!("{}:7", Pair::ADDR_B).parse().unwrap()).unwrap();
+    let load = Load::start(&pair.a, Pair::ADDR_B, 625_000);
+    std::thread::sleep(Duration::from_millis(2500));
+    let (code, report) = check(&pair, "500ms");
+    let loaded = rtt(&pair);
+    drop(load);
+    assert!(loaded > Duration::from_secs(1), "loaded rtt {loaded:?}");
+    assert_eq!(code, 2, "{report:#}");
+    let deep = findings(&report, "tbf-queue-too-deep");
+    assert_eq!(
+        (deep.len(), &deep[0]["severity"]),
+        (1, &Value::from("critical")),
+        "{report:#}"
+    );
+    let fix = deep[0]["fix"][0].as_str().unwrap();
+    assert!(fix.ends_with("latency 50ms"), "{fix}");
+    apply(&pair.a, fix);
+    std::thread::sleep(Duration::from_secs(3));
+    let load = Load::start(&pair.a, Pair::ADDR_B, 625_000);
+    std::thread::sleep(Duration::from_secs(1));
+    let (_, report) = check(&pair, "300ms");
+    let fixed = rtt(&pair);
+    drop(load);
+    assert!(
+        fixed < Duration::from_millis(200),
+        "rtt after the fix {fixed:?}"
+    );
+    assert!(
+        findings(&report, "tbf-queue-too-deep").is_empty(),
+        "{report:#}"
+    );
+}
+
+/// r2q 10: a 900 Mbit class gets a capped quantum, a 64 kbit class a raised one. The proposed
+/// quanta, applied, give a clean check.
+#[test]
+fn r2q_misconfiguration_and_its_fix() {
+    if skip_unless_root("r2q_misconfiguration_and_its_fix") {
+        return;
+    }
+    let pair = Pair::create("r2q").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10 r2q 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:1 htb rate 1gbit ceil 1gbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:1 classid 1:10 htb rate 900mbit ceil 1gbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:1 classid 1:20 htb rate 100mbit ceil 1gbit")
+        .unwrap();
+    pair.tc_a("qdisc add parent 1:10 handle 10: pfifo limit 100")
+        .unwrap();
+    pair.tc_a("qdisc add parent 1:20 handle 20: pfifo limit 100")
+        .unwrap();
+    let (_, report) = check(&pair, "100ms");
+    let big = findings(&report, "htb-quantum-big");
+    assert_eq!(big.len(), 2, "{report:#}");
+    let b10 = big.iter().find(|f| f["object"] == "1:10").unwrap();
+    assert_eq!(b10["evidence"]["computed_quantum_bytes"], 11_250_000);
+    assert_eq!(b10["evidence"]["quantum_bytes"], 200_000);
+    assert_eq!(b10["evidence"]["proposed_r2q"], 563);
+    for f in &big {
+        apply(&pair.a, f["fix"][0].as_str().unwrap());
+    }
+    let (_, report) = check(&pair, "100ms");
+    assert!(
+        findings(&report, "htb-quantum-big").is_empty(),
+        "{report:#}"
+    );
+    let q10 = common::dump_json(&["--netns", &pair.a.name, "--dev", &pair.dev_a]);
+    let class = |id: &str| {
+        q10["interfaces"][0]["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["handle"] == id)
+            .unwrap()
+            .clone()
+    };
+    // quanta now follow the rates 9:1
+    assert_eq!(class("1:10")["htb"]["quantum_bytes"], 199_822);
+    assert_eq!(class("1:20")["htb"]["quantum_bytes"], 22_202);
+
+    // 64 kbit: 800 B computed, raised to 1000 by the kernel, below the MTU
+    let pair = Pair::create("r2q").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10 r2q 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:1 htb rate 2mbit ceil 2mbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:1 classid 1:10 htb rate 64kbit ceil 2mbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:1 classid 1:20 htb rate 1mbit ceil 2mbit")
+        .unwrap();
+    pair.tc_a("qdisc add parent 1:10 handle 10: pfifo limit 10")
+        .unwrap();
+    pair.tc_a("qdisc add parent 1:20 handle 20: pfifo limit 10")
+        .unwrap();
+    let (_, report) = check(&pair, "100ms");
+    let small = findings(&report, "htb-quantum-small");
+    assert_eq!(small.len(), 1, "{report:#}");
+    assert_eq!(small[0]["object"], "1:10");
+    assert_eq!(small[0]["evidence"]["quantum_bytes"], 1000);
+    assert_eq!(small[0]["evidence"]["proposed_r2q"], 5);
+    apply(&pair.a, small[0]["fix"][0].as_str().unwrap());
+    let (code, report) = check(&pair, "100ms");
+    assert!(
+        findings(&report, "htb-quantum-small").is_empty(),
+        "{report:#}"
+    );
+    assert_eq!(code, 0, "{report:#}");
+}
+
+/// `default 30` with no class 1:30: unclassified traffic passes unshaped through the direct
+/// queue (measured at the receiver), check says critical while it grows, and the fix shapes it.
+#[test]
+fn missing_default_class_lets_traffic_through_unshaped() {
+    if skip_unless_root("missing_default_class_lets_traffic_through_unshaped") {
+        return;
+    }
+    let pair = Pair::create("dflt").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 30")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:1 htb rate 1mbit ceil 1mbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:1 classid 1:10 htb rate 1mbit ceil 1mbit")
+        .unwrap();
+    pair.tc_a("qdisc add parent 1:10 handle 10: pfifo limit 10")
+        .unwrap();
+    pair.tc_a("filter add parent 1: protocol ip prio 1 u32 match ip dst 10.77.0.2/32 flowid 1:10")
+        .unwrap();
+    pair.add_address_b("10.77.0.33").unwrap();
+
+    let received = |secs: f64| {
+        let rx = || -> u64 {
+            let s = pair
+                .b
+                .ip(&["-s", "-j", "link", "show", &pair.dev_b])
+                .unwrap();
+            let v: Value = serde_json::from_str(&s).unwrap();
+            v[0]["stats64"]["rx"]["bytes"].as_u64().unwrap()
+        };
+        let before = rx();
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        (rx() - before) as f64 * 8.0 / secs
+    };
+    // 4 Mbit of unclassified traffic through a 1 Mbit shaper
+    let load = Load::start(&pair.a, "10.77.0.33", 500_000);
+    std::thread::sleep(Duration::from_millis(300));
+    let bits = received(1.5);
+    let (code, report) = check(&pair, "1s");
+    drop(load);
+    assert!(bits > 3_000_000.0, "unshaped: {bits} bit/s received");
+    assert_eq!(code, 2, "{report:#}");
+    let d = findings(&report, "htb-default-class-missing");
+    assert_eq!(d.len(), 1, "{report:#}");
+    assert_eq!(
+        (&d[0]["severity"], &d[0]["object"]),
+        (&Value::from("critical"), &Value::from("1:"))
+    );
+    assert_eq!(d[0]["evidence"]["growing"], true);
+    for cmd in d[0]["fix"].as_array().unwrap() {
+        apply(&pair.a, cmd.as_str().unwrap());
+    }
+    let load = Load::start(&pair.a, "10.77.0.33", 500_000);
+    std::thread::sleep(Duration::from_millis(500));
+    let bits = received(1.5);
+    let (_, report) = check(&pair, "500ms");
+    drop(load);
+    assert!(
+        bits < 1_200_000.0,
+        "shaped after the fix: {bits} bit/s received"
+    );
+    assert!(
+        findings(&report, "htb-default-class-missing").is_empty(),
+        "{report:#}"
+    );
+}
+
+/// Ten thousand u32 rules at one prio, as in the seed: reported with the count and with the
+/// classes whose rules come after them.
+#[test]
+fn ten_thousand_u32_filters_at_one_prio() {
+    if skip_unless_root("ten_thousand_u32_filters_at_one_prio") {
+        return;
+    }
+    let pair = Pair::create("filters").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 3").unwrap();
+    for (id, rate) in [(1, "500mbit"), (2, "500mbit"), (3, "500mbit")] {
+        pair.tc_a(&format!(
+            "class add parent 1: classid 1:{id} htb rate {rate} ceil 1gbit"
+        ))
+        .unwrap();
+        pair.tc_a(&format!(
+            "qdisc add parent 1:{id} handle {}: pfifo limit 100",
+            id + 10
+        ))
+        .unwrap();
+    }
+    let batch = std::env::temp_dir().join(format!("tcmon-filters-{}.tc", std::process::id()));
+    let mut text = String::new();
+    text.push_str("filter add dev veth0 parent 1: protocol ip prio 16 u32 match ip dst 10.77.0.31/32 flowid 1:1\n");
+    for _ in 0..10_000 {
+        text.push_str("filter add dev veth0 parent 1: protocol ip prio 100 u32 match ip dst 10.77.0.32/32 flowid 1:2\n");
+    }
+    text.push_str("filter add dev veth0 parent 1: protocol ip prio 400 u32 match ip dst 10.77.0.33/32 flowid 1:3\n");
+    std::fs::write(&batch, text).unwrap();
+    let r = pair.a.tc(&["-batch", batch.to_str().unwrap()]);
+    std::fs::remove_file(&batch).unwrap();
+    r.unwrap();
+    let (_, report) = check(&pair, "100ms");
+    let long = findings(&report, "filter-chain-long");
+    assert_eq!(long.len(), 1, "{report:#}");
+    assert_eq!(long[0]["evidence"]["rules"], 10_000);
+    assert_eq!(long[0]["evidence"]["prio"], 100);
+    assert_eq!(
+        long[0]["evidence"]["classes_behind"],
+        serde_json::json!(["1:3"])
+    );
+    assert_eq!(long[0]["severity"], "info");
+}
+
+/// A TBF with a 1 MB bucket at 1 Mbit (8 s of line-rate burst), and its fix.
+#[test]
+fn huge_tbf_burst_and_its_fix() {
+    if skip_unless_root("huge_tbf_burst_and_its_fix") {
+        return;
+    }
+    let pair = Pair::create("burst").unwrap();
+    pair.tc_a("qdisc add root handle 1: tbf rate 1mbit burst 1mb latency 50ms")
+        .unwrap();
+    let (_, report) = check(&pair, "100ms");
+    let huge = findings(&report, "tbf-burst-huge");
+    assert_eq!(huge.len(), 1, "{report:#}");
+    assert!(huge[0]["evidence"]["burst_ms"].as_f64().unwrap() > 8000.0);
+    apply(&pair.a, huge[0]["fix"][0].as_str().unwrap());
+    let (code, report) = check(&pair, "100ms");
+    assert!(findings(&report, "tbf-burst-huge").is_empty(), "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
+}
+
+/// Bad input gives UNKNOWN (3) in the same shape as a result; --explain works offline.
+#[test]
+fn unknown_and_explain() {
+    let o = common::tcmon(&["check", "--json", "--dev", "nosuchdev0"]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "unknown");
+    assert!(v["error"].as_str().unwrap().contains("nosuchdev0"));
+    let o = common::tcmon(&["check", "--ignore", "no-such-code"]);
+    assert_eq!(o.status.code(), Some(3));
+    let o = common::tcmon(&["check", "--explain", "htb-quantum-big"]);
+    assert!(o.status.success());
+    assert!(common::stdout(&o).contains("60000"));
+    let o = common::tcmon(&["check", "--explain", "list"]);
+    assert_eq!(common::stdout(&o).lines().count(), tcmon_diag::CODES.len());
+    let o = common::tcmon(&["check", "--explain", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = Instant::now();
+}

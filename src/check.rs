@@ -60,7 +60,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     std::thread::sleep(args.window);
     let now = collector.poll()?;
     let rates = Rates::between(&before, &now);
-    let links = facts::links(&now, args.target.netns.is_some());
+    let links = facts::links(&now, args.target.netns.as_deref());
     let facts = Facts {
         snapshot: &now,
         before: Some(&before),

@@ -6,11 +6,21 @@ use std::path::Path;
 use tcmon_core::Snapshot;
 use tcmon_diag::LinkFacts;
 
-/// Byte queue limits per interface. In another network namespace `/sys/class/net` shows this
-/// process's namespace, not that one, so nothing is read there.
-pub(crate) fn links(snap: &Snapshot, other_netns: bool) -> BTreeMap<String, LinkFacts> {
+/// Offload features (ethtool netlink, in the namespace read) and byte queue limits (sysfs: in
+/// another network namespace `/sys/class/net` shows this process's namespace, not that one, so
+/// they are not read there) per interface. What cannot be read stays unknown.
+pub(crate) fn links(snap: &Snapshot, netns: Option<&str>) -> BTreeMap<String, LinkFacts> {
     let mut out = BTreeMap::new();
-    if other_netns {
+    for i in &snap.interfaces {
+        let mut facts = LinkFacts::default();
+        if let Ok(f) = tcmon_netlink::link_features(netns, &i.name) {
+            facts.gso = Some(f.gso());
+            facts.tso = Some(f.tso());
+            facts.gro = Some(f.gro());
+        }
+        out.insert(i.name.clone(), facts);
+    }
+    if netns.is_some() {
         return out;
     }
     for i in &snap.interfaces {
@@ -25,12 +35,9 @@ pub(crate) fn links(snap: &Snapshot, other_netns: bool) -> BTreeMap<String, Link
             .filter_map(|s| s.trim().parse().ok())
             .collect();
         limits.sort_unstable();
-        out.insert(
-            i.name.clone(),
-            LinkFacts {
-                bql_limit_bytes: limits,
-            },
-        );
+        if let Some(f) = out.get_mut(&i.name) {
+            f.bql_limit_bytes = limits;
+        }
     }
     out
 }

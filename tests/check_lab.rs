@@ -39,12 +39,15 @@ fn findings<'a>(report: &'a Value, code: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// Runs a proposed fix (a `tc ...` command line) inside the namespace.
+/// Runs a proposed fix (a `tc ...` or `ip ...` command line) inside the namespace.
 fn apply(ns: &Netns, cmd: &str) {
     let words: Vec<&str> = cmd.split_whitespace().collect();
-    assert_eq!(words[0], "tc", "fix is a tc command: {cmd}");
-    ns.tc(&words[1..])
-        .unwrap_or_else(|e| panic!("applying `{cmd}`: {e}"));
+    let r = match words[0] {
+        "tc" => ns.tc(&words[1..]),
+        "ip" => ns.ip(&words[1..]),
+        _ => panic!("fix is not a tc or ip command: {cmd}"),
+    };
+    r.unwrap_or_else(|e| panic!("applying `{cmd}`: {e}"));
 }
 
 /// Loads the shaper with UDP to `dst` at `bytes_per_sec` until dropped.
@@ -178,6 +181,64 @@ fn default_fifo_at_2mbit_is_critical_and_the_fix_bounds_delay() {
     );
 }
 
+/// Locally generated TCP fills a short FIFO with GSO super-packets: a 20-packet queue holds
+/// about a second at 2 Mbit. The finding sees it in the backlog, and its fix (gso_max_segs 1)
+/// brings MTU-sized packets and the FIFO's predicted delay back.
+#[test]
+fn gso_super_packets_in_a_short_fifo_and_the_fix_that_works() {
+    if skip_unless_root("gso_super_packets_in_a_short_fifo_and_the_fix_that_works") {
+        return;
+    }
+    let pair = Pair::create("gso").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 2mbit ceil 2mbit")
+        .unwrap();
+    pair.tc_a("qdisc add parent 1:10 handle 10: pfifo limit 20")
+        .unwrap();
+    let _echo =
+        UdpEcho::start(&pair.b.name, format!("{}:7", Pair::ADDR_B).parse().unwrap()).unwrap();
+    let sink_addr: SocketAddr = format!("{}:5001", Pair::ADDR_B).parse().unwrap();
+    let _sink = tcmon_lab::TcpSink::start(&pair.b.name, sink_addr).unwrap();
+
+    let load = tcmon_lab::TcpLoad::start(&pair.a.name, sink_addr, 4).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let (code, report) = check(&pair, "1s");
+    let loaded = rtt(&pair);
+    drop(load);
+    assert!(loaded > Duration::from_millis(400), "loaded rtt {loaded:?}");
+    assert!(code >= 1, "{report:#}");
+    let o = findings(&report, "offload-on-shaped-link");
+    assert_eq!(o.len(), 1, "{report:#}");
+    assert_eq!(
+        (&o[0]["severity"], &o[0]["object"]),
+        (&Value::from("warning"), &Value::from("10:"))
+    );
+    assert!(
+        o[0]["evidence"]["avg_packet_bytes"].as_u64().unwrap() > 3 * 1514,
+        "{report:#}"
+    );
+    let fix = o[0]["fix"][0].as_str().unwrap();
+    assert_eq!(fix, "ip link set dev veth0 gso_max_segs 1");
+
+    apply(&pair.a, fix);
+    std::thread::sleep(Duration::from_secs(2));
+    let load = tcmon_lab::TcpLoad::start(&pair.a.name, sink_addr, 4).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let (_, report) = check(&pair, "1s");
+    let fixed = rtt(&pair);
+    drop(load);
+    // 20 x 1514 B at 2 Mbit = 121 ms, the FIFO's own bound
+    assert!(
+        fixed < Duration::from_millis(250),
+        "rtt after the fix {fixed:?}"
+    );
+    assert!(
+        findings(&report, "offload-on-shaped-link").is_empty(),
+        "{report:#}"
+    );
+}
+
 /// A short FIFO under the same class: no deep-queue finding at all.
 #[test]
 fn short_fifo_gives_no_deep_queue_finding() {
@@ -192,6 +253,10 @@ fn short_fifo_gives_no_deep_queue_finding() {
     pair.tc_a("class add parent 1:1 classid 1:10 htb rate 2mbit ceil 2mbit")
         .unwrap();
     pair.tc_a("qdisc add parent 1:10 handle 10: pfifo limit 10")
+        .unwrap();
+    // as offload-on-shaped-link advises for a 2 Mbit shaper
+    pair.a
+        .ip(&["link", "set", "dev", &pair.dev_a, "gso_max_segs", "1"])
         .unwrap();
     let (code, report) = check(&pair, "200ms");
     assert_eq!(code, 0, "{report:#}");

@@ -13,6 +13,7 @@ pub struct Explanation {
 pub const CODES: &[&str] = &[
     "queue-too-deep",
     "standing-queue",
+    "offload-on-shaped-link",
     "htb-default-class-missing",
     "htb-quantum-small",
     "htb-quantum-big",
@@ -61,6 +62,22 @@ pub fn explain(code: &str) -> Option<Explanation> {
             "A standing queue is delay every packet pays right now, not a burst.",
             "delay = min(backlog at start, backlog at end) x 8 / sending rate (or the ceil when \
              nothing was sent); reported above standing_queue_ms (100 ms).",
+        ),
+        "offload-on-shaped-link" => e(
+            "A software shaper queues GSO/GRO super-packets",
+            "TCP builds packets of up to gso_max_size (64 kB) that are split into MTU-sized \
+             frames only after the qdisc dequeues them; GRO merges arriving frames the same way \
+             for forwarded traffic. The shaper's queue then holds a few huge packets.",
+            "A FIFO limit counted in packets no longer bounds the delay, and a single packet \
+             takes long at a low rate. Measured here (HTB 2 Mbit, pfifo limit 20, 4 local TCP \
+             streams): ~24 kB per queued packet and ~1 s of delay; `ethtool -K gso off tso off` \
+             alone still left ~43 kB packets; `ip link set dev X gso_max_segs 1` gave 1514 B \
+             packets and ~85 ms with the same goodput.",
+            "Seen: backlog bytes / backlog packets > 2 x (MTU + 14) in a leaf queue of a shaped \
+             class (warning). Predicted: gso_max_segs > 1 and one gso_max_size packet at the \
+             slowest leaf's ceil takes longer than queue_delay_warning_ms (info). The fix is \
+             gso_max_segs 1 on the shaped device for local traffic, GRO off on the ingress \
+             device for forwarded traffic.",
         ),
         "htb-default-class-missing" => e(
             "Unclassified traffic leaves unshaped",

@@ -61,6 +61,10 @@ pub struct Finding {
 pub struct LinkFacts {
     /// Byte queue limit per tx queue (`byte_queue_limits/limit`), when sysfs shows it.
     pub bql_limit_bytes: Vec<u64>,
+    /// Offload features (ethtool netlink), when they could be read.
+    pub gso: Option<bool>,
+    pub tso: Option<bool>,
+    pub gro: Option<bool>,
 }
 
 /// Everything the rules look at.

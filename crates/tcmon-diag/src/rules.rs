@@ -19,6 +19,7 @@ pub(crate) struct Ctx<'a> {
 pub(crate) fn run(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     queue_depth(c, out);
     standing_queue(c, out);
+    offload(c, out);
     for q in &c.iface.qdiscs {
         match &q.detail {
             Some(QdiscDetail::Htb(h)) => {
@@ -327,6 +328,166 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             },
         });
     }
+}
+
+/// `offload-on-shaped-link`: a software shaper's queue holding GSO/GRO super-packets, each of
+/// which takes long at the class rate. Seen in the backlog (bytes per queued packet far above
+/// the MTU) it is a warning; predicted from the link's GSO limits it is information.
+fn offload(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let pkt = packet_bytes(c.iface);
+    let link = c.facts.links.get(&c.iface.name);
+    let mut observed = false;
+    for q in &c.iface.qdiscs {
+        if inside_tbf(c.iface, q) {
+            continue;
+        }
+        let rate = match (&q.detail, htb_parent(c.iface, q)) {
+            (Some(QdiscDetail::Tbf(t)), _) => t.rate_bytes_per_sec,
+            (_, Some((_, h))) => h.ceil_bytes_per_sec,
+            _ => continue,
+        }
+        .max(1);
+        let old = c.before.and_then(|b| {
+            b.qdiscs
+                .iter()
+                .find(|o| o.handle == q.handle && o.parent == q.parent)
+        });
+        // the larger of the two averages: the queue may have drained at one end of the window
+        let (bytes, packets) = [Some(q), old]
+            .into_iter()
+            .flatten()
+            .map(|x| (x.stats.backlog_bytes, x.stats.backlog_packets))
+            .filter(|(_, p)| *p >= 2)
+            .max_by(|a, b| (a.0 * b.1).cmp(&(b.0 * a.1)))
+            .unwrap_or((0, 0));
+        if packets == 0 || bytes / packets <= 2 * pkt {
+            continue;
+        }
+        observed = true;
+        let avg = bytes / packets;
+        let one_ns = avg as f64 * 1e9 / rate as f64;
+        let queue_ns = bytes as f64 * 1e9 / rate as f64;
+        let object = if q.handle == Handle::UNSPEC {
+            q.parent
+        } else {
+            q.handle
+        };
+        out.push(Finding {
+            code: "offload-on-shaped-link",
+            severity: Severity::Warning,
+            interface: c.iface.name.clone(),
+            object: object.to_string(),
+            message: format!(
+                "{} {} holds GSO/GRO super-packets: {packets} packets of {} on average ({} queued = {} at {}); one such packet alone takes {} to send, and a queue limit counted in packets no longer bounds the delay",
+                q.kind,
+                object,
+                fmt_bytes(avg as f64),
+                fmt_bytes(bytes as f64),
+                fmt_ns(queue_ns as i64),
+                fmt_bits_per_sec(rate as f64 * 8.0),
+                fmt_ns(one_ns as i64)
+            ),
+            evidence: offload_evidence(c, link, [
+                ("backlog_bytes", json!(bytes)),
+                ("backlog_packets", json!(packets)),
+                ("avg_packet_bytes", json!(avg)),
+                ("packet_bytes", json!(pkt)),
+                ("one_packet_ms", json!(ms(one_ns))),
+                ("queue_delay_ms", json!(ms(queue_ns))),
+            ]),
+            fix: offload_fix(c),
+        });
+    }
+    if observed {
+        return;
+    }
+    // Predicted: a shaped class slow enough that one GSO packet is already a long delay.
+    let segs = c.iface.gso_max_segs.unwrap_or(0);
+    let size = u64::from(c.iface.gso_max_size.unwrap_or(0));
+    let offloads_on = link.is_none_or(|l| l.gso != Some(false) || l.tso != Some(false));
+    if segs <= 1 || size <= 2 * pkt || !offloads_on {
+        return;
+    }
+    let slowest = c
+        .iface
+        .classes
+        .iter()
+        .filter_map(|cl| {
+            cl.htb()
+                .filter(|h| h.level == 0)
+                .map(|h| (cl, h.ceil_bytes_per_sec))
+        })
+        .filter(|(_, ceil)| *ceil > 0)
+        .min_by_key(|(_, ceil)| *ceil);
+    let Some((class, ceil)) = slowest else { return };
+    let one_ns = size as f64 * 1e9 / ceil as f64;
+    if one_ns / 1e6 < c.t.queue_delay_warning_ms {
+        return;
+    }
+    out.push(Finding {
+        code: "offload-on-shaped-link",
+        severity: Severity::Info,
+        interface: c.iface.name.clone(),
+        object: class.handle.to_string(),
+        message: format!(
+            "{} may queue GSO packets of up to {} (gso_max_size, {segs} segments): one of them takes {} at the {} ceil of {}",
+            c.iface.name,
+            fmt_bytes(size as f64),
+            fmt_ns(one_ns as i64),
+            fmt_bits_per_sec(ceil as f64 * 8.0),
+            class.handle
+        ),
+        evidence: offload_evidence(c, link, [
+            ("gso_max_size", json!(size)),
+            ("ceil_bytes_per_sec", json!(ceil)),
+            ("one_packet_ms", json!(ms(one_ns))),
+        ]),
+        fix: offload_fix(c),
+    });
+}
+
+fn offload_evidence<const N: usize>(
+    c: &Ctx<'_>,
+    link: Option<&crate::LinkFacts>,
+    extra: [(&'static str, Value); N],
+) -> BTreeMap<&'static str, Value> {
+    let mut e = ev(extra);
+    e.insert("gso_max_size", json!(c.iface.gso_max_size));
+    e.insert("gso_max_segs", json!(c.iface.gso_max_segs));
+    if let Some(l) = link {
+        e.insert("gso", json!(l.gso));
+        e.insert("tso", json!(l.tso));
+        e.insert("gro", json!(l.gro));
+    }
+    e
+}
+
+/// What works (measured here): locally generated TCP builds super-packets whatever
+/// `ethtool -K gso off tso off` says; `gso_max_segs 1` stops it. Forwarded traffic is merged
+/// by GRO on the interface it arrives on.
+fn offload_fix(c: &Ctx<'_>) -> Vec<String> {
+    let mut fix = vec![format!("ip link set dev {} gso_max_segs 1", c.iface.name)];
+    let gro_on: Vec<&String> = c
+        .facts
+        .links
+        .iter()
+        .filter(|(name, l)| **name != c.iface.name && l.gro == Some(true))
+        .map(|(name, _)| name)
+        .collect();
+    if gro_on.is_empty() {
+        fix.push(
+            "for forwarded traffic: ethtool -K IN_DEV gro off, on the interface it arrives on"
+                .into(),
+        );
+    } else {
+        for name in gro_on {
+            fix.push(format!(
+                "ethtool -K {name} gro off   # if traffic through {} arrives on {name}",
+                c.iface.name
+            ));
+        }
+    }
+    fix
 }
 
 /// `htb-default-class-missing`: unclassified traffic leaves through the direct queue, unshaped.

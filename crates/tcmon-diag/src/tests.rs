@@ -523,6 +523,7 @@ fn unshaped_deep_root_and_host_rules() {
         "eth1".to_owned(),
         LinkFacts {
             bql_limit_bytes: vec![3000, 500_000],
+            ..LinkFacts::default()
         },
     );
     let facts = Facts {
@@ -567,4 +568,50 @@ fn every_code_is_explained_and_every_explanation_is_a_code() {
     // rules only emit listed codes
     let f = check(&snap(Instant::now(), seed_2mbit(None)));
     assert!(f.iter().all(|f| CODES.contains(&f.code)));
+}
+
+#[test]
+fn gso_super_packets_in_a_shaped_queue() {
+    // measured in the lab: HTB 2 Mbit, pfifo limit 20, 4 local TCP streams
+    let t0 = Instant::now();
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
+    i.gso_max_size = Some(65536);
+    i.gso_max_segs = Some(65535);
+    i.qdiscs
+        .iter_mut()
+        .find(|q| q.handle == h("10:"))
+        .unwrap()
+        .stats
+        .backlog_bytes = 216_502;
+    i.qdiscs
+        .iter_mut()
+        .find(|q| q.handle == h("10:"))
+        .unwrap()
+        .stats
+        .backlog_packets = 9;
+    let f = check(&snap(t0, i.clone()));
+    let o = f
+        .iter()
+        .find(|f| f.code == "offload-on-shaped-link")
+        .unwrap();
+    assert_eq!((o.severity, o.object.as_str()), (Severity::Warning, "10:"));
+    assert_eq!(o.evidence["avg_packet_bytes"], 24_055);
+    assert_eq!(o.evidence["queue_delay_ms"], 866.01);
+    assert_eq!(o.fix[0], "ip link set dev eth1 gso_max_segs 1");
+    // nothing queued: predicted from the link's GSO limits, as information
+    i.qdiscs
+        .iter_mut()
+        .find(|q| q.handle == h("10:"))
+        .unwrap()
+        .stats = Stats::default();
+    let f = check(&snap(t0, i.clone()));
+    let o = f
+        .iter()
+        .find(|f| f.code == "offload-on-shaped-link")
+        .unwrap();
+    assert_eq!((o.severity, o.object.as_str()), (Severity::Info, "1:10"));
+    assert_eq!(o.evidence["one_packet_ms"], 262.14);
+    // after the fix
+    i.gso_max_segs = Some(1);
+    assert!(!codes(&check(&snap(t0, i))).contains(&"offload-on-shaped-link"));
 }

@@ -350,6 +350,146 @@ fn rand_token() -> [u8; 8] {
     (t ^ (u64::from(n) << 48) ^ u64::from(std::process::id())).to_ne_bytes()
 }
 
+/// A TCP server in a namespace that reads and discards everything (the download side of a
+/// load); stops when dropped.
+#[derive(Debug)]
+pub struct TcpSink {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TcpSink {
+    pub fn start(netns: &str, addr: SocketAddr) -> Result<Self, LabError> {
+        let err = |source| LabError::Traffic {
+            netns: netns.to_owned(),
+            source,
+        };
+        let listener = tcmon_netlink::in_netns(netns, || std::net::TcpListener::bind(addr))
+            .map_err(|e| err(io::Error::other(e.to_string())))?
+            .map_err(err)?;
+        listener.set_nonblocking(true).map_err(err)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut readers = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut conn, _)) => {
+                        let flag = flag.clone();
+                        readers.push(std::thread::spawn(move || {
+                            let _ = conn.set_read_timeout(Some(Duration::from_millis(100)));
+                            let mut buf = vec![0u8; 64 * 1024];
+                            while !flag.load(Ordering::Relaxed) {
+                                match io::Read::read(&mut conn, &mut buf) {
+                                    Ok(0) => break,
+                                    Ok(_) => {}
+                                    Err(e)
+                                        if matches!(
+                                            e.kind(),
+                                            io::ErrorKind::WouldBlock
+                                                | io::ErrorKind::TimedOut
+                                                | io::ErrorKind::Interrupted
+                                        ) => {}
+                                    Err(_) => break,
+                                }
+                            }
+                        }));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+            for r in readers {
+                let _ = r.join();
+            }
+        });
+        Ok(TcpSink {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for TcpSink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `streams` TCP connections from `netns` to `dst`, each writing as fast as TCP lets it, until
+/// dropped: locally generated bulk traffic, GSO super-packets included.
+#[derive(Debug)]
+pub struct TcpLoad {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl TcpLoad {
+    pub fn start(netns: &str, dst: SocketAddr, streams: usize) -> Result<Self, LabError> {
+        let err = |source| LabError::Traffic {
+            netns: netns.to_owned(),
+            source,
+        };
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut threads = Vec::new();
+        for _ in 0..streams {
+            let conn = tcmon_netlink::in_netns(netns, || {
+                std::net::TcpStream::connect_timeout(&dst, Duration::from_secs(5))
+            })
+            .map_err(|e| err(io::Error::other(e.to_string())))?
+            .map_err(err)?;
+            conn.set_write_timeout(Some(Duration::from_millis(200)))
+                .map_err(err)?;
+            let flag = stop.clone();
+            threads.push(std::thread::spawn(move || {
+                let mut conn = conn;
+                let buf = vec![0x5a; 64 * 1024];
+                while !flag.load(Ordering::Relaxed) {
+                    match io::Write::write(&mut conn, &buf) {
+                        Ok(_) => {}
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::WouldBlock
+                                    | io::ErrorKind::TimedOut
+                                    | io::ErrorKind::Interrupted
+                            ) => {}
+                        Err(_) => break,
+                    }
+                }
+                // Abort rather than close: a closing socket keeps sending its megabytes of send
+                // buffer at the shaped rate, into whatever the test measures next.
+                let linger = libc::linger {
+                    l_onoff: 1,
+                    l_linger: 0,
+                };
+                // SAFETY: a valid socket fd and a pointer to a linger of the given length.
+                unsafe {
+                    libc::setsockopt(
+                        std::os::fd::AsRawFd::as_raw_fd(&conn),
+                        libc::SOL_SOCKET,
+                        libc::SO_LINGER,
+                        std::ptr::addr_of!(linger).cast(),
+                        std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                    );
+                }
+            }));
+        }
+        Ok(TcpLoad { stop, threads })
+    }
+}
+
+impl Drop for TcpLoad {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = run(&["ip", "netns", "del", &self.name]);

@@ -6,6 +6,7 @@
 mod collector;
 mod decode;
 mod error;
+mod ethtool;
 mod kinds;
 mod netns;
 mod socket;
@@ -13,6 +14,7 @@ mod tc;
 
 pub use collector::{Collector, CollectorCounters, CollectorOptions, FilterMode};
 pub use error::Error;
+pub use ethtool::{decode_ethtool_features, link_features, LinkFeatures};
 pub use netns::{in_netns, netns_path};
 pub use socket::DumpStatus;
 pub use tc::MsgError;

@@ -133,3 +133,27 @@ fn a_tree_changing_under_the_poll_is_reread() {
     );
     assert_eq!(Handle::new(1, 5).to_string(), "1:5");
 }
+
+/// Without --dev too, an interface read last time and gone now is named in a warning.
+#[test]
+fn a_vanished_interface_is_named() {
+    if skip_unless_root("a_vanished_interface_is_named") {
+        return;
+    }
+    let pair = Pair::create("gone").unwrap();
+    let mut c = Collector::open(Some(&pair.a.name), CollectorOptions::default()).unwrap();
+    let first = c.poll().unwrap();
+    assert!(
+        first.interface("veth0").is_some() && first.warnings.is_empty(),
+        "{:?}",
+        first.warnings
+    );
+    pair.a.ip(&["link", "del", "veth0"]).unwrap();
+    let second = c.poll().unwrap();
+    assert!(second.interface("veth0").is_none());
+    assert_eq!(
+        second.warnings,
+        vec!["interface veth0 is gone; skipped".to_owned()]
+    );
+    assert!(c.poll().unwrap().warnings.is_empty(), "said once");
+}

@@ -229,3 +229,34 @@ fn netns_without_privileges_says_what_is_needed() {
         "cause printed once: {err}"
     );
 }
+
+/// A multi-queue device has `mq 0:` at the root, one class per tx queue, and a handle-0
+/// qdisc under each: several qdiscs share handle 0, and the tree must still be a tree.
+#[test]
+fn multiqueue_device_tree() {
+    if skip_unless_root("multiqueue_device_tree") {
+        return;
+    }
+    let ns = tcmon_lab::Netns::create("mq").unwrap();
+    ns.ip(&["link", "add", "m0", "numtxqueues", "4", "type", "ifb"])
+        .unwrap();
+    ns.ip(&["link", "set", "m0", "up"]).unwrap();
+    let o = common::tcmon(&["dump", "--netns", &ns.name, "--dev", "m0"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    assert_eq!(text.matches("qdisc mq 0: parent root").count(), 1, "{text}");
+    assert_eq!(text.matches("class mq :").count(), 4, "{text}");
+    assert_eq!(
+        text.matches("qdisc pfifo_fast 0: parent :").count(),
+        4,
+        "{text}"
+    );
+    // each queue's qdisc sits under its class, once
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap();
+    assert_eq!(
+        at("qdisc pfifo_fast 0: parent :1"),
+        at("class mq :1 ") + 2,
+        "{text}"
+    );
+}

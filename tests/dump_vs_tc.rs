@@ -28,7 +28,8 @@ fn build(pair: &Pair) {
         // no qdisc: the kernel's default pfifo, limit = txqueuelen
         "class add parent 1:10 classid 1:12 htb rate 2mbit ceil 2mbit burst 2k",
         "class add parent 1:1 classid 1:20 htb rate 10mbit ceil 100mbit mpu 64 overhead 4",
-        "qdisc add parent 1:20 handle 20: tbf rate 5mbit burst 10k latency 50ms",
+        // a peak rate: its own bucket (mtu), and tc's lat is then the longer of two drains
+        "qdisc add parent 1:20 handle 20: tbf rate 5mbit burst 10k latency 50ms peakrate 10mbit mtu 1600",
         // rate/r2q = 800 B: the kernel raises the quantum to 1000
         "class add parent 1:1 classid 1:30 htb rate 64kbit ceil 1mbit",
         "qdisc add parent 1:30 handle 30: bfifo limit 30000",
@@ -292,6 +293,23 @@ fn every_decoded_field_matches_tc() {
             "tbf" => {
                 let t = &q["tbf"];
                 assert_eq!(t["rate_bytes_per_sec"], o["rate"]);
+                // iproute2 6.1 prints the peak rate only as text
+                let text = pair
+                    .a
+                    .tc(&["-d", "qdisc", "show", "dev", &pair.dev_a])
+                    .unwrap();
+                let peak = text
+                    .split_whitespace()
+                    .skip_while(|w| *w != "peakrate")
+                    .nth(1)
+                    .expect("peakrate");
+                assert_eq!(u(&t["peakrate_bytes_per_sec"]), rate_bytes_per_sec(peak));
+                close(
+                    "tbf mtu",
+                    u(&t["mtu_bytes"]),
+                    size_bytes(o["mtu"].as_str().unwrap()),
+                    1_250_000,
+                );
                 close(
                     "tbf burst",
                     u(&t["burst_bytes"]),

@@ -73,19 +73,29 @@ impl Rates {
                 .interfaces
                 .iter()
                 .find(|i| i.ifindex == iface.ifindex && i.name == iface.name);
-            for q in &iface.qdiscs {
-                let old = before.and_then(|b| {
-                    b.qdiscs
+            // Indexed once: matching 10,000 classes by a scan each would be quadratic.
+            let old_qdiscs: HashMap<(Handle, Handle), &Qdisc> = before
+                .map(|b| b.qdiscs.iter().map(|q| ((q.handle, q.parent), q)).collect())
+                .unwrap_or_default();
+            let old_classes: HashMap<(Handle, Handle), &Class> = before
+                .map(|b| {
+                    b.classes
                         .iter()
-                        .find(|o| o.handle == q.handle && o.parent == q.parent)
-                });
-                let old = old.filter(|o| o.kind == q.kind);
+                        .map(|c| ((c.handle, c.parent), c))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for q in &iface.qdiscs {
+                let old = old_qdiscs
+                    .get(&(q.handle, q.parent))
+                    .filter(|o| o.kind == q.kind);
                 let r = object_rates(old.map(|o| (&o.stats, None)), (&q.stats, None), secs);
                 by_object.insert(key(iface, ObjectType::Qdisc, q.handle, q.parent), r);
             }
             for c in &iface.classes {
-                let old = before.and_then(|b| b.class(c.handle));
-                let old = old.filter(|o| o.parent == c.parent && o.kind == c.kind);
+                let old = old_classes
+                    .get(&(c.handle, c.parent))
+                    .filter(|o| o.kind == c.kind);
                 let r = object_rates(
                     old.map(|o| (&o.stats, htb_counters(o))),
                     (&c.stats, htb_counters(c)),
@@ -342,17 +352,69 @@ mod tests {
         assert!(same.get(&ck(3)).unwrap().fresh);
     }
 
+    fn arb_stats() -> impl Strategy<Value = Stats> {
+        (
+            any::<u64>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<bool>(),
+        )
+            .prop_map(|(bytes, packets, drops, backlog, p64)| Stats {
+                bytes,
+                packets: if p64 {
+                    u64::from(packets) << 8
+                } else {
+                    u64::from(packets)
+                },
+                drops: u64::from(drops),
+                backlog_bytes: u64::from(backlog),
+                packets_64bit: p64,
+                ..Stats::default()
+            })
+    }
+
     proptest! {
+        /// Bytes going back mean a reset: no rate at all, whatever the other counters did.
         #[test]
-        fn rates_are_never_negative(p in any::<(u64, u64, u64)>(), c in any::<(u64, u64, u64)>(), back in any::<(u32, u32)>()) {
-            let mut ps = stats(p.0, p.1, p.2);
-            ps.backlog_bytes = u64::from(back.0);
-            let mut cs = stats(c.0, c.1, c.2);
-            cs.backlog_bytes = u64::from(back.1);
-            let r = one(ps, cs);
-            for v in [r.bits_per_sec, r.packets_per_sec, r.drops_per_sec].into_iter().flatten() {
-                prop_assert!(v >= 0.0 && v.is_finite());
+        fn bytes_going_back_is_a_reset(prev in arb_stats(), cur in arb_stats()) {
+            prop_assume!(cur.bytes < prev.bytes);
+            let r = one(prev, cur);
+            prop_assert!(r.fresh);
+            prop_assert_eq!(r.bits_per_sec, None);
+            prop_assert_eq!(r.packets_per_sec, None);
+            prop_assert_eq!(r.drops_per_sec, None);
+        }
+
+        /// Counters that only grew give exactly their increase over the 2 s interval.
+        #[test]
+        fn growth_is_exact(prev in arb_stats(), db in 0u64..1 << 40, dp in 0u64..1 << 20, dd in 0u64..1 << 20) {
+            prop_assume!(prev.bytes.checked_add(db).is_some() && u32::try_from(prev.drops + dd).is_ok());
+            let mut cur = prev;
+            cur.bytes += db;
+            cur.packets += dp;
+            cur.drops += dd;
+            let r = one(prev, cur);
+            prop_assert!(!r.fresh);
+            prop_assert_eq!(r.bits_per_sec, Some(db as f64 * 8.0 / 2.0));
+            prop_assert_eq!(r.packets_per_sec, Some(dp as f64 / 2.0));
+            prop_assert_eq!(r.drops_per_sec, Some(dd as f64 / 2.0));
+            prop_assert!(r.backlog_trend_bytes_per_sec.abs() < f64::EPSILON);
+        }
+
+        /// A 32-bit counter that went back is a wrap only when the wrapped increase is under
+        /// half the range; otherwise that counter has no rate (and never a negative one).
+        #[test]
+        fn u32_wraps_are_taken_only_when_plausible(prev_d in any::<u32>(), cur_d in any::<u32>()) {
+            prop_assume!(cur_d < prev_d);
+            let wrapped = u64::from(cur_d) + (1u64 << 32) - u64::from(prev_d);
+            let r = one(stats(100, 10, u64::from(prev_d)), stats(200, 20, u64::from(cur_d)));
+            if wrapped < 1 << 31 {
+                prop_assert_eq!(r.drops_per_sec, Some(wrapped as f64 / 2.0));
+            } else {
+                prop_assert_eq!(r.drops_per_sec, None);
             }
+            prop_assert_eq!(r.bits_per_sec, Some(400.0));
         }
     }
 }

@@ -83,6 +83,10 @@ pub struct Collector {
     filter_cache: HashMap<u32, CachedFilters>,
     /// Link messages of the last dump that could not be decoded.
     link_errors: usize,
+    /// Interfaces the last read covered (`None` = all): notifications about others are noise.
+    watched: Option<HashSet<u32>>,
+    /// Interfaces of the last read, to say which ones vanished.
+    last_links: Vec<(u32, String)>,
     counters: CollectorCounters,
 }
 
@@ -132,6 +136,8 @@ impl Collector {
             opts,
             filter_cache: HashMap::new(),
             link_errors: 0,
+            watched: None,
+            last_links: Vec::new(),
             counters: CollectorCounters::default(),
         };
         if !c.opts.devices.is_empty() {
@@ -193,11 +199,21 @@ impl Collector {
         let Some(mon) = self.monitor.as_mut() else {
             return ch;
         };
+        let watched = &self.watched;
+        // Changes to interfaces this collector does not read do not make a read stale.
+        let ours = |i: Option<i32>| match (watched, i) {
+            (None, _) | (_, None) => true,
+            (Some(set), Some(i)) => set.contains(&(i as u32)),
+        };
         let res = mon.drain(|ty, payload| {
             let ifindex = Fixed::new(payload, 8).map(|f| f.i32(4));
             match ty {
-                RTM_NEWLINK | RTM_DELLINK | RTM_NEWQDISC | RTM_DELQDISC | RTM_NEWTCLASS
-                | RTM_DELTCLASS => ch.tree = true,
+                RTM_NEWLINK | RTM_DELLINK => ch.tree |= ours(ifindex),
+                // A changed qdisc or class can take filters with it: re-read them too.
+                RTM_NEWQDISC | RTM_DELQDISC | RTM_NEWTCLASS | RTM_DELTCLASS if ours(ifindex) => {
+                    ch.tree = true;
+                    ch.filters_on.extend(ifindex.map(|i| i as u32));
+                }
                 RTM_NEWTFILTER | RTM_DELTFILTER | RTM_NEWCHAIN | RTM_DELCHAIN => match ifindex {
                     Some(i) if i != TCM_IFINDEX_MAGIC_BLOCK => {
                         ch.filters_on.insert(i as u32);
@@ -241,13 +257,28 @@ impl Collector {
             ));
         }
         if !self.opts.devices.is_empty() {
-            for name in &self.opts.devices {
-                if !links.iter().any(|l| &l.name == name) {
-                    snap.warnings
-                        .push(format!("interface {name} is gone; skipped"));
-                }
-            }
             links.retain(|l| self.opts.devices.contains(&l.name));
+        }
+        // Said once per poll for every interface read last time and missing now, and for
+        // every named one that is missing.
+        let mut gone: Vec<&str> = self
+            .last_links
+            .iter()
+            .filter(|(i, n)| !links.iter().any(|l| l.ifindex == *i && &l.name == n))
+            .map(|(_, n)| n.as_str())
+            .collect();
+        gone.extend(
+            self.opts
+                .devices
+                .iter()
+                .map(String::as_str)
+                .filter(|d| !links.iter().any(|l| l.name == *d)),
+        );
+        gone.sort_unstable();
+        gone.dedup();
+        for name in gone {
+            snap.warnings
+                .push(format!("interface {name} is gone; skipped"));
         }
 
         let tick = self.tick;
@@ -288,6 +319,12 @@ impl Collector {
             sort_interface(link);
         }
         links.sort_by_key(|l| l.ifindex);
+        self.watched =
+            (!self.opts.devices.is_empty()).then(|| links.iter().map(|l| l.ifindex).collect());
+        self.last_links = links.iter().map(|l| (l.ifindex, l.name.clone())).collect();
+        // The cache must not outlive the interfaces (ifindexes are reused).
+        self.filter_cache
+            .retain(|i, _| links.iter().any(|l| l.ifindex == *i));
         snap.interfaces = links;
         snap.warnings.append(&mut warnings);
         Ok((snap, interrupted))

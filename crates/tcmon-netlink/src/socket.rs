@@ -88,30 +88,45 @@ impl NlSocket {
         loop {
             let n = {
                 let mut slice = &mut self.buf[..];
-                self.sock.recv(&mut slice, 0)?
+                match self.sock.recv(&mut slice, 0) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.discard_until_done(seq);
+                        return Err(e);
+                    }
+                }
             };
             let data = &self.buf[..n.min(self.buf.len())];
             match walk(data, seq, &mut status, &mut on_msg) {
                 Walk::More => {}
                 Walk::Done => return Ok(status),
-                Walk::Err(e) => {
-                    // Drain the rest of this dump so the next request starts clean.
-                    if e.raw_os_error() != Some(libc::ENOBUFS) {
-                        self.discard_until_done(seq);
-                    }
+                // The dump ended with an error code: nothing more comes.
+                Walk::Err(e) => return Err(e),
+                Walk::Broken(e) => {
+                    // The kernel may still be running the dump (after an overrun it resumes
+                    // as the queue empties): read it to its end, or the next request on this
+                    // socket gets EBUSY.
+                    self.discard_until_done(seq);
                     return Err(e);
                 }
             }
         }
     }
 
+    /// Reads and drops the rest of dump `seq`, for up to a second.
     fn discard_until_done(&mut self, seq: u32) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
         let _ = self.sock.set_non_blocking(true);
-        loop {
+        while std::time::Instant::now() < deadline {
             let n = {
                 let mut slice = &mut self.buf[..];
                 match self.sock.recv(&mut slice, 0) {
                     Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                        continue;
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => continue,
                     Err(_) => break,
                 }
             };
@@ -134,15 +149,31 @@ impl NlSocket {
     /// Reads whatever notifications are queued, without blocking. `Err(ENOBUFS)` means some
     /// were lost and the caller must assume everything changed.
     pub(crate) fn drain(&mut self, mut on_msg: impl FnMut(u16, &[u8])) -> io::Result<()> {
+        let mut overrun = false;
         loop {
             let n = {
                 let mut slice = &mut self.buf[..];
                 match self.sock.recv(&mut slice, 0) {
                     Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        return if overrun {
+                            Err(io::Error::from_raw_os_error(libc::ENOBUFS))
+                        } else {
+                            Ok(())
+                        };
+                    }
+                    // Everything counts as changed then; empty the queue so that stale
+                    // notifications do not make the next read look stale too.
+                    Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                        overrun = true;
+                        continue;
+                    }
                     Err(e) => return Err(e),
                 }
             };
+            if overrun {
+                continue;
+            }
             let mut off = 0;
             let data = &self.buf[..n.min(RECV_BUF_LEN)];
             while let Some((ty, _flags, _seq, payload, next)) = next_msg(data, off) {
@@ -156,7 +187,10 @@ impl NlSocket {
 enum Walk {
     More,
     Done,
+    /// The dump ended with this error (NLMSG_ERROR, or NLMSG_DONE carrying one).
     Err(io::Error),
+    /// The stream broke (overrun, malformed header) while the dump may still be running.
+    Broken(io::Error),
 }
 
 fn walk(
@@ -193,7 +227,7 @@ fn walk(
                 };
             }
             NLMSG_NOOP => {}
-            NLMSG_OVERRUN => return Walk::Err(io::Error::from_raw_os_error(libc::ENOBUFS)),
+            NLMSG_OVERRUN => return Walk::Broken(io::Error::from_raw_os_error(libc::ENOBUFS)),
             _ => {
                 status.messages += 1;
                 on_msg(ty, payload);
@@ -201,7 +235,7 @@ fn walk(
         }
     }
     if off < data.len() {
-        return Walk::Err(io::Error::new(
+        return Walk::Broken(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
                 "malformed netlink header at byte {off} of a {}-byte datagram",
@@ -272,11 +306,16 @@ mod tests {
         bad[0] = 200;
         assert!(matches!(
             walk(&bad, 1, &mut st, &mut |_, _| {}),
-            Walk::Err(_)
+            Walk::Broken(_)
         ));
         assert!(matches!(
             walk(&[1, 2, 3], 1, &mut st, &mut |_, _| {}),
-            Walk::Err(_)
+            Walk::Broken(_)
+        ));
+        let o = msg(NLMSG_OVERRUN, 0, 1, b"");
+        assert!(matches!(
+            walk(&o, 1, &mut st, &mut |_, _| {}),
+            Walk::Broken(_)
         ));
         assert!(matches!(walk(&[], 1, &mut st, &mut |_, _| {}), Walk::More));
     }

@@ -211,8 +211,9 @@ pub(crate) fn class(m: TcMsg<'_>, tick: TickLen) -> Class {
     }
 }
 
-/// Classifiers whose target class is attribute 1 of their options (`TCA_*_CLASSID`).
-const CLASSID_FIRST: &[&str] = &["fw", "route", "basic", "flower", "matchall", "cgroup"];
+/// Classifiers whose target class is attribute 1 of their options (`TCA_*_CLASSID`). (cgroup
+/// has none: its class comes from net_cls, and its attribute 1 is the action list.)
+const CLASSID_FIRST: &[&str] = &["fw", "route", "basic", "flower", "matchall"];
 const TCA_BPF_CLASSID: u16 = 3;
 
 pub(crate) fn filter(m: TcMsg<'_>) -> Filter {
@@ -238,9 +239,12 @@ pub(crate) fn filter(m: TcMsg<'_>) -> Filter {
                 CLASSID_FIRST.contains(&kind).then_some(1)
             };
             if let (Some(want), Some(opts)) = (want, opts) {
+                // the class is decoded; the rest of the options are kept as they came
                 for_each_nla(opts, "options", &mut und, |t, v, und| {
                     if t == want {
                         class_id = nla_u32(v, "options", t, "classid", und).map(Handle);
+                    } else {
+                        keep(und, "options", t, v);
                     }
                 });
             } else if let Some(o) = opts.filter(|o| !o.is_empty()) {

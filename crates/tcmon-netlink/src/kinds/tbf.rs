@@ -53,7 +53,8 @@ pub(crate) fn qdisc(options: &[u8], tick: TickLen, und: &mut Undecoded) -> Tbf {
     t.burst_ns = tick.to_ns(Ticks(i64::from(buffer))) as u64;
     t.burst_bytes = bytes_at_rate(t.burst_ns as i64, t.rate_bytes_per_sec) as u64;
     t.mtu_bytes = peak.map(|p| bytes_at_rate(tick.to_ns(Ticks(i64::from(mtu))), p) as u64);
-    // tc's `lat`: how long the last byte of a full queue waits, after the bucket is spent.
+    // tc's `lat`: how long the last byte of a full queue waits, after the bucket is spent; with
+    // a peak rate, the longer of the two drains (as iproute2's tbf_print_opt).
     let drain = |rate: u64, bucket_ns: u64| {
         ns_at_rate(u64::from(t.limit_bytes), rate).map(|ns| ns as i64 - bucket_ns as i64)
     };
@@ -61,7 +62,7 @@ pub(crate) fn qdisc(options: &[u8], tick: TickLen, und: &mut Undecoded) -> Tbf {
     if let Some(p) = peak {
         let mtu_ns = tick.to_ns(Ticks(i64::from(mtu))) as u64;
         if let Some(l2) = drain(p, mtu_ns) {
-            lat = lat.min(l2);
+            lat = lat.max(l2);
         }
     }
     t.latency_ns = lat;
@@ -90,6 +91,21 @@ mod tests {
         assert_eq!(t.latency_ns, 163_840_000);
         assert_eq!(t.peakrate_bytes_per_sec, None);
         assert_eq!(t.linklayer, "ethernet");
+    }
+
+    #[test]
+    fn peakrate_latency_is_the_longer_drain_as_tc_prints_it() {
+        // tbf rate 1mbit burst 10k limit 30k peakrate 2mbit mtu 1600: tc prints lat 164ms
+        let mut o = vec![0, 1, 0, 0, 0xff, 0xff, 0, 0];
+        o.extend_from_slice(&125_000u32.to_ne_bytes());
+        o.extend_from_slice(&[0, 1, 0, 0, 0xff, 0xff, 0, 0]);
+        o.extend_from_slice(&250_000u32.to_ne_bytes());
+        o.extend(u32s(&[30_720, 1_280_000, 100_000])); // mtu 1600 B at 2 Mbit = 6.4 ms
+        let mut und = Undecoded::default();
+        let t = qdisc(&nla(TCA_TBF_PARMS, &o), TickLen::default(), &mut und);
+        assert_eq!(t.peakrate_bytes_per_sec, Some(250_000));
+        assert_eq!(t.mtu_bytes, Some(1600));
+        assert_eq!(t.latency_ns, 163_840_000);
     }
 
     #[test]

@@ -549,3 +549,71 @@ fn unknown_and_explain() {
     assert_eq!(o.status.code(), Some(2));
     let _ = Instant::now();
 }
+
+/// Every class-level finding's fix is a command that works on the real kernel and clears it:
+/// a tree with a small burst and cburst, a child bursting and borrowing beyond its parent,
+/// children guaranteed more than their parent, a rate above its ceil, a tiny TBF bucket.
+#[test]
+fn every_class_level_fix_applies_and_clears_its_finding() {
+    if skip_unless_root("every_class_level_fix_applies_and_clears_its_finding") {
+        return;
+    }
+    let pair = Pair::create("fixes").unwrap();
+    for cmd in [
+        "qdisc add root handle 1: htb default 10",
+        "class add parent 1: classid 1:1 htb rate 10mbit ceil 10mbit burst 2k cburst 2k",
+        "class add parent 1:1 classid 1:10 htb rate 8mbit ceil 20mbit burst 15k cburst 1600",
+        "class add parent 1:1 classid 1:20 htb rate 5mbit ceil 4mbit burst 600 cburst 600",
+        "qdisc add parent 1:10 handle 10: pfifo limit 20",
+        "qdisc add parent 1:20 handle 20: tbf rate 1mbit burst 1000 latency 20ms",
+    ] {
+        pair.tc_a(cmd).unwrap();
+    }
+    pair.a
+        .ip(&["link", "set", "dev", &pair.dev_a, "gso_max_segs", "1"])
+        .unwrap();
+    let codes = [
+        "htb-burst-small",
+        "htb-cburst-small",
+        "htb-child-burst-exceeds-parent",
+        "htb-rates-oversubscribed",
+        "htb-ceil-exceeds-parent",
+        "htb-rate-exceeds-ceil",
+        "tbf-burst-small",
+    ];
+    let (_, report) = check(&pair, "100ms");
+    for code in codes {
+        assert!(
+            !findings(&report, code).is_empty(),
+            "{code} expected in {report:#}"
+        );
+    }
+    // Fixes can touch the same class (a parent's burst and its rate): apply, re-check, repeat.
+    let mut report = report;
+    for _ in 0..4 {
+        let pending: Vec<String> = codes
+            .iter()
+            .flat_map(|c| findings(&report, c))
+            .flat_map(|f| {
+                f["fix"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_str().unwrap().to_owned())
+            })
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
+        for cmd in &pending {
+            apply(&pair.a, cmd);
+        }
+        report = check(&pair, "100ms").1;
+    }
+    for code in codes {
+        assert!(
+            findings(&report, code).is_empty(),
+            "{code} still in {report:#}"
+        );
+    }
+}

@@ -693,14 +693,38 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
     let pkt = packet_bytes(c.iface);
     let min_ns = c.t.burst_min_ms * 1e6;
     let good = |rate: u64| pkt.max((rate as f64 * c.t.burst_min_ms * 1e-3).ceil() as u64);
-    let (burst, cburst, quantum) = keep(h);
-    for (code, what, bytes, ns, rate) in [
+    // 1% slack: the kernel keeps buckets in 64 ns ticks, so a size set with tc reads back a
+    // byte or two smaller, and a fixed bucket must not be flagged again.
+    let small = |bytes: u64, ns: u64| bytes * 100 < pkt * 99 || (ns as f64) < min_ns * 0.99;
+    // Everything wrong with this class is corrected in one command, so that the fixes of its
+    // findings do not undo each other.
+    let ceil = h.ceil_bytes_per_sec.max(h.rate_bytes_per_sec);
+    let burst_small = h.rate_bytes_per_sec > 0 && small(h.burst_bytes, h.burst_ns);
+    let cburst_small = h.ceil_bytes_per_sec > 0 && small(h.cburst_bytes, h.cburst_ns);
+    let burst = if burst_small {
+        good(h.rate_bytes_per_sec)
+    } else {
+        h.burst_bytes
+    };
+    let cburst = if cburst_small {
+        good(ceil)
+    } else {
+        h.cburst_bytes
+    };
+    let fixed = HtbClass {
+        ceil_bytes_per_sec: ceil,
+        ..h.clone()
+    };
+    let fix = htb_change(c.iface, cl, &fixed, burst, cburst, h.quantum_bytes);
+    for (code, what, bytes, ns, rate, is_small, want) in [
         (
             "htb-burst-small",
             "burst",
             h.burst_bytes,
             h.burst_ns,
             h.rate_bytes_per_sec,
+            burst_small,
+            burst,
         ),
         (
             "htb-cburst-small",
@@ -708,17 +732,13 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
             h.cburst_bytes,
             h.cburst_ns,
             h.ceil_bytes_per_sec,
+            cburst_small,
+            cburst,
         ),
     ] {
-        if rate == 0 || (bytes >= pkt && ns as f64 >= min_ns) {
+        if !is_small {
             continue;
         }
-        let want = good(rate);
-        let (b, cb) = if what == "burst" {
-            (want, cburst)
-        } else {
-            (burst, want)
-        };
         out.push(Finding {
             code,
             severity: Severity::Info,
@@ -731,7 +751,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 fmt_bytes(bytes as f64),
                 fmt_ns(ns as i64),
                 fmt_bits_per_sec(rate as f64 * 8.0),
-                if bytes < pkt {
+                if bytes * 100 < pkt * 99 {
                     format!("one packet ({pkt} B)")
                 } else {
                     format!("{} ms of rate", c.t.burst_min_ms)
@@ -744,7 +764,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("packet_bytes", json!(pkt)),
                 ("proposed_bytes", json!(want)),
             ]),
-            fix: vec![htb_change(c.iface, cl, h, b, cb, quantum)],
+            fix: vec![fix.clone()],
         });
     }
     if h.rate_bytes_per_sec > h.ceil_bytes_per_sec {
@@ -763,17 +783,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("rate_bytes_per_sec", json!(h.rate_bytes_per_sec)),
                 ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
             ]),
-            fix: vec![htb_change(
-                c.iface,
-                cl,
-                &HtbClass {
-                    ceil_bytes_per_sec: h.rate_bytes_per_sec,
-                    ..h.clone()
-                },
-                burst,
-                cburst,
-                quantum,
-            )],
+            fix: vec![fix.clone()],
         });
     }
     if h.giants > 0 {
@@ -915,7 +925,9 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     )],
                 });
             }
-            if x.burst_bytes > p.burst_bytes || x.cburst_bytes > p.cburst_bytes {
+            // 1% slack for the tick rounding of buckets, as in htb_class
+            let exceeds = |child: u64, parent: u64| child * 100 > parent * 101;
+            if exceeds(x.burst_bytes, p.burst_bytes) || exceeds(x.cburst_bytes, p.cburst_bytes) {
                 let (pb, pcb, pq) = keep(p);
                 out.push(Finding {
                     code: "htb-child-burst-exceeds-parent",

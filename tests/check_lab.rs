@@ -5,10 +5,7 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tcmon_lab::{skip_unless_root, Netns, Pair, UdpEcho};
@@ -50,33 +47,13 @@ fn apply(ns: &Netns, cmd: &str) {
     r.unwrap_or_else(|e| panic!("applying `{cmd}`: {e}"));
 }
 
-/// Loads the shaper with UDP to `dst` at `bytes_per_sec` until dropped.
-struct Load {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
+/// Loads the shaper with 1200-byte UDP datagrams to `dst` at `bytes_per_sec` until dropped.
+struct Load;
 
 impl Load {
-    fn start(ns: &Netns, dst: &str, bytes_per_sec: u64) -> Load {
-        let sock = tcmon_lab::udp_socket(&ns.name, 8 << 20).unwrap();
+    fn start(ns: &Netns, dst: &str, bytes_per_sec: u64) -> tcmon_lab::UdpLoad {
         let dst: SocketAddr = format!("{dst}:9").parse().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread =
-            std::thread::spawn(move || tcmon_lab::blast(&sock, dst, 1200, bytes_per_sec, &flag));
-        Load {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        tcmon_lab::UdpLoad::start(&ns.name, dst, 1200, bytes_per_sec).unwrap()
     }
 }
 
@@ -547,7 +524,6 @@ fn unknown_and_explain() {
     assert_eq!(common::stdout(&o).lines().count(), tcmon_diag::CODES.len());
     let o = common::tcmon(&["check", "--explain", "nope"]);
     assert_eq!(o.status.code(), Some(2));
-    let _ = Instant::now();
 }
 
 /// Every class-level finding's fix is a command that works on the real kernel and clears it:

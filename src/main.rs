@@ -5,6 +5,7 @@ mod check;
 mod config;
 mod dump;
 mod facts;
+mod lab;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +32,22 @@ enum Command {
     /// Diagnose the shaper: findings with evidence and fixes; exit 0 ok, 1 warning,
     /// 2 critical, 3 unknown.
     Check(CheckArgs),
+    /// Build the seeds' lab (node1 - router - node2, a shaper on the router) in network
+    /// namespaces, to see tcmon on a real shaper. Needs root.
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum LabAction {
+    /// Build the lab with a scenario (default: default-fifo), replacing any lab already up.
+    Up { scenario: Option<String> },
+    /// Remove the lab.
+    Down,
+    /// List the scenarios.
+    List,
 }
 
 /// Where to read from; shared by every command that polls.
@@ -91,6 +108,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Dump(args) => dump::run(&args),
         Command::Check(args) => return check::run(&args),
+        Command::Lab { action } => lab::run(&action),
     };
     match result {
         Ok(code) => code,

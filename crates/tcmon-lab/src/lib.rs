@@ -9,7 +9,10 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+mod scenario;
 mod traffic;
+
+pub use scenario::{remove_lab, Lab, Scenario, SCENARIOS};
 
 pub use traffic::{
     blast, send_udp, udp_rtt, udp_rtts, udp_socket, TcpLoad, TcpSink, UdpEcho, UdpLoad,
@@ -94,6 +97,25 @@ impl Netns {
         Ok(ns)
     }
 
+    /// Creates a namespace with a fixed name (a user's lab), failing if it exists.
+    pub fn create_named(name: &str) -> Result<Self, LabError> {
+        run(&["ip", "netns", "add", name])?;
+        let ns = Netns {
+            name: name.to_owned(),
+        };
+        ns.ip(&["link", "set", "lo", "up"])?;
+        ns.sysctl("net.ipv6.conf.all.disable_ipv6", "1")?;
+        ns.sysctl("net.ipv6.conf.default.disable_ipv6", "1")?;
+        Ok(ns)
+    }
+
+    /// Keeps the namespace after this value is gone (`tcmon lab up`); returns its name.
+    pub fn keep(self) -> String {
+        let name = self.name.clone();
+        std::mem::forget(self);
+        name
+    }
+
     /// `ip -n NAME ...`
     pub fn ip(&self, args: &[&str]) -> Result<String, LabError> {
         let mut v = vec!["ip", "-n", &self.name];
@@ -160,7 +182,7 @@ fn sweep_leftovers() {
     }
 }
 
-fn mac(ns: &Netns, dev: &str) -> Result<String, LabError> {
+pub(crate) fn mac(ns: &Netns, dev: &str) -> Result<String, LabError> {
     let out = ns.ip(&["-o", "link", "show", dev])?;
     Ok(out
         .split_whitespace()

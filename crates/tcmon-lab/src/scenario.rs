@@ -1,0 +1,290 @@
+//! The seeds' lab: node1 - router - node2, routed, with a shaper on the router's interface
+//! toward node1, in one of the configurations the seeds experimented with.
+
+use crate::{run, LabError, Netns};
+
+/// Three namespaces: traffic from node2 to node1 crosses the router and its shaper on `r1`.
+#[derive(Debug)]
+pub struct Lab {
+    pub node1: Netns,
+    pub router: Netns,
+    pub node2: Netns,
+}
+
+/// A named configuration of the router's shaper.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// `tc` commands (without the leading `tc`) run in the router's namespace.
+    commands: &'static [&'static str],
+    /// u32 rules to add in bulk (the long filter chain), as (count, rule).
+    bulk_filters: Option<(usize, &'static str)>,
+}
+
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "default-fifo",
+        description: "HTB 2 Mbit with a class that has no qdisc: the kernel's default FIFO of txqueuelen \
+                      packets holds seconds of traffic (the seeds' 6-second pings)",
+        commands: &[
+            "qdisc add dev r1 root handle 1: htb default 10",
+            "class add dev r1 parent 1: classid 1:1 htb rate 2mbit ceil 2mbit",
+            "class add dev r1 parent 1:1 classid 1:10 htb rate 2mbit ceil 2mbit",
+        ],
+        bulk_filters: None,
+    },
+    Scenario {
+        name: "short-fifo",
+        description: "the same 2 Mbit class with a 10-packet pfifo: delay bounded at ~60 ms",
+        commands: &[
+            "qdisc add dev r1 root handle 1: htb default 10",
+            "class add dev r1 parent 1: classid 1:1 htb rate 2mbit ceil 2mbit",
+            "class add dev r1 parent 1:1 classid 1:10 htb rate 2mbit ceil 2mbit",
+            "qdisc add dev r1 parent 1:10 handle 10: pfifo limit 10",
+        ],
+        bulk_filters: None,
+    },
+    Scenario {
+        name: "tbf",
+        description: "TBF 2 Mbit with a 2-second queue (latency 2s)",
+        commands: &["qdisc add dev r1 root handle 1: tbf rate 2mbit burst 10k latency 2s"],
+        bulk_filters: None,
+    },
+    Scenario {
+        name: "r2q",
+        description: "HTB r2q 10 with a 900 Mbit class (quantum capped at 200000) and a 64 kbit class \
+                      (quantum raised to 1000, below the MTU)",
+        commands: &[
+            "qdisc add dev r1 root handle 1: htb default 10 r2q 10",
+            "class add dev r1 parent 1: classid 1:1 htb rate 1gbit ceil 1gbit",
+            "class add dev r1 parent 1:1 classid 1:10 htb rate 900mbit ceil 1gbit",
+            "class add dev r1 parent 1:1 classid 1:20 htb rate 64kbit ceil 1gbit",
+            "qdisc add dev r1 parent 1:10 handle 10: pfifo limit 100",
+            "qdisc add dev r1 parent 1:20 handle 20: pfifo limit 100",
+        ],
+        bulk_filters: None,
+    },
+    Scenario {
+        name: "filters",
+        description: "ten thousand u32 rules at one prio in front of the class node1 is reached by \
+                      (the seed's scp that crawled)",
+        commands: &[
+            "qdisc add dev r1 root handle 1: htb default 3",
+            "class add dev r1 parent 1: classid 1:1 htb rate 500mbit ceil 1gbit",
+            "class add dev r1 parent 1: classid 1:2 htb rate 500mbit ceil 1gbit",
+            "class add dev r1 parent 1: classid 1:3 htb rate 500mbit ceil 1gbit",
+            "filter add dev r1 parent 1: protocol ip prio 16 u32 match ip dst 10.99.1.131/32 flowid 1:1",
+            "filter add dev r1 parent 1: protocol ip prio 400 u32 match ip dst 10.99.1.2/32 flowid 1:3",
+        ],
+        bulk_filters: Some((
+            10_000,
+            "filter add dev r1 parent 1: protocol ip prio 100 u32 match ip dst 10.99.1.132/32 flowid 1:2",
+        )),
+    },
+    Scenario {
+        name: "no-default",
+        description: "HTB default 30 with no class 1:30: only ICMP is classified, everything else \
+                      leaves unshaped through the direct queue",
+        commands: &[
+            "qdisc add dev r1 root handle 1: htb default 30",
+            "class add dev r1 parent 1: classid 1:1 htb rate 2mbit ceil 2mbit",
+            "class add dev r1 parent 1:1 classid 1:10 htb rate 2mbit ceil 2mbit",
+            "qdisc add dev r1 parent 1:10 handle 10: pfifo limit 10",
+            "filter add dev r1 parent 1: protocol ip prio 1 u32 match ip protocol 1 0xff flowid 1:10",
+        ],
+        bulk_filters: None,
+    },
+];
+
+impl Scenario {
+    pub fn find(name: &str) -> Option<&'static Scenario> {
+        SCENARIOS.iter().find(|s| s.name == name)
+    }
+}
+
+impl Lab {
+    pub const NODE1: &'static str = "10.99.1.2";
+    pub const ROUTER_TO_NODE1: &'static str = "10.99.1.1";
+    pub const ROUTER_TO_NODE2: &'static str = "10.99.2.1";
+    pub const NODE2: &'static str = "10.99.2.2";
+    /// The router's interface toward node1, where the shaper is.
+    pub const SHAPED: &'static str = "r1";
+
+    /// A throwaway lab (tests): unique names, deleted on drop.
+    pub fn create(tag: &str) -> Result<Lab, LabError> {
+        let lab = Lab {
+            node1: Netns::create(&format!("{tag}n1"))?,
+            router: Netns::create(&format!("{tag}rt"))?,
+            node2: Netns::create(&format!("{tag}n2"))?,
+        };
+        lab.wire()?;
+        Ok(lab)
+    }
+
+    /// A user's lab with fixed names `<prefix>-node1`, `-router`, `-node2`.
+    pub fn create_named(prefix: &str) -> Result<Lab, LabError> {
+        let node1 = Netns::create_named(&format!("{prefix}-node1"))?;
+        let router = Netns::create_named(&format!("{prefix}-router"))?;
+        let node2 = Netns::create_named(&format!("{prefix}-node2"))?;
+        let lab = Lab {
+            node1,
+            router,
+            node2,
+        };
+        lab.wire()?;
+        Ok(lab)
+    }
+
+    fn wire(&self) -> Result<(), LabError> {
+        let r = &self.router;
+        r.ip(&[
+            "link",
+            "add",
+            "r1",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            &self.node1.name,
+        ])?;
+        r.ip(&[
+            "link",
+            "add",
+            "r2",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            &self.node2.name,
+        ])?;
+        r.ip(&[
+            "addr",
+            "add",
+            &format!("{}/24", Self::ROUTER_TO_NODE1),
+            "dev",
+            "r1",
+        ])?;
+        r.ip(&[
+            "addr",
+            "add",
+            &format!("{}/24", Self::ROUTER_TO_NODE2),
+            "dev",
+            "r2",
+        ])?;
+        self.node1
+            .ip(&["addr", "add", &format!("{}/24", Self::NODE1), "dev", "eth0"])?;
+        self.node2
+            .ip(&["addr", "add", &format!("{}/24", Self::NODE2), "dev", "eth0"])?;
+        for (ns, dev) in [
+            (r, "r1"),
+            (r, "r2"),
+            (&self.node1, "eth0"),
+            (&self.node2, "eth0"),
+        ] {
+            ns.ip(&["link", "set", dev, "up"])?;
+        }
+        self.node1
+            .ip(&["route", "add", "default", "via", Self::ROUTER_TO_NODE1])?;
+        self.node2
+            .ip(&["route", "add", "default", "via", Self::ROUTER_TO_NODE2])?;
+        r.sysctl("net.ipv4.ip_forward", "1")?;
+        // Static neighbours: an ARP reply stuck behind a full FIFO would stall everything.
+        let mac = |ns: &Netns, dev: &str| crate::mac(ns, dev);
+        r.ip(&[
+            "neigh",
+            "replace",
+            Self::NODE1,
+            "lladdr",
+            &mac(&self.node1, "eth0")?,
+            "dev",
+            "r1",
+            "nud",
+            "permanent",
+        ])?;
+        r.ip(&[
+            "neigh",
+            "replace",
+            Self::NODE2,
+            "lladdr",
+            &mac(&self.node2, "eth0")?,
+            "dev",
+            "r2",
+            "nud",
+            "permanent",
+        ])?;
+        self.node1.ip(&[
+            "neigh",
+            "replace",
+            Self::ROUTER_TO_NODE1,
+            "lladdr",
+            &mac(r, "r1")?,
+            "dev",
+            "eth0",
+            "nud",
+            "permanent",
+        ])?;
+        self.node2.ip(&[
+            "neigh",
+            "replace",
+            Self::ROUTER_TO_NODE2,
+            "lladdr",
+            &mac(r, "r2")?,
+            "dev",
+            "eth0",
+            "nud",
+            "permanent",
+        ])?;
+        Ok(())
+    }
+
+    /// Configures the router's shaper as the scenario says.
+    pub fn apply(&self, s: &Scenario) -> Result<(), LabError> {
+        for cmd in s.commands {
+            let args: Vec<&str> = cmd.split_whitespace().collect();
+            self.router.tc(&args)?;
+        }
+        if let Some((count, rule)) = s.bulk_filters {
+            let path = std::env::temp_dir().join(format!(
+                "tcmon-lab-{}-{}.tc",
+                s.name,
+                std::process::id()
+            ));
+            let text = format!("{rule}\n").repeat(count);
+            std::fs::write(&path, text).map_err(|source| LabError::Spawn {
+                cmd: path.display().to_string(),
+                source,
+            })?;
+            let r = self.router.tc(&["-batch", &path.display().to_string()]);
+            let _ = std::fs::remove_file(&path);
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the namespaces after this value is gone (`tcmon lab up`).
+    pub fn keep(self) -> [String; 3] {
+        [self.node1.keep(), self.router.keep(), self.node2.keep()]
+    }
+}
+
+/// Deletes a user's lab; returns how many namespaces existed.
+pub fn remove_lab(prefix: &str) -> Result<usize, LabError> {
+    let mut removed = 0;
+    let list = run(&["ip", "netns", "list"])?;
+    for role in ["node1", "router", "node2"] {
+        let name = format!("{prefix}-{role}");
+        if list
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(name.as_str()))
+        {
+            run(&["ip", "netns", "del", &name])?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}

@@ -1,0 +1,81 @@
+//! `tcmon lab up [SCENARIO] | down | list`: the seeds' lab in network namespaces, to see tcmon
+//! on a real shaper.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use tcmon_lab::{is_root, remove_lab, Lab, Scenario, SCENARIOS};
+
+use crate::{LabAction, EXIT_USAGE};
+
+/// Names of the lab's namespaces: `tcmon-lab-node1`, `-router`, `-node2`.
+const PREFIX: &str = "tcmon-lab";
+const DEFAULT_SCENARIO: &str = "default-fifo";
+
+pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
+    if let LabAction::List = action {
+        for s in SCENARIOS {
+            println!("{:<14} {}", s.name, s.description);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !is_root() {
+        eprintln!("tcmon: lab needs root (it creates network namespaces and runs tc): try sudo tcmon lab ...");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    match action {
+        LabAction::Up { scenario } => {
+            let name = scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
+            let Some(s) = Scenario::find(name) else {
+                let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                bail!(
+                    "no lab scenario named '{name}' (have: {})",
+                    names.join(", ")
+                );
+            };
+            // A new lab replaces the old one.
+            remove_lab(PREFIX)?;
+            let lab = Lab::create_named(PREFIX)?;
+            if let Err(e) = lab.apply(s) {
+                drop(lab); // deletes the half-built namespaces
+                return Err(e.into());
+            }
+            let [n1, router, n2] = lab.keep();
+            println!("lab up: {} - {}", s.name, s.description);
+            println!();
+            println!(
+                "  {} ({n1})  <-  router ({router}, shaper on {})  <-  {} ({n2})",
+                Lab::NODE1,
+                Lab::SHAPED,
+                Lab::NODE2
+            );
+            println!();
+            println!("look at it:");
+            println!("  tcmon dump --netns {router} --dev {}", Lab::SHAPED);
+            println!("  tcmon check --netns {router} --dev {}", Lab::SHAPED);
+            println!("load the shaper (node2 -> node1, ~5.6 Mbit of pings) and watch the delay:");
+            println!(
+                "  ip netns exec {n2} ping -q -i 0.002 -s 1400 {} &",
+                Lab::NODE1
+            );
+            println!("  ip netns exec {n1} ping {}", Lab::NODE2);
+            println!(
+                "  tcmon dump --netns {router} --dev {} --interval 1s --count 10",
+                Lab::SHAPED
+            );
+            println!("remove it:");
+            println!("  tcmon lab down");
+            Ok(ExitCode::SUCCESS)
+        }
+        LabAction::Down => {
+            let n = remove_lab(PREFIX)?;
+            if n == 0 {
+                println!("no lab to remove");
+            } else {
+                println!("lab down: removed {n} namespaces");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        LabAction::List => unreachable!("handled above"),
+    }
+}

@@ -70,6 +70,15 @@ fn every_scenario_is_diagnosed() {
     }
 }
 
+/// Runs `tcmon lab down` when dropped, so a failing test leaves no lab behind.
+struct Down;
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = common::tcmon(&["lab", "down"]);
+    }
+}
+
 /// The user's commands: list without root, up and down with root, a clear refusal without.
 #[test]
 fn lab_up_and_down() {
@@ -97,12 +106,6 @@ fn lab_up_and_down() {
         common::stderr(&o)
     );
 
-    struct Down;
-    impl Drop for Down {
-        fn drop(&mut self) {
-            let _ = common::tcmon(&["lab", "down"]);
-        }
-    }
     let _down = Down;
     let o = common::tcmon(&["lab", "up", "short-fifo"]);
     assert!(o.status.success(), "{}", common::stderr(&o));

@@ -159,7 +159,7 @@ fn print_explain(code: &str) -> ExitCode {
     }
     let Some(e) = explain(code) else {
         eprintln!("tcmon: no finding named '{code}' (tcmon check --explain list)");
-        return ExitCode::from(crate::EXIT_USAGE);
+        return ExitCode::from(Status::Unknown.exit_code());
     };
     println!("{}: {}\n\nWhat it means\n  {}\n\nWhy it matters\n  {}\n\nHow the numbers are derived\n  {}", e.code, e.title, e.meaning, e.why, e.numbers);
     ExitCode::SUCCESS

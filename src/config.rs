@@ -63,10 +63,10 @@ pub(crate) fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
 }
 
 fn parse(text: &str) -> Result<Config, String> {
-    toml::from_str(text).map_err(|e| {
-        // toml's message already names the line, column and what was expected.
-        e.to_string().trim_end().to_owned()
-    })
+    // toml's message already names the line, column and what was expected.
+    let cfg: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    cfg.check.validate()?;
+    Ok(cfg)
 }
 
 #[cfg(test)]
@@ -94,5 +94,12 @@ mod tests {
             e.contains("line 2") && e.contains("expected a duration"),
             "{e}"
         );
+        let e = parse("[check]\nquantum_max_bytes = 0\n").unwrap_err();
+        assert!(
+            e.contains("check.quantum_max_bytes must be at least 1000"),
+            "{e}"
+        );
+        let e = parse("[check]\nsaturated_ratio = -1.0\n").unwrap_err();
+        assert!(e.contains("saturated_ratio"), "{e}");
     }
 }

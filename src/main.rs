@@ -104,7 +104,23 @@ struct CheckArgs {
 const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // For `check`, anything but a result is UNKNOWN (3) to a monitoring system; 2 would
+            // read as CRITICAL.
+            let check = std::env::args().nth(1).as_deref() == Some("check");
+            let code = if !e.use_stderr() {
+                0 // --help, --version
+            } else if check {
+                tcmon_diag::Status::Unknown.exit_code()
+            } else {
+                EXIT_USAGE
+            };
+            return ExitCode::from(code);
+        }
+    };
     let result = match cli.command {
         Command::Dump(args) => dump::run(&args),
         Command::Check(args) => return check::run(&args),

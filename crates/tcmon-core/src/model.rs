@@ -299,6 +299,7 @@ pub struct Tbf {
     /// Longest a packet can wait in the queue (tc's `lat`): limit/rate minus the bucket.
     pub latency_ns: i64,
     pub linklayer: &'static str,
+    pub overhead_bytes: u16,
     pub mpu_bytes: u16,
 }
 

@@ -75,7 +75,8 @@ pub fn explain(code: &str) -> Option<Explanation> {
              packets and ~85 ms with the same goodput.",
             "Seen: backlog bytes / backlog packets > 2 x (MTU + 14) in a leaf queue of a shaped \
              class (warning). Predicted: gso_max_segs > 1 and one gso_max_size packet at the \
-             slowest leaf's ceil takes longer than queue_delay_warning_ms (info). The fix is \
+             slowest leaf's ceil takes longer than queue_delay_warning_ms (info), whatever \
+             the gso/tso features say. The fix is \
              gso_max_segs 1 on the shaped device for local traffic, GRO off on the ingress \
              device for forwarded traffic.",
         ),
@@ -84,9 +85,14 @@ pub fn explain(code: &str) -> Option<Explanation> {
             "The HTB qdisc's `default` is 0 or names a class that does not exist.",
             "Packets no filter classifies go to HTB's direct queue, which is not shaped at all, \
              so the shaper stops limiting that traffic. direct_packets_stat counts them.",
-            "Critical when direct_packets_stat grew during the sampling window, else warning. \
-             The fix adds the missing class (rate: a tenth of the top class's ceil, ceil: that \
-             ceil) and, for `default 0`, a catch-all u32 filter at the lowest priority.",
+            "Missing when `default` is 0, names no class, or names an inner class (HTB sends \
+             that traffic to the direct queue too). Critical when direct_packets_stat grew \
+             during the sampling window, warning when it is above 0, info otherwise (a \
+             catch-all filter may keep the direct queue empty). The fix adds a leaf (rate: a \
+             tenth of the ceil of the inner class above it, ceil: that ceil) with a short pfifo \
+             of its own, under an inner class, never under a leaf; and, for `default 0` or an \
+             inner default, a catch-all u32 filter at the lowest priority, since HTB cannot \
+             change `default` in place.",
         ),
         "htb-quantum-small" => e(
             "A class's DRR quantum is below the MTU",
@@ -160,8 +166,12 @@ pub fn explain(code: &str) -> Option<Explanation> {
             "A TBF queue takes long to drain",
             "TBF's limit holds more bytes than its rate sends in a reasonable time.",
             "As for queue-too-deep: a full queue delays every packet by its length.",
-            "latency = limit / rate - bucket time (tc's `lat`); warning at 100 ms, critical at \
-             1 s. The fix restates the TBF with `latency target_queue_delay_ms`.",
+            "Under load the bucket is empty, so the queue drains at the rate: delay = limit / \
+             rate (tc's `lat` subtracts the bucket and understates it), or the capacity of a \
+             FIFO the user put inside the TBF / rate. Warning at 100 ms, critical at 1 s. The \
+             fix restates the TBF (rate, peak rate, mpu, overhead, link layer kept) with a \
+             latency that makes limit / rate the target_queue_delay_ms, and the bucket fixes of \
+             tbf-burst-huge/-small in the same command; or shortens the FIFO inside.",
         ),
         "tbf-burst-huge" => e(
             "A TBF bucket holds a lot of time at its rate",
@@ -180,8 +190,10 @@ pub fn explain(code: &str) -> Option<Explanation> {
             "The kernel walks the rules at a (parent, prio) linearly until one matches.",
             "Every packet pays for every rule before its own: the seed with ten thousand u32 \
              rules made traffic behind them crawl.",
-            "rules at one (parent, prio, protocol, kind, chain) > filter_chain_max (100). The \
-             fix uses u32 hash tables keyed on the address byte.",
+            "u32 rules in one hash bucket of one (parent, prio, protocol, chain) > \
+             filter_chain_max (100); basic/bpf/matchall rules count all; flower, fw and route \
+             look rules up by key and are not counted. The fix makes a new u32 hash table keyed \
+             on the address's last byte.",
         ),
         "txqueuelen-deep-unshaped" => e(
             "An unshaped link with a deep FIFO",

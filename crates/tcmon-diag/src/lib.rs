@@ -9,6 +9,7 @@
 //! else is `info`, with its numbers.
 
 mod explain;
+mod plan;
 mod rules;
 mod thresholds;
 
@@ -87,6 +88,7 @@ pub fn diagnose(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
     let mut out = Vec::new();
     for iface in &facts.snapshot.interfaces {
         let ctx = rules::Ctx {
+            plan: plan::plan(iface, t),
             facts,
             iface,
             t,

@@ -7,9 +7,11 @@ use serde_json::{json, Value};
 use tcmon_core::model::{Class, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
+use crate::plan::{self, packet_bytes, rate_arg};
 use crate::{Facts, Finding, Severity, Thresholds};
 
 pub(crate) struct Ctx<'a> {
+    pub(crate) plan: crate::plan::Plan,
     pub(crate) facts: &'a Facts<'a>,
     pub(crate) iface: &'a Interface,
     pub(crate) t: &'a Thresholds,
@@ -70,17 +72,8 @@ fn ev<const N: usize>(pairs: [(&'static str, Value); N]) -> BTreeMap<&'static st
     pairs.into_iter().collect()
 }
 
-/// Bytes of a full-size packet on this link: what a FIFO of N packets holds at worst.
-fn packet_bytes(iface: &Interface) -> u64 {
-    u64::from(if iface.mtu == 0 { 1500 } else { iface.mtu }) + 14
-}
-
 fn ms(ns: f64) -> f64 {
     (ns / 1e4).round() / 100.0
-}
-
-fn rate_arg(bytes_per_sec: u64) -> String {
-    format!("{}bit", bytes_per_sec * 8)
 }
 
 /// The HTB class a qdisc hangs under, with the qdisc that owns that class.
@@ -96,80 +89,42 @@ fn inside_tbf(iface: &Interface, q: &Qdisc) -> bool {
         .is_some_and(|p| p.handle != q.handle && matches!(p.detail, Some(QdiscDetail::Tbf(_))))
 }
 
-/// `tc class change` restating everything, so that nothing falls back to a default.
-fn htb_change(
-    iface: &Interface,
-    c: &Class,
-    h: &HtbClass,
-    burst: u64,
-    cburst: u64,
-    quantum: u32,
-) -> String {
-    let parent = if c.parent == Handle::ROOT {
-        c.handle.qdisc()
-    } else {
-        c.parent
-    };
-    let mut cmd = format!(
-        "tc class change dev {} parent {} classid {} htb rate {} ceil {} burst {} cburst {} prio {} quantum {}",
-        iface.name,
-        parent,
-        c.handle,
-        rate_arg(h.rate_bytes_per_sec),
-        rate_arg(h.ceil_bytes_per_sec),
-        burst,
-        cburst,
-        h.prio,
-        quantum
-    );
-    if h.overhead_bytes != 0 {
-        let _ = write!(cmd, " overhead {}", h.overhead_bytes);
-    }
-    if h.mpu_bytes != 0 {
-        let _ = write!(cmd, " mpu {}", h.mpu_bytes);
-    }
-    if h.linklayer == "atm" {
-        cmd.push_str(" linklayer atm");
-    }
-    cmd
-}
-
-fn keep(h: &HtbClass) -> (u64, u64, u32) {
-    (h.burst_bytes, h.cburst_bytes, h.quantum_bytes)
-}
-
-/// Commands that replace the queue `q` under `class` with one sized for the target delay at
-/// `drain_bytes_per_sec`, and with fq_codel where the kernel may have it.
+/// A command that replaces the FIFO `q` under `class` with one of the same kind sized for the
+/// target delay at `drain_bytes_per_sec`.
 fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64) -> Vec<String> {
     let pkt = packet_bytes(c.iface);
     let target_bytes = (c.t.target_queue_delay_ms * 1e-3 * drain_bytes_per_sec as f64) as u64;
-    let handle = new_handle(c.iface, q, class);
-    let mut fix = vec![if matches!(q.detail, Some(QdiscDetail::Bfifo(_))) {
-        replace_cmd(
-            c.iface,
-            class,
-            handle,
-            &format!("bfifo limit {}", target_bytes.max(2 * pkt)),
-        )
-    } else {
-        replace_cmd(
-            c.iface,
-            class,
-            handle,
-            &format!("pfifo limit {}", (target_bytes / pkt).max(2)),
-        )
-    }];
-    if c.facts.fq_codel_available != Some(false) {
-        fix.push(replace_cmd(c.iface, class, handle, "fq_codel"));
-    }
-    fix
+    let (kind, limit) = match q.detail {
+        Some(QdiscDetail::Bfifo(_)) => ("bfifo", target_bytes.max(2 * pkt)),
+        Some(QdiscDetail::PfifoHeadDrop(_)) => ("pfifo_head_drop", (target_bytes / pkt).max(2)),
+        _ => ("pfifo", (target_bytes / pkt).max(2)),
+    };
+    let handle = new_handle(c.iface, q, class, kind);
+    vec![replace_cmd(
+        c.iface,
+        class,
+        handle,
+        &format!("{kind} limit {limit}"),
+    )]
 }
 
-/// A handle for a replacement qdisc under `class`: the class's minor id as major, as people
-/// write it (`1:10` -> `10:`), unless taken.
-fn new_handle(iface: &Interface, q: &Qdisc, class: Handle) -> Option<Handle> {
+/// The AQM alternative to a shorter FIFO, where the kernel may have it. Evidence rather than a
+/// fix line: it replaces the same queue, so the two are not to be run one after the other.
+fn aqm_alternative(c: &Ctx<'_>, class: Handle) -> Option<String> {
+    (c.facts.fq_codel_available != Some(false)).then(|| {
+        format!(
+            "tc qdisc replace dev {} parent {class} fq_codel",
+            c.iface.name
+        )
+    })
+}
+
+/// A handle for a replacement qdisc of `kind` under `class`. `tc qdisc replace` keeps a handle
+/// only for the same kind; the kernel's own queue (handle 0) gets the class's minor id as
+/// major, as people write it (`1:10` -> `10:`), unless taken; otherwise the kernel picks one.
+fn new_handle(iface: &Interface, q: &Qdisc, class: Handle, kind: &str) -> Option<Handle> {
     if q.handle != Handle::UNSPEC {
-        return Some(q.handle);
+        return (q.kind == kind).then_some(q.handle);
     }
     let h = Handle::new(class.minor(), 0);
     (class.minor() != 0 && iface.qdisc(h).is_none()).then_some(h)
@@ -245,6 +200,7 @@ fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ("ceil_bytes_per_sec", json!(ceil)),
                 ("predicted_delay_ms", json!(ms(delay_ns))),
                 ("target_delay_ms", json!(c.t.target_queue_delay_ms)),
+                ("alternative_fix", json!(aqm_alternative(c, class.handle))),
             ]),
             fix,
         });
@@ -257,13 +213,16 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         return;
     };
     for q in &c.iface.qdiscs {
-        let is_leaf = !c
-            .iface
-            .classes
-            .iter()
-            .any(|cl| cl.handle.qdisc() == q.handle && q.handle != Handle::UNSPEC);
+        // Only queues a shaper drains: the leaf under an HTB class, or a TBF. (Unshaped queues
+        // such as mq's are drained by the device; a root's backlog is its leaves' sum.)
+        let shaped_leaf = htb_parent(c.iface, q).is_some()
+            && !c.iface.classes.iter().any(|cl| {
+                cl.parent.qdisc() == q.handle
+                    && cl.handle.qdisc() == q.handle
+                    && q.handle != Handle::UNSPEC
+            });
         let is_tbf = matches!(q.detail, Some(QdiscDetail::Tbf(_)));
-        if !(is_leaf || is_tbf) || inside_tbf(c.iface, q) {
+        if !(shaped_leaf || is_tbf) || inside_tbf(c.iface, q) {
             continue;
         }
         let Some(old) = before
@@ -317,14 +276,19 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ("sending_bits_per_sec", json!(sending.round())),
                 ("queue_delay_ms", json!(ms(delay_ns))),
             ]),
-            fix: match c.iface.class(q.parent) {
-                Some(class) if !matches!(q.detail, Some(QdiscDetail::Tbf(_))) => {
-                    shorter_queue(c, q, class.handle, (drain_bits / 8.0) as u64)
-                }
-                _ => vec![format!(
-                    "shape {} below the bottleneck rate, with a short queue under the shaper",
-                    c.iface.name
-                )],
+            // A FIFO can be shortened; an AQM or a TBF is left as the user chose it (the TBF's
+            // own finding says how to bound it).
+            fix: match (c.iface.class(q.parent), &q.detail) {
+                (
+                    Some(class),
+                    None
+                    | Some(
+                        QdiscDetail::Pfifo(_)
+                        | QdiscDetail::Bfifo(_)
+                        | QdiscDetail::PfifoHeadDrop(_),
+                    ),
+                ) => shorter_queue(c, q, class.handle, (drain_bits / 8.0) as u64),
+                _ => Vec::new(),
             },
         });
     }
@@ -404,8 +368,9 @@ fn offload(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     // Predicted: a shaped class slow enough that one GSO packet is already a long delay.
     let segs = c.iface.gso_max_segs.unwrap_or(0);
     let size = u64::from(c.iface.gso_max_size.unwrap_or(0));
-    let offloads_on = link.is_none_or(|l| l.gso != Some(false) || l.tso != Some(false));
-    if segs <= 1 || size <= 2 * pkt || !offloads_on {
+    // Not gated on the gso/tso features: local TCP builds super-packets with them off too
+    // (measured: ~43 kB packets after `ethtool -K gso off tso off`).
+    if segs <= 1 || size <= 2 * pkt {
         return;
     }
     let slowest = c
@@ -491,8 +456,11 @@ fn offload_fix(c: &Ctx<'_>) -> Vec<String> {
 }
 
 /// `htb-default-class-missing`: unclassified traffic leaves through the direct queue, unshaped.
+/// The kernel does so when `default` is 0, names no class, or names an inner class.
 fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
-    if h.default_class.is_some_and(|d| c.iface.class(d).is_some()) {
+    let named = h.default_class.and_then(|d| c.iface.class(d));
+    let inner = named.and_then(Class::htb).is_some_and(|x| x.level > 0);
+    if named.is_some() && !inner {
         return;
     }
     let before = c
@@ -503,47 +471,76 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
             _ => None,
         });
     let growing = before.is_some_and(|b| h.direct_packets > b);
-    let root_class = c
-        .iface
-        .classes
-        .iter()
-        .filter(|cl| cl.handle.qdisc() == q.handle && cl.parent == Handle::ROOT)
-        .find_map(|cl| cl.htb().map(|ch| (cl, ch)));
-    let (parent, ceil) = match root_class {
-        Some((cl, ch)) => (cl.handle, ch.ceil_bytes_per_sec),
+    // Measured effect (lab): traffic through the direct queue passes unshaped. Without any such
+    // traffic (e.g. a catch-all filter), it is only a risk.
+    let severity = if growing {
+        Severity::Critical
+    } else if h.direct_packets > 0 {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    // The new class's parent: the inner class `default` names, else the top class if it is
+    // an inner class, else the qdisc itself. Never a leaf: that would take its queue away.
+    let top_inner = c.iface.classes.iter().find(|cl| {
+        cl.handle.qdisc() == q.handle
+            && cl.parent == Handle::ROOT
+            && cl.htb().is_some_and(|x| x.level > 0)
+    });
+    let parent = if inner { named } else { top_inner };
+    let (parent_handle, ceil) = match parent.and_then(|p| p.htb().map(|x| (p, x))) {
+        Some((p, x)) => (p.handle, x.ceil_bytes_per_sec),
         None => (q.handle, 0),
     };
-    let mut fix = Vec::new();
-    let minor = if h.default_minor != 0 {
+    let minor = if h.default_minor != 0 && named.is_none() {
         h.default_minor as u16
     } else {
-        // no default at all: a catch-all filter sends the rest to a new class
-        (0xFFFEu16..=0xFFFF)
+        (0xFFF0u16..=0xFFFE)
+            .rev()
             .find(|m| c.iface.class(Handle::new(q.handle.major(), *m)).is_none())
             .unwrap_or(0xFFFF)
     };
-    let default = Handle::new(q.handle.major(), minor);
+    let new_class = Handle::new(q.handle.major(), minor);
+    let pkt = packet_bytes(c.iface);
+    let dev = &c.iface.name;
+    let mut fix = Vec::new();
     if ceil > 0 {
         fix.push(format!(
-            "tc class add dev {} parent {parent} classid {default} htb rate {} ceil {}",
-            c.iface.name,
-            rate_arg((ceil / 10).max(1000)),
+            "tc class add dev {dev} parent {parent_handle} classid {new_class} htb rate {} ceil {}",
+            rate_arg((ceil / 10).max(125)),
             rate_arg(ceil)
+        ));
+        // a short queue of its own, or it gets the kernel's deep default FIFO
+        let limit = ((c.t.target_queue_delay_ms * 1e-3 * ceil as f64) as u64 / pkt).max(2);
+        let qh = Handle::new(minor, 0);
+        let handle = if c.iface.qdisc(qh).is_none() {
+            format!(" handle {qh}")
+        } else {
+            String::new()
+        };
+        fix.push(format!(
+            "tc qdisc add dev {dev} parent {new_class}{handle} pfifo limit {limit}"
         ));
     } else {
         fix.push(format!(
-            "tc class add dev {} parent {parent} classid {default} htb rate RATE ceil CEIL",
-            c.iface.name
+            "tc class add dev {dev} parent {parent_handle} classid {new_class} htb rate RATE ceil CEIL"
         ));
     }
-    if h.default_minor == 0 {
+    if h.default_minor == 0 || inner {
+        // `default` cannot be changed in place (HTB has no change operation): a catch-all
+        // filter at the lowest priority sends the rest to the new class instead.
         fix.push(format!(
-            "tc filter add dev {} parent {} protocol all prio 65535 u32 match u32 0 0 flowid {default}",
-            c.iface.name, q.handle
+            "tc filter add dev {dev} parent {} protocol all prio 65535 u32 match u32 0 0 flowid {new_class}",
+            q.handle
         ));
     }
     let why = if h.default_minor == 0 {
         "has no default class (default 0)".to_owned()
+    } else if inner {
+        format!(
+            "names default class {} which has children: HTB sends such traffic to the direct queue",
+            h.default_class.unwrap_or_default()
+        )
     } else {
         format!(
             "names default class {} which does not exist",
@@ -552,11 +549,7 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
     };
     out.push(Finding {
         code: "htb-default-class-missing",
-        severity: if growing {
-            Severity::Critical
-        } else {
-            Severity::Warning
-        },
+        severity,
         interface: c.iface.name.clone(),
         object: q.handle.to_string(),
         message: format!(
@@ -575,6 +568,7 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
         ),
         evidence: ev([
             ("default_minor", json!(h.default_minor)),
+            ("default_is_inner_class", json!(inner)),
             ("direct_packets", json!(h.direct_packets)),
             ("direct_packets_before", json!(before)),
             ("growing", json!(growing)),
@@ -583,105 +577,64 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
     });
 }
 
-/// `htb-quantum-small` / `htb-quantum-big`, with one r2q for the whole qdisc when one exists.
+/// `htb-quantum-small` / `htb-quantum-big`: the fix applies one r2q to every leaf of the qdisc
+/// (so spare bandwidth stays shared by rate), or explicit quanta where no r2q fits.
 fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
+    let Some(qp) = c.plan.quantum.get(&q.handle) else {
+        return;
+    };
     let mtu = packet_bytes(c.iface) - 14;
-    let leaves: Vec<(&Class, &HtbClass)> = c
+    let r2q = u64::from(h.r2q.max(1));
+    let leaves: Vec<&Class> = c
         .iface
         .classes
         .iter()
-        .filter(|cl| cl.handle.qdisc() == q.handle)
-        .filter_map(|cl| cl.htb().map(|x| (cl, x)))
-        .filter(|(_, x)| x.level == 0)
+        .filter(|cl| cl.handle.qdisc() == q.handle && cl.htb().is_some_and(|x| x.level == 0))
         .collect();
-    if leaves.is_empty() {
-        return;
-    }
-    let max = c.t.quantum_max_bytes;
-    let r2q = u64::from(h.r2q.max(1));
-    // What the kernel computed, before its 1000..200000 clamp.
-    let computed = |x: &HtbClass| x.rate_bytes_per_sec / r2q;
-    let small = |x: &HtbClass| u64::from(x.quantum_bytes) < mtu;
-    let big = |x: &HtbClass| {
-        u64::from(x.quantum_bytes) > max || (x.quantum_bytes == 200_000 && computed(x) > 200_000)
-    };
-    if !leaves.iter().any(|(_, x)| small(x) || big(x)) {
-        return;
-    }
-    // One r2q that puts every leaf's rate/r2q within [mtu, max].
-    let min_rate = leaves
-        .iter()
-        .map(|(_, x)| x.rate_bytes_per_sec)
-        .min()
-        .unwrap_or(0);
-    let max_rate = leaves
-        .iter()
-        .map(|(_, x)| x.rate_bytes_per_sec)
-        .max()
-        .unwrap_or(0);
-    let lo = max_rate.div_ceil(max).max(1);
-    let hi = min_rate / mtu;
-    let new_r2q = (lo <= hi).then(|| 10u64.clamp(lo, hi));
-    for (cl, x) in &leaves {
-        let (is_small, is_big) = (small(x), big(x));
+    for cl in &leaves {
+        let x = cl.htb().expect("filtered on htb");
+        let (is_small, is_big) = (plan::quantum_small(x, mtu), plan::quantum_big(x, r2q, c.t));
         if !(is_small || is_big) {
             continue;
         }
-        let quantum = match new_r2q {
-            Some(n) => x.rate_bytes_per_sec / n,
-            None => x.rate_bytes_per_sec.div_ceil(r2q).clamp(mtu, max),
-        } as u32;
-        let (burst, cburst, _) = keep(x);
-        let mut fix = vec![htb_change(c.iface, cl, x, burst, cburst, quantum)];
-        if let Some(n) = new_r2q {
-            fix.push(format!(
-                "or, when rebuilding the tree: tc qdisc add dev {} root handle {} htb r2q {n} ...",
-                c.iface.name, q.handle
-            ));
-        }
+        let computed = x.rate_bytes_per_sec / r2q;
+        // own command first, then the other leaves that change with the common r2q
+        let mut fix = plan::commands(c.iface, &c.plan, [*cl]);
+        fix.extend(plan::commands(
+            c.iface,
+            &c.plan,
+            leaves.iter().copied().filter(|o| o.handle != cl.handle),
+        ));
         let consequence = if is_small {
             "below the MTU, a class that borrows gets less than its share of spare bandwidth"
         } else {
             "the kernel capped it, so spare bandwidth is shared by the capped quanta, not by rate"
         };
         out.push(Finding {
-            code: if is_small {
-                "htb-quantum-small"
-            } else {
-                "htb-quantum-big"
-            },
+            code: if is_small { "htb-quantum-small" } else { "htb-quantum-big" },
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: cl.handle.to_string(),
             message: format!(
-                "class {} has quantum {} B (rate {} / r2q {} = {} B{}): {consequence}; {}",
+                "class {} has quantum {} B (rate {} / r2q {r2q} = {computed} B{}): {consequence}; {}",
                 cl.handle,
                 x.quantum_bytes,
                 fmt_bits_per_sec(x.rate_bytes_per_sec as f64 * 8.0),
-                r2q,
-                computed(x),
-                if u64::from(x.quantum_bytes) == computed(x) {
-                    ""
-                } else {
-                    ", clamped by the kernel"
-                },
-                match new_r2q {
-                    Some(n) => format!("r2q {n} puts every class of {} in range", q.handle),
-                    None => format!(
-                        "no single r2q fits every class of {}: set quanta explicitly",
-                        q.handle
-                    ),
+                if u64::from(x.quantum_bytes) == computed { "" } else { ", clamped by the kernel" },
+                match qp.r2q {
+                    Some(n) => format!("r2q {n} puts every leaf of {} in range (quanta set to rate/{n})", q.handle),
+                    None => format!("no single r2q fits every leaf of {}: quanta set explicitly", q.handle),
                 }
             ),
             evidence: ev([
                 ("quantum_bytes", json!(x.quantum_bytes)),
                 ("rate_bytes_per_sec", json!(x.rate_bytes_per_sec)),
                 ("r2q", json!(r2q)),
-                ("computed_quantum_bytes", json!(computed(x))),
+                ("computed_quantum_bytes", json!(computed)),
                 ("mtu", json!(mtu)),
-                ("quantum_max_bytes", json!(max)),
+                ("quantum_max_bytes", json!(c.t.quantum_max_bytes)),
                 ("older_kernels_max_bytes", json!(60_000)),
-                ("proposed_r2q", json!(new_r2q)),
+                ("proposed_r2q", json!(qp.r2q)),
             ]),
             fix,
         });
@@ -691,40 +644,16 @@ fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
 /// Per-class HTB checks: burst, cburst, rate vs ceil, giants, saturation.
 fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
     let pkt = packet_bytes(c.iface);
-    let min_ns = c.t.burst_min_ms * 1e6;
-    let good = |rate: u64| pkt.max((rate as f64 * c.t.burst_min_ms * 1e-3).ceil() as u64);
-    // 1% slack: the kernel keeps buckets in 64 ns ticks, so a size set with tc reads back a
-    // byte or two smaller, and a fixed bucket must not be flagged again.
-    let small = |bytes: u64, ns: u64| bytes * 100 < pkt * 99 || (ns as f64) < min_ns * 0.99;
-    // Everything wrong with this class is corrected in one command, so that the fixes of its
-    // findings do not undo each other.
-    let ceil = h.ceil_bytes_per_sec.max(h.rate_bytes_per_sec);
-    let burst_small = h.rate_bytes_per_sec > 0 && small(h.burst_bytes, h.burst_ns);
-    let cburst_small = h.ceil_bytes_per_sec > 0 && small(h.cburst_bytes, h.cburst_ns);
-    let burst = if burst_small {
-        good(h.rate_bytes_per_sec)
-    } else {
-        h.burst_bytes
-    };
-    let cburst = if cburst_small {
-        good(ceil)
-    } else {
-        h.cburst_bytes
-    };
-    let fixed = HtbClass {
-        ceil_bytes_per_sec: ceil,
-        ..h.clone()
-    };
-    let fix = htb_change(c.iface, cl, &fixed, burst, cburst, h.quantum_bytes);
-    for (code, what, bytes, ns, rate, is_small, want) in [
+    let fix: Vec<String> = plan::commands(c.iface, &c.plan, [cl]);
+    let target = c.plan.targets.get(&cl.handle).copied();
+    for (code, what, bytes, ns, rate, want) in [
         (
             "htb-burst-small",
             "burst",
             h.burst_bytes,
             h.burst_ns,
             h.rate_bytes_per_sec,
-            burst_small,
-            burst,
+            target.map(|t| t.burst),
         ),
         (
             "htb-cburst-small",
@@ -732,11 +661,10 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
             h.cburst_bytes,
             h.cburst_ns,
             h.ceil_bytes_per_sec,
-            cburst_small,
-            cburst,
+            target.map(|t| t.cburst),
         ),
     ] {
-        if !is_small {
+        if rate == 0 || !plan::bucket_small(bytes, ns, pkt, c.t) {
             continue;
         }
         out.push(Finding {
@@ -751,7 +679,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 fmt_bytes(bytes as f64),
                 fmt_ns(ns as i64),
                 fmt_bits_per_sec(rate as f64 * 8.0),
-                if bytes * 100 < pkt * 99 {
+                if plan::bucket_below(bytes, pkt) {
                     format!("one packet ({pkt} B)")
                 } else {
                     format!("{} ms of rate", c.t.burst_min_ms)
@@ -764,7 +692,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("packet_bytes", json!(pkt)),
                 ("proposed_bytes", json!(want)),
             ]),
-            fix: vec![fix.clone()],
+            fix: fix.clone(),
         });
     }
     if h.rate_bytes_per_sec > h.ceil_bytes_per_sec {
@@ -783,7 +711,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("rate_bytes_per_sec", json!(h.rate_bytes_per_sec)),
                 ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
             ]),
-            fix: vec![fix.clone()],
+            fix: fix.clone(),
         });
     }
     if h.giants > 0 {
@@ -852,9 +780,11 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         if kids.is_empty() {
             continue;
         }
-        let sum: u64 = kids.iter().map(|(_, x)| x.rate_bytes_per_sec).sum();
-        if sum > p.rate_bytes_per_sec {
-            let (burst, cburst, quantum) = keep(p);
+        let sum: u128 = kids
+            .iter()
+            .map(|(_, x)| u128::from(x.rate_bytes_per_sec))
+            .sum();
+        if sum > u128::from(p.rate_bytes_per_sec) {
             out.push(Finding {
                 code: "htb-rates-oversubscribed",
                 severity: Severity::Info,
@@ -868,7 +798,7 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     fmt_bits_per_sec(p.rate_bytes_per_sec as f64 * 8.0)
                 ),
                 evidence: ev([
-                    ("children_rate_bytes_per_sec", json!(sum)),
+                    ("children_rate_bytes_per_sec", json!(sum as u64)),
                     ("rate_bytes_per_sec", json!(p.rate_bytes_per_sec)),
                     (
                         "children",
@@ -878,22 +808,11 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                             .collect::<Vec<_>>()),
                     ),
                 ]),
-                fix: vec![htb_change(
-                    c.iface,
-                    parent,
-                    &HtbClass {
-                        rate_bytes_per_sec: sum,
-                        ceil_bytes_per_sec: p.ceil_bytes_per_sec.max(sum),
-                        ..p.clone()
-                    },
-                    burst,
-                    cburst,
-                    quantum,
-                )],
+                // the children scaled down to fit, in proportion
+                fix: plan::commands(c.iface, &c.plan, kids.iter().map(|(k, _)| *k)),
             });
         }
         for (k, x) in &kids {
-            let (burst, cburst, quantum) = keep(x);
             if x.ceil_bytes_per_sec > p.ceil_bytes_per_sec {
                 out.push(Finding {
                     code: "htb-ceil-exceeds-parent",
@@ -912,23 +831,11 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                         ("ceil_bytes_per_sec", json!(x.ceil_bytes_per_sec)),
                         ("parent_ceil_bytes_per_sec", json!(p.ceil_bytes_per_sec)),
                     ]),
-                    fix: vec![htb_change(
-                        c.iface,
-                        k,
-                        &HtbClass {
-                            ceil_bytes_per_sec: p.ceil_bytes_per_sec,
-                            ..(*x).clone()
-                        },
-                        burst,
-                        cburst,
-                        quantum,
-                    )],
+                    fix: plan::commands(c.iface, &c.plan, [*k]),
                 });
             }
-            // 1% slack for the tick rounding of buckets, as in htb_class
-            let exceeds = |child: u64, parent: u64| child * 100 > parent * 101;
+            let exceeds = |child: u64, parent: u64| plan::bucket_below(parent, child);
             if exceeds(x.burst_bytes, p.burst_bytes) || exceeds(x.cburst_bytes, p.cburst_bytes) {
-                let (pb, pcb, pq) = keep(p);
                 out.push(Finding {
                     code: "htb-child-burst-exceeds-parent",
                     severity: Severity::Info,
@@ -950,44 +857,81 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                         ("parent_burst_bytes", json!(p.burst_bytes)),
                         ("parent_cburst_bytes", json!(p.cburst_bytes)),
                     ]),
-                    fix: vec![htb_change(
-                        c.iface,
-                        parent,
-                        p,
-                        pb.max(x.burst_bytes),
-                        pcb.max(x.cburst_bytes),
-                        pq,
-                    )],
+                    fix: plan::commands(c.iface, &c.plan, [parent]),
                 });
             }
         }
     }
 }
 
-/// TBF: bucket size and queue depth.
+/// TBF: bucket size and queue depth. One command carries every TBF correction, so the fixes
+/// of its findings agree, and it restates the link-layer settings `replace` would drop.
 fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
     let Some(QdiscDetail::Tbf(t)) = &q.detail else {
         return;
     };
     let pkt = packet_bytes(c.iface);
     let rate = t.rate_bytes_per_sec.max(1);
-    let restate = |burst: u64, latency_ms: f64| {
-        let mut s = format!(
-            "tc qdisc replace dev {} parent {} handle {} tbf rate {} burst {burst} latency {latency_ms}ms",
-            c.iface.name,
-            q.parent,
-            q.handle,
-            rate_arg(t.rate_bytes_per_sec)
-        );
-        if let (Some(p), Some(m)) = (t.peakrate_bytes_per_sec, t.mtu_bytes) {
-            let _ = write!(s, " peakrate {} mtu {m}", rate_arg(p));
-        }
-        s
-    };
-    let cur_latency_ms = (t.latency_ns.max(0) as f64 / 1e6).round();
     let burst_ms = t.burst_ns as f64 / 1e6;
-    if burst_ms > c.t.tbf_burst_max_ms {
-        let want = (rate as f64 * c.t.burst_min_ms * 10.0 * 1e-3).ceil() as u64;
+    let huge = burst_ms > c.t.tbf_burst_max_ms;
+    let small = plan::bucket_below(t.burst_bytes, pkt);
+    let burst = if huge {
+        pkt.max((rate as f64 * c.t.tbf_burst_max_ms * 0.1 * 1e-3).ceil() as u64)
+    } else if small {
+        pkt.max((rate as f64 * 1e-3).ceil() as u64)
+    } else {
+        t.burst_bytes
+    };
+    // Under sustained load the bucket is empty and the queue drains at the rate: TBF's own
+    // queue (the kernel's bfifo of `limit` bytes), or the queue the user put inside it.
+    let inner = c.iface.qdiscs.iter().find(|i| {
+        i.handle != Handle::UNSPEC && i.parent.qdisc() == q.handle && i.handle != q.handle
+    });
+    let (capacity, inner_fifo) = match inner.map(|i| (i, &i.detail)) {
+        None => (u64::from(t.limit_bytes), None),
+        Some((i, Some(QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f)))) => {
+            (u64::from(f.limit) * pkt, Some(i))
+        }
+        Some((i, Some(QdiscDetail::Bfifo(f)))) => (u64::from(f.limit), Some(i)),
+        Some(_) => (0, None), // an AQM or other qdisc inside: its own rules judge it
+    };
+    let delay_ns = capacity as f64 * 1e9 / rate as f64;
+    let deep = delay_ns / 1e6 >= c.t.queue_delay_warning_ms;
+    // latency L gives limit = rate * L + burst, i.e. a drain of L + burst/rate
+    let latency_ms = if deep && inner_fifo.is_none() {
+        (c.t.target_queue_delay_ms - burst as f64 * 1e3 / rate as f64)
+            .max(1.0)
+            .round()
+    } else {
+        ((u64::from(t.limit_bytes).saturating_sub(t.burst_bytes)) as f64 * 1e3 / rate as f64)
+            .max(1.0)
+            .round()
+    };
+    let at = if q.parent == Handle::ROOT {
+        "root".to_owned()
+    } else {
+        format!("parent {}", q.parent)
+    };
+    let mut tbf_cmd = format!(
+        "tc qdisc replace dev {} {at} handle {} tbf rate {} burst {burst} latency {latency_ms}ms",
+        c.iface.name,
+        q.handle,
+        rate_arg(t.rate_bytes_per_sec)
+    );
+    if let (Some(p), Some(m)) = (t.peakrate_bytes_per_sec, t.mtu_bytes) {
+        let _ = write!(tbf_cmd, " peakrate {} mtu {m}", rate_arg(p));
+    }
+    if t.mpu_bytes != 0 {
+        let _ = write!(tbf_cmd, " mpu {}", t.mpu_bytes);
+    }
+    if t.overhead_bytes != 0 {
+        let _ = write!(tbf_cmd, " overhead {}", t.overhead_bytes);
+    }
+    if t.linklayer == "atm" {
+        tbf_cmd.push_str(" linklayer atm");
+    }
+    let tbf_fix = vec![tbf_cmd];
+    if huge {
         out.push(Finding {
             code: "tbf-burst-huge",
             severity: Severity::Info,
@@ -1007,10 +951,10 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
                 ("rate_bytes_per_sec", json!(rate)),
                 ("threshold_ms", json!(c.t.tbf_burst_max_ms)),
             ]),
-            fix: vec![restate(want.max(pkt), cur_latency_ms.max(1.0))],
+            fix: tbf_fix.clone(),
         });
     }
-    if t.burst_bytes < pkt {
+    if small {
         out.push(Finding {
             code: "tbf-burst-small",
             severity: Severity::Info,
@@ -1026,19 +970,26 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
                 ("burst_bytes", json!(t.burst_bytes)),
                 ("packet_bytes", json!(pkt)),
             ]),
-            fix: vec![restate(
-                pkt.max((rate as f64 * 1e-3).ceil() as u64),
-                cur_latency_ms.max(1.0),
-            )],
+            fix: tbf_fix.clone(),
         });
     }
-    let lat_ms = t.latency_ns as f64 / 1e6;
-    let severity = if lat_ms >= c.t.queue_delay_critical_ms {
-        Severity::Critical
-    } else if lat_ms >= c.t.queue_delay_warning_ms {
-        Severity::Warning
-    } else {
+    if !deep {
         return;
+    }
+    let severity = if delay_ns / 1e6 >= c.t.queue_delay_critical_ms {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let (what, fix) = match inner_fifo {
+        Some(i) => (
+            format!("the {} {} inside it", i.kind, i.handle),
+            shorter_queue(c, i, i.parent, rate),
+        ),
+        None => (
+            format!("its queue of {}", fmt_bytes(f64::from(t.limit_bytes))),
+            tbf_fix,
+        ),
     };
     out.push(Finding {
         code: "tbf-queue-too-deep",
@@ -1046,27 +997,59 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
         interface: c.iface.name.clone(),
         object: q.handle.to_string(),
         message: format!(
-            "tbf {} queues up to {}: a full queue delays packets by up to {} at {}",
+            "tbf {} at {}: {what} holds up to {} of traffic under load",
             q.handle,
-            fmt_bytes(f64::from(t.limit_bytes)),
-            fmt_ns(t.latency_ns),
-            fmt_bits_per_sec(rate as f64 * 8.0)
+            fmt_bits_per_sec(rate as f64 * 8.0),
+            fmt_ns(delay_ns as i64)
         ),
         evidence: ev([
             ("limit_bytes", json!(t.limit_bytes)),
-            ("latency_ms", json!(ms(t.latency_ns as f64))),
+            ("queue_capacity_bytes", json!(capacity)),
+            ("predicted_delay_ms", json!(ms(delay_ns))),
+            ("tc_lat_ms", json!(ms(t.latency_ns as f64))),
             ("rate_bytes_per_sec", json!(rate)),
         ]),
-        fix: vec![restate(t.burst_bytes.max(pkt), c.t.target_queue_delay_ms)],
+        fix,
     });
 }
 
 /// `filter-chain-long`: the kernel tries rules at one (parent, prio) one by one.
 fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    // u32 hash tables in use, so that the proposed one is new.
+    let htid_max = c
+        .iface
+        .filters
+        .iter()
+        .filter(|f| f.kind == "u32")
+        .map(|f| f.handle_raw >> 20)
+        .max()
+        .unwrap_or(0x800);
     for ch in &c.iface.filter_chains {
-        if ch.rules <= c.t.filter_chain_max {
+        // What the kernel tries one by one: for u32, the rules of one hash bucket; flower, fw
+        // and route look rules up by key, so their count costs nothing per packet.
+        let linear = match ch.kind.as_str() {
+            "u32" => {
+                let mut buckets: std::collections::HashMap<u32, u32> =
+                    std::collections::HashMap::new();
+                for f in c.iface.filters.iter().filter(|f| {
+                    f.is_rule
+                        && f.parent == ch.parent
+                        && f.prio == ch.prio
+                        && f.protocol == ch.protocol
+                        && f.chain == ch.chain
+                        && f.kind == "u32"
+                }) {
+                    *buckets.entry(f.handle_raw >> 12).or_default() += 1;
+                }
+                buckets.into_values().max().unwrap_or(0)
+            }
+            "basic" | "bpf" | "matchall" | "cgroup" => ch.rules,
+            _ => continue,
+        };
+        if linear <= c.t.filter_chain_max {
             continue;
         }
+        let new_ht = format!("{:x}:", (htid_max + 1).min(0xFFF));
         // Classes reached only by rules tried after this chain pay for all of it.
         let mut behind: Vec<String> = c
             .iface
@@ -1084,7 +1067,7 @@ fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             object: ch.parent.to_string(),
             message: format!(
                 "{} {} rules at parent {} prio {} are tried one after another for every packet{}",
-                ch.rules,
+                linear,
                 ch.kind,
                 ch.parent,
                 ch.prio,
@@ -1096,6 +1079,7 @@ fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             ),
             evidence: ev([
                 ("rules", json!(ch.rules)),
+                ("rules_in_one_bucket", json!(linear)),
                 ("prio", json!(ch.prio)),
                 ("protocol", json!(ch.protocol.as_str())),
                 ("kind", json!(ch.kind.as_str())),
@@ -1103,14 +1087,16 @@ fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             ]),
             fix: vec![
                 format!(
-                    "tc filter add dev {} parent {} prio {} handle 2: protocol ip u32 divisor 256",
-                    c.iface.name, ch.parent, ch.prio
+                    "tc filter add dev {} parent {} prio {} handle {new_ht} protocol {} u32 divisor 256",
+                    c.iface.name, ch.parent, ch.prio, ch.protocol
                 ),
                 format!(
-                    "tc filter add dev {} parent {} prio {} protocol ip u32 ht 800:: match ip dst 0.0.0.0/0 hashkey mask 0x000000ff at 16 link 2:",
-                    c.iface.name, ch.parent, ch.prio
+                    "tc filter add dev {} parent {} prio {} protocol {} u32 ht 800:: match ip dst 0.0.0.0/0 hashkey mask 0x000000ff at 16 link {new_ht}",
+                    c.iface.name, ch.parent, ch.prio, ch.protocol
                 ),
-                "then add each rule to its bucket: tc filter add ... u32 ht 2:XX: match ip dst A.B.C.XX/32 flowid ...".into(),
+                format!(
+                    "then move each rule into the bucket of its address's last byte: tc filter add ... u32 ht {new_ht}XX: match ip dst A.B.C.D/32 flowid ..."
+                ),
             ],
         });
     }
@@ -1127,7 +1113,12 @@ fn unshaped_root(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     ) {
         return;
     }
-    if c.iface.txqueuelen < 1000 || c.iface.operstate != "up" {
+    // pfifo_fast holds txqueuelen packets; a pfifo its own limit
+    let packets = match &root.detail {
+        Some(QdiscDetail::Pfifo(f)) => f.limit,
+        _ => c.iface.txqueuelen,
+    };
+    if packets < 1000 || c.iface.operstate != "up" {
         return;
     }
     let pkt = packet_bytes(c.iface);
@@ -1137,14 +1128,17 @@ fn unshaped_root(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         interface: c.iface.name.clone(),
         object: root.handle.to_string(),
         message: format!(
-            "{} has no shaper and a {} root with txqueuelen {} ({}): if this link is the \
+            "{} has no shaper and a {} root holding {packets} packets ({}): if this link is the \
              bottleneck, that queue fills and adds its whole length to every packet's delay",
             c.iface.name,
             root.kind,
-            c.iface.txqueuelen,
-            fmt_bytes((u64::from(c.iface.txqueuelen) * pkt) as f64)
+            fmt_bytes((u64::from(packets) * pkt) as f64)
         ),
-        evidence: ev([("txqueuelen", json!(c.iface.txqueuelen)), ("root_kind", json!(root.kind.as_str()))]),
+        evidence: ev([
+            ("txqueuelen", json!(c.iface.txqueuelen)),
+            ("queue_packets", json!(packets)),
+            ("root_kind", json!(root.kind.as_str())),
+        ]),
         fix: if c.facts.fq_codel_available == Some(false) {
             vec![format!("shape below the bottleneck rate: tc qdisc replace dev {} root handle 1: htb default 1 ...", c.iface.name)]
         } else {

@@ -44,3 +44,43 @@ impl Default for Thresholds {
         }
     }
 }
+
+impl Thresholds {
+    /// Values the rules cannot work with, named as in the config file.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("queue_delay_warning_ms", self.queue_delay_warning_ms),
+            ("queue_delay_critical_ms", self.queue_delay_critical_ms),
+            ("target_queue_delay_ms", self.target_queue_delay_ms),
+            ("standing_queue_ms", self.standing_queue_ms),
+            ("burst_min_ms", self.burst_min_ms),
+            ("tbf_burst_max_ms", self.tbf_burst_max_ms),
+        ];
+        for (name, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!(
+                    "check.{name} must be a positive number of milliseconds, not {v}"
+                ));
+            }
+        }
+        if self.queue_delay_critical_ms < self.queue_delay_warning_ms {
+            return Err(
+                "check.queue_delay_critical_ms must not be below check.queue_delay_warning_ms"
+                    .into(),
+            );
+        }
+        if self.quantum_max_bytes < 1000 {
+            return Err(format!(
+                "check.quantum_max_bytes must be at least 1000 (the kernel's floor), not {}",
+                self.quantum_max_bytes
+            ));
+        }
+        if !(self.saturated_ratio > 0.0 && self.saturated_ratio <= 1.0) {
+            return Err(format!(
+                "check.saturated_ratio must be in (0, 1], not {}",
+                self.saturated_ratio
+            ));
+        }
+        Ok(())
+    }
+}

@@ -33,6 +33,7 @@ pub(crate) fn qdisc(options: &[u8], tick: TickLen, und: &mut Undecoded) -> Tbf {
                 }
                 t.linklayer = r.linklayer_name();
                 t.mpu_bytes = r.mpu;
+                t.overhead_bytes = r.overhead;
                 t.limit_bytes = o.u32(24);
                 buffer = o.u32(28);
                 mtu = o.u32(32);

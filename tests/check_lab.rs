@@ -600,3 +600,38 @@ fn every_class_level_fix_applies_and_clears_its_finding() {
         );
     }
 }
+
+/// The warning band: a 40-packet FIFO at 2 Mbit predicts ~240 ms, and under load the probes
+/// wait about that long.
+#[test]
+fn medium_fifo_is_a_warning_with_the_delay_it_predicts() {
+    if skip_unless_root("medium_fifo_is_a_warning_with_the_delay_it_predicts") {
+        return;
+    }
+    let pair = Pair::create("medium").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 2mbit ceil 2mbit")
+        .unwrap();
+    pair.tc_a("qdisc add parent 1:10 handle 10: pfifo limit 40")
+        .unwrap();
+    let _echo =
+        UdpEcho::start(&pair.b.name, format!("{}:7", Pair::ADDR_B).parse().unwrap()).unwrap();
+    let load = Load::start(&pair.a, Pair::ADDR_B, 625_000);
+    std::thread::sleep(Duration::from_millis(1000));
+    let (code, report) = check(&pair, "300ms");
+    let loaded = rtt(&pair);
+    drop(load);
+    let deep = findings(&report, "queue-too-deep");
+    assert_eq!(deep.len(), 1, "{report:#}");
+    assert_eq!(deep[0]["severity"], "warning");
+    assert_eq!(code, 1, "{report:#}");
+    let predicted = deep[0]["evidence"]["predicted_delay_ms"].as_f64().unwrap();
+    assert!((predicted - 242.24).abs() < 0.01, "{predicted}");
+    // 40 x 1242 B of load (not full-size frames) at 2 Mbit: ~200 ms, within the prediction
+    let measured = loaded.as_secs_f64() * 1000.0;
+    assert!(
+        measured > 100.0 && measured < predicted * 1.2,
+        "measured {measured} ms vs predicted {predicted} ms"
+    );
+}

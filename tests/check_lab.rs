@@ -618,7 +618,7 @@ fn medium_fifo_is_a_warning_with_the_delay_it_predicts() {
     let _echo =
         UdpEcho::start(&pair.b.name, format!("{}:7", Pair::ADDR_B).parse().unwrap()).unwrap();
     let load = Load::start(&pair.a, Pair::ADDR_B, 625_000);
-    std::thread::sleep(Duration::from_millis(1000));
+    std::thread::sleep(Duration::from_secs(1));
     let (code, report) = check(&pair, "300ms");
     let loaded = rtt(&pair);
     drop(load);

@@ -635,3 +635,93 @@ fn medium_fifo_is_a_warning_with_the_delay_it_predicts() {
         "measured {measured} ms vs predicted {predicted} ms"
     );
 }
+
+/// Trees a reviewer built to break the fixes: three oversubscribed levels, ceils far above a
+/// 2 Mbit parent with deep queues, a TBF with a FIFO inside, a rate above the link cap. One pass
+/// of all fixes must leave no finding they address, no warning or critical, and no rate or ceil
+/// raised at the top.
+#[test]
+fn fixes_hold_on_adversarial_trees() {
+    if skip_unless_root("fixes_hold_on_adversarial_trees") {
+        return;
+    }
+    let trees: &[&[&str]] = &[
+        &[
+            "qdisc add root handle 1: htb default 101",
+            "class add parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
+            "class add parent 1:1 classid 1:10 htb rate 8mbit ceil 10mbit",
+            "class add parent 1:1 classid 1:20 htb rate 8mbit ceil 10mbit",
+            "class add parent 1:10 classid 1:101 htb rate 4mbit ceil 8mbit",
+            "class add parent 1:10 classid 1:102 htb rate 4mbit ceil 8mbit",
+            "qdisc add parent 1:101 handle 101: pfifo limit 30",
+            "qdisc add parent 1:102 handle 102: pfifo limit 30",
+            "qdisc add parent 1:20 handle 20: pfifo limit 30",
+        ],
+        &[
+            "qdisc add root handle 1: htb default 10",
+            "class add parent 1: classid 1:1 htb rate 2mbit ceil 2mbit burst 20k cburst 20k",
+            "class add parent 1:1 classid 1:10 htb rate 1mbit ceil 100mbit burst 20k cburst 200k",
+            "class add parent 1:1 classid 1:20 htb rate 1mbit ceil 1gbit burst 20k cburst 2mb",
+        ],
+        &[
+            "qdisc add root handle 1: tbf rate 1mbit burst 1mb latency 50ms",
+            "qdisc add parent 1:1 handle 10: pfifo limit 1000",
+        ],
+        &[
+            "qdisc add root handle 1: htb default 10",
+            "class add parent 1: classid 1:1 htb rate 100mbit ceil 10mbit",
+            "class add parent 1:1 classid 1:10 htb rate 5mbit ceil 10mbit",
+            "qdisc add parent 1:10 handle 10: pfifo limit 20",
+        ],
+    ];
+    for (n, tree) in trees.iter().enumerate() {
+        let pair = Pair::create("adv").unwrap();
+        pair.a
+            .ip(&["link", "set", "dev", &pair.dev_a, "gso_max_segs", "1"])
+            .unwrap();
+        for cmd in *tree {
+            pair.tc_a(cmd).unwrap();
+        }
+        let (_, before) = check(&pair, "100ms");
+        let mut fixes: Vec<String> = Vec::new();
+        for f in before["findings"].as_array().unwrap() {
+            for cmd in f["fix"].as_array().unwrap() {
+                let cmd = cmd.as_str().unwrap().to_owned();
+                if !fixes.contains(&cmd) {
+                    fixes.push(cmd);
+                }
+            }
+        }
+        assert!(!fixes.is_empty(), "tree {n}: {before:#}");
+        for cmd in &fixes {
+            apply(&pair.a, cmd);
+        }
+        let (_, after) = check(&pair, "100ms");
+        let left: Vec<(String, String)> = after["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["severity"] != "info" || !f["fix"].as_array().unwrap().is_empty())
+            .map(|f| {
+                (
+                    f["code"].as_str().unwrap().to_owned(),
+                    f["object"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert!(
+            left.is_empty(),
+            "tree {n}: after {fixes:#?}\nstill {left:?}\n{after:#}"
+        );
+        // the top of the tree still caps where it did
+        let snap = common::dump_json(&["--netns", &pair.a.name, "--dev", &pair.dev_a]);
+        let classes = snap["interfaces"][0]["classes"].as_array().unwrap();
+        if let Some(top) = classes
+            .iter()
+            .find(|c| c["handle"] == "1:1" && c["kind"] == "htb")
+        {
+            let ceil = top["htb"]["ceil_bytes_per_sec"].as_u64().unwrap();
+            assert!(ceil <= 1_250_000, "tree {n}: top ceil raised to {ceil}");
+        }
+    }
+}

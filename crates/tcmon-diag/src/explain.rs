@@ -128,13 +128,15 @@ pub fn explain(code: &str) -> Option<Explanation> {
             "A child may burst more than its parent",
             "burst/cburst of a class are larger than its parent's.",
             "The parent's bucket empties first, so the child's larger burst is never available.",
-            "compares bytes of the buckets; the fix raises the parent's buckets.",
+            "compares bytes of the buckets; the fix lowers the child's buckets to the parent's \
+             (raising the parent's would weaken the shaper above it).",
         ),
         "htb-rates-oversubscribed" => e(
             "Children are guaranteed more than their parent",
             "The rates of a class's children add up to more than its own rate.",
             "Guarantees cannot all be met when every child is busy.",
-            "sum of children's rate > parent rate; the fix raises the parent's rate to the sum.",
+            "sum of children's rate > parent rate; the fix scales the children down to fit, in \
+             proportion, and their own children with them.",
         ),
         "htb-ceil-exceeds-parent" => e(
             "A child's ceil is above its parent's",
@@ -146,7 +148,7 @@ pub fn explain(code: &str) -> Option<Explanation> {
             "A class's rate is above its ceil",
             "The guaranteed rate is higher than the cap.",
             "The guarantee cannot be met.",
-            "rate > ceil; the fix raises ceil to the rate.",
+            "rate > ceil; the fix lowers the rate to the ceil (the ceil may be the link's cap).",
         ),
         "htb-giants" => e(
             "Packets larger than the class's mtu",

@@ -66,6 +66,23 @@ pub(crate) fn quantum_small(h: &HtbClass, mtu: u64) -> bool {
     u64::from(h.quantum_bytes) < mtu
 }
 
+/// Effective ceiling of a class: its target ceil and every ancestor's (the narrowest drains).
+pub(crate) fn effective_ceil(iface: &Interface, plan: &Plan, class: Handle) -> u64 {
+    let mut ceil = u64::MAX;
+    let mut at = class;
+    for _ in 0..16 {
+        let Some(t) = plan.targets.get(&at) else {
+            break;
+        };
+        ceil = ceil.min(t.ceil);
+        match iface.class(at) {
+            Some(c) if c.parent != at => at = c.parent,
+            _ => break,
+        }
+    }
+    ceil
+}
+
 pub(crate) fn quantum_big(h: &HtbClass, r2q: u64, t: &Thresholds) -> bool {
     u64::from(h.quantum_bytes) > t.quantum_max_bytes
         || (h.quantum_bytes == 200_000 && h.rate_bytes_per_sec / r2q.max(1) > 200_000)
@@ -85,37 +102,75 @@ fn children<'a>(
 pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
     let pkt = packet_bytes(iface);
     let mtu = pkt - 14;
-    let max = t.quantum_max_bytes.max(mtu);
+    // At most 199999: a quantum of exactly 200000 cannot be told from the kernel's clamp.
+    let max = t.quantum_max_bytes.min(199_999).max(mtu);
     let mut p = Plan::default();
     for (c, h) in htb_classes(iface) {
         p.targets.insert(c.handle, Target::of(h));
     }
     // Children guaranteed more than their parent: scale them down to fit (the parent is
     // usually the link rate; raising it would move the queue off this box).
-    for (parent, ph) in htb_classes(iface) {
-        let sum: u128 = children(iface, parent)
-            .map(|(_, k)| u128::from(k.rate_bytes_per_sec))
-            .sum();
-        if sum > u128::from(ph.rate_bytes_per_sec) && sum > 0 {
-            for (k, kh) in children(iface, parent) {
-                let scaled =
-                    u128::from(kh.rate_bytes_per_sec) * u128::from(ph.rate_bytes_per_sec) / sum;
-                if let Some(tk) = p.targets.get_mut(&k.handle) {
-                    tk.rate = (scaled as u64).max(125); // tc's smallest useful rate: 1 kbit
-                }
-            }
-        }
-    }
-    // Ceils: at least the rate, at most the parent's ceil; parents first.
     let mut by_level: Vec<(&Class, &HtbClass)> = htb_classes(iface).collect();
     by_level.sort_by_key(|(_, h)| std::cmp::Reverse(h.level));
+    // Parents first, so every level is scaled against its parent's new values.
     for (c, _) in &by_level {
-        let parent_ceil = p.targets.get(&c.parent).map(|pt| pt.ceil);
-        if let Some(tc) = p.targets.get_mut(&c.handle) {
-            if let Some(pc) = parent_ceil {
-                tc.ceil = tc.ceil.min(pc);
+        let Some(parent) = p.targets.get(&c.parent).copied() else {
+            // a top class: only keep rate within its own ceil (never raise a ceil: it may be
+            // the link's cap)
+            if let Some(tc) = p.targets.get_mut(&c.handle) {
+                tc.rate = tc.rate.min(tc.ceil.max(1));
             }
-            tc.ceil = tc.ceil.max(tc.rate);
+            continue;
+        };
+        let kids: Vec<&Class> = children(iface, iface.class(c.parent).expect("parent exists"))
+            .map(|(k, _)| k)
+            .collect();
+        // Children guaranteed more than their parent: scale them down to fit, in proportion
+        // (the parent is usually the link rate; raising it would move the queue off this box).
+        // (original rates, so siblings scaled earlier in this loop do not change the sum)
+        let sum: u128 = kids
+            .iter()
+            .filter_map(|k| k.htb())
+            .map(|k| u128::from(k.rate_bytes_per_sec))
+            .sum();
+        let own = c.htb().map_or(0, |h| h.rate_bytes_per_sec);
+        let tc = p
+            .targets
+            .get_mut(&c.handle)
+            .expect("every htb class has a target");
+        if sum > u128::from(parent.rate) && sum > 0 {
+            tc.rate = ((u128::from(own) * u128::from(parent.rate) / sum) as u64).max(125);
+        }
+        tc.ceil = tc.ceil.min(parent.ceil);
+        tc.rate = tc.rate.min(tc.ceil.max(1));
+    }
+    // Buckets keep their time when a rate or ceil goes down (bytes would overflow the kernel's
+    // tick count at a lower rate), then are made big enough for a packet and burst_min_ms.
+    for (c, h) in htb_classes(iface) {
+        let Some(tc) = p.targets.get_mut(&c.handle) else {
+            continue;
+        };
+        let scale = |bytes: u64, new: u64, old: u64| -> u64 {
+            if new < old && old > 0 {
+                (u128::from(bytes) * u128::from(new) / u128::from(old)) as u64
+            } else {
+                bytes
+            }
+        };
+        tc.burst = scale(tc.burst, tc.rate, h.rate_bytes_per_sec);
+        tc.cburst = scale(tc.cburst, tc.ceil, h.ceil_bytes_per_sec);
+        let ns = |bytes: u64, rate: u64| {
+            if rate == 0 {
+                0
+            } else {
+                (u128::from(bytes) * 1_000_000_000 / u128::from(rate)) as u64
+            }
+        };
+        if tc.rate > 0 && bucket_small(tc.burst, ns(tc.burst, tc.rate), pkt, t) {
+            tc.burst = tc.burst.max(bucket_for(tc.rate, pkt, t));
+        }
+        if tc.ceil > 0 && bucket_small(tc.cburst, ns(tc.cburst, tc.ceil), pkt, t) {
+            tc.cburst = tc.cburst.max(bucket_for(tc.ceil, pkt, t));
         }
     }
     // Quanta: one r2q for all leaves of a qdisc when one fits, else clamp the flagged ones.
@@ -144,7 +199,7 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
         let new_r2q = (lo <= hi).then(|| 10u64.clamp(lo, hi));
         for ((c, h), r) in leaves.iter().zip(rates) {
             let quantum = match new_r2q {
-                Some(n) => Some(r / n),
+                Some(n) => Some((r / n).min(max)),
                 None if quantum_small(h, mtu) || quantum_big(h, r2q, t) => {
                     Some(r.div_ceil(r2q).clamp(mtu, max))
                 }
@@ -156,18 +211,23 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
         }
         p.quantum.insert(q.handle, QuantumPlan { r2q: new_r2q });
     }
-    // Buckets: big enough for a packet and burst_min_ms at the (new) rate and ceil.
-    for (c, h) in htb_classes(iface) {
-        if let Some(tc) = p.targets.get_mut(&c.handle) {
-            if tc.rate > 0 && bucket_small(h.burst_bytes, h.burst_ns, pkt, t) {
-                tc.burst = tc.burst.max(bucket_for(tc.rate, pkt, t));
-            }
-            if tc.ceil > 0 && bucket_small(h.cburst_bytes, h.cburst_ns, pkt, t) {
-                tc.cburst = tc.cburst.max(bucket_for(tc.ceil, pkt, t));
-            }
+    // A child cannot burst beyond its parent: its buckets come down to the parent's (never
+    // the parent's up: that would weaken the shaper above it), but not below its own minimum.
+    for (c, _) in &by_level {
+        let (Some(parent), Some(kid)) = (
+            p.targets.get(&c.parent).copied(),
+            p.targets.get_mut(&c.handle),
+        ) else {
+            continue;
+        };
+        if bucket_below(parent.burst, kid.burst) {
+            kid.burst = parent.burst.max(bucket_for(kid.rate, pkt, t));
+        }
+        if bucket_below(parent.cburst, kid.cburst) {
+            kid.cburst = parent.cburst.max(bucket_for(kid.ceil, pkt, t));
         }
     }
-    // A parent's buckets at least its children's; deepest first so it carries up the tree.
+    // Where a child's minimum still exceeds its parent, the parent comes up to that minimum.
     by_level.reverse();
     for (c, _) in &by_level {
         let (Some(kid), Some(parent)) = (

@@ -161,7 +161,9 @@ fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         let Some((class, h)) = htb_parent(c.iface, q) else {
             continue;
         };
-        let ceil = h.ceil_bytes_per_sec.max(1);
+        // the narrowest ceil above the queue, after the class fixes: the fix must fit those
+        let _ = h;
+        let ceil = plan::effective_ceil(c.iface, &c.plan, class.handle).max(1);
         let delay_ns = capacity_bytes as f64 * 1e9 / ceil as f64;
         let severity = if delay_ns / 1e6 >= c.t.queue_delay_critical_ms {
             Severity::Critical
@@ -287,7 +289,13 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                         | QdiscDetail::Bfifo(_)
                         | QdiscDetail::PfifoHeadDrop(_),
                     ),
-                ) => shorter_queue(c, q, class.handle, (drain_bits / 8.0) as u64),
+                    // sized as queue-too-deep sizes it, so the two findings propose the same queue
+                ) => shorter_queue(
+                    c,
+                    q,
+                    class.handle,
+                    plan::effective_ceil(c.iface, &c.plan, class.handle).max(1),
+                ),
                 _ => Vec::new(),
             },
         });
@@ -463,6 +471,17 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
     if named.is_some() && !inner {
         return;
     }
+    // A catch-all filter at the lowest priority (this rule's own fix) covers the rest.
+    let caught = c.iface.filters.iter().any(|f| {
+        f.is_rule
+            && f.parent == q.handle
+            && f.prio == 65535
+            && f.protocol == "all"
+            && f.class_id.is_some()
+    });
+    if caught && (h.default_minor == 0 || inner) {
+        return;
+    }
     let before = c
         .before
         .and_then(|b| b.qdisc(q.handle))
@@ -473,12 +492,12 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
     let growing = before.is_some_and(|b| h.direct_packets > b);
     // Measured effect (lab): traffic through the direct queue passes unshaped. Without any such
     // traffic (e.g. a catch-all filter), it is only a risk.
-    let severity = if growing {
-        Severity::Critical
-    } else if h.direct_packets > 0 {
-        Severity::Warning
-    } else {
-        Severity::Info
+    // With a window, only traffic going unshaped now counts (the counter never goes down, so
+    // old packets would keep a fixed tree flagged); without one, any is a sign.
+    let severity = match before {
+        _ if growing => Severity::Critical,
+        None if h.direct_packets > 0 => Severity::Warning,
+        _ => Severity::Info,
     };
     // The new class's parent: the inner class `default` names, else the top class if it is
     // an inner class, else the qdisc itself. Never a leaf: that would take its queue away.
@@ -490,7 +509,17 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
     let parent = if inner { named } else { top_inner };
     let (parent_handle, ceil) = match parent.and_then(|p| p.htb().map(|x| (p, x))) {
         Some((p, x)) => (p.handle, x.ceil_bytes_per_sec),
-        None => (q.handle, 0),
+        // directly under the qdisc, capped like the widest class already there
+        None => (
+            q.handle,
+            c.iface
+                .classes
+                .iter()
+                .filter(|cl| cl.handle.qdisc() == q.handle)
+                .filter_map(|cl| cl.htb().map(|x| x.ceil_bytes_per_sec))
+                .max()
+                .unwrap_or(0),
+        ),
     };
     let minor = if h.default_minor != 0 && named.is_none() {
         h.default_minor as u16
@@ -521,12 +550,8 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
         fix.push(format!(
             "tc qdisc add dev {dev} parent {new_class}{handle} pfifo limit {limit}"
         ));
-    } else {
-        fix.push(format!(
-            "tc class add dev {dev} parent {parent_handle} classid {new_class} htb rate RATE ceil CEIL"
-        ));
     }
-    if h.default_minor == 0 || inner {
+    if ceil > 0 && (h.default_minor == 0 || inner) {
         // `default` cannot be changed in place (HTB has no change operation): a catch-all
         // filter at the lowest priority sends the rest to the new class instead.
         fix.push(format!(
@@ -766,6 +791,25 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
     }
 }
 
+/// Every class below `top`, parents before children.
+fn descendants(iface: &Interface, top: Handle) -> Vec<&Class> {
+    let mut out: Vec<&Class> = Vec::new();
+    let mut frontier = vec![top];
+    while let Some(p) = frontier.pop() {
+        for k in iface
+            .classes
+            .iter()
+            .filter(|k| k.parent == p && k.handle != p)
+        {
+            if out.len() < iface.classes.len() {
+                out.push(k);
+                frontier.push(k.handle);
+            }
+        }
+    }
+    out
+}
+
 /// Parent/child consistency: bursts, ceils, rate sums.
 fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     for parent in &c.iface.classes {
@@ -808,8 +852,9 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                             .collect::<Vec<_>>()),
                     ),
                 ]),
-                // the children scaled down to fit, in proportion
-                fix: plan::commands(c.iface, &c.plan, kids.iter().map(|(k, _)| *k)),
+                // the children scaled down to fit, in proportion, and below them whatever that
+                // scaling pushes over its own parent
+                fix: plan::commands(c.iface, &c.plan, descendants(c.iface, parent.handle)),
             });
         }
         for (k, x) in &kids {
@@ -930,7 +975,27 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
     if t.linklayer == "atm" {
         tbf_cmd.push_str(" linklayer atm");
     }
-    let tbf_fix = vec![tbf_cmd];
+    let mut tbf_fix = vec![tbf_cmd];
+    if let Some(i) = inner_fifo {
+        // Changing a TBF resets the limit of the FIFO inside it to TBF's byte limit (read as
+        // packets by a pfifo): restate that FIFO after it, shortened if it is too deep.
+        let limit = match &i.detail {
+            Some(QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f) | QdiscDetail::Bfifo(f)) => {
+                f.limit
+            }
+            _ => 0,
+        };
+        if deep {
+            tbf_fix.extend(shorter_queue(c, i, i.parent, rate));
+        } else {
+            tbf_fix.push(replace_cmd(
+                c.iface,
+                i.parent,
+                Some(i.handle),
+                &format!("{} limit {limit}", i.kind),
+            ));
+        }
+    }
     if huge {
         out.push(Finding {
             code: "tbf-burst-huge",
@@ -982,10 +1047,7 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
         Severity::Warning
     };
     let (what, fix) = match inner_fifo {
-        Some(i) => (
-            format!("the {} {} inside it", i.kind, i.handle),
-            shorter_queue(c, i, i.parent, rate),
-        ),
+        Some(i) => (format!("the {} {} inside it", i.kind, i.handle), tbf_fix),
         None => (
             format!("its queue of {}", fmt_bytes(f64::from(t.limit_bytes))),
             tbf_fix,

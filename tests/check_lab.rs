@@ -57,6 +57,22 @@ impl Load {
     }
 }
 
+/// Starts a load, lets the queue build for `settle`, runs `check` over `window` and measures
+/// the round trip while still loaded: (exit code, report, median rtt).
+fn loaded_check<L>(
+    pair: &Pair,
+    load: impl FnOnce() -> L,
+    settle: Duration,
+    window: &str,
+) -> (i32, Value, Duration) {
+    let running = load();
+    std::thread::sleep(settle);
+    let (code, report) = check(pair, window);
+    let measured = rtt(pair);
+    drop(running);
+    (code, report, measured)
+}
+
 /// Median round trip of 30 probes 70 ms apart (a full FIFO drops most of them).
 fn rtt(pair: &Pair) -> Duration {
     let dst: SocketAddr = format!("{}:7", Pair::ADDR_B).parse().unwrap();
@@ -129,11 +145,12 @@ fn default_fifo_at_2mbit_is_critical_and_the_fix_bounds_delay() {
     );
     apply(&pair.a, fix[0].as_str().unwrap());
     std::thread::sleep(Duration::from_secs(7)); // the old queue drains
-    let load = Load::start(&pair.a, Pair::ADDR_B, 1_250_000);
-    std::thread::sleep(Duration::from_millis(1500));
-    let (code, report) = check(&pair, "1s");
-    let fixed = rtt(&pair);
-    drop(load);
+    let (code, report, fixed) = loaded_check(
+        &pair,
+        || Load::start(&pair.a, Pair::ADDR_B, 1_250_000),
+        Duration::from_millis(1500),
+        "1s",
+    );
     assert!(
         fixed < Duration::from_millis(200),
         "rtt after the fix {fixed:?}"
@@ -178,11 +195,12 @@ fn gso_super_packets_in_a_short_fifo_and_the_fix_that_works() {
     let sink_addr: SocketAddr = format!("{}:5001", Pair::ADDR_B).parse().unwrap();
     let _sink = tcmon_lab::TcpSink::start(&pair.b.name, sink_addr).unwrap();
 
-    let load = tcmon_lab::TcpLoad::start(&pair.a.name, sink_addr, 4).unwrap();
-    std::thread::sleep(Duration::from_secs(2));
-    let (code, report) = check(&pair, "1s");
-    let loaded = rtt(&pair);
-    drop(load);
+    let (code, report, loaded) = loaded_check(
+        &pair,
+        || tcmon_lab::TcpLoad::start(&pair.a.name, sink_addr, 4).unwrap(),
+        Duration::from_secs(2),
+        "1s",
+    );
     assert!(loaded > Duration::from_millis(400), "loaded rtt {loaded:?}");
     assert!(code >= 1, "{report:#}");
     let o = findings(&report, "offload-on-shaped-link");
@@ -200,11 +218,12 @@ fn gso_super_packets_in_a_short_fifo_and_the_fix_that_works() {
 
     apply(&pair.a, fix);
     std::thread::sleep(Duration::from_secs(2));
-    let load = tcmon_lab::TcpLoad::start(&pair.a.name, sink_addr, 4).unwrap();
-    std::thread::sleep(Duration::from_secs(2));
-    let (_, report) = check(&pair, "1s");
-    let fixed = rtt(&pair);
-    drop(load);
+    let (_, report, fixed) = loaded_check(
+        &pair,
+        || tcmon_lab::TcpLoad::start(&pair.a.name, sink_addr, 4).unwrap(),
+        Duration::from_secs(2),
+        "1s",
+    );
     // 20 x 1514 B at 2 Mbit = 121 ms, the FIFO's own bound
     assert!(
         fixed < Duration::from_millis(250),
@@ -269,11 +288,12 @@ fn deep_tbf_queue_is_critical_and_the_fix_bounds_delay() {
         .unwrap();
     let _echo =
         UdpEcho::start(&pair.b.name, format!("{}:7", Pair::ADDR_B).parse().unwrap()).unwrap();
-    let load = Load::start(&pair.a, Pair::ADDR_B, 625_000);
-    std::thread::sleep(Duration::from_millis(2500));
-    let (code, report) = check(&pair, "500ms");
-    let loaded = rtt(&pair);
-    drop(load);
+    let (code, report, loaded) = loaded_check(
+        &pair,
+        || Load::start(&pair.a, Pair::ADDR_B, 625_000),
+        Duration::from_millis(2500),
+        "500ms",
+    );
     assert!(loaded > Duration::from_secs(1), "loaded rtt {loaded:?}");
     assert_eq!(code, 2, "{report:#}");
     let deep = findings(&report, "tbf-queue-too-deep");
@@ -290,11 +310,12 @@ fn deep_tbf_queue_is_critical_and_the_fix_bounds_delay() {
     );
     apply(&pair.a, fix);
     std::thread::sleep(Duration::from_secs(3));
-    let load = Load::start(&pair.a, Pair::ADDR_B, 250_000);
-    std::thread::sleep(Duration::from_secs(1));
-    let (_, report) = check(&pair, "300ms");
-    let fixed = rtt(&pair);
-    drop(load);
+    let (_, report, fixed) = loaded_check(
+        &pair,
+        || Load::start(&pair.a, Pair::ADDR_B, 250_000),
+        Duration::from_secs(1),
+        "300ms",
+    );
     assert!(
         fixed < Duration::from_millis(200),
         "rtt after the fix {fixed:?}"
@@ -617,11 +638,12 @@ fn medium_fifo_is_a_warning_with_the_delay_it_predicts() {
         .unwrap();
     let _echo =
         UdpEcho::start(&pair.b.name, format!("{}:7", Pair::ADDR_B).parse().unwrap()).unwrap();
-    let load = Load::start(&pair.a, Pair::ADDR_B, 625_000);
-    std::thread::sleep(Duration::from_secs(1));
-    let (code, report) = check(&pair, "300ms");
-    let loaded = rtt(&pair);
-    drop(load);
+    let (code, report, loaded) = loaded_check(
+        &pair,
+        || Load::start(&pair.a, Pair::ADDR_B, 625_000),
+        Duration::from_secs(1),
+        "300ms",
+    );
     let deep = findings(&report, "queue-too-deep");
     assert_eq!(deep.len(), 1, "{report:#}");
     assert_eq!(deep[0]["severity"], "warning");

@@ -4,7 +4,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tcmon_core::Handle;
 use tcmon_lab::{skip_unless_root, Pair};
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
@@ -131,7 +130,6 @@ fn a_tree_changing_under_the_poll_is_reread() {
         c.counters().rereads > 0,
         "changes during polls were noticed and re-read"
     );
-    assert_eq!(Handle::new(1, 5).to_string(), "1:5");
 }
 
 /// Without --dev too, an interface read last time and gone now is named in a warning.

@@ -5,7 +5,6 @@
 //! leftovers of killed runs (their creator's pid is gone) are swept on the next creation.
 
 use std::io::{self, Write};
-use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -139,17 +138,6 @@ impl Netns {
 
     pub fn sysctl(&self, key: &str, value: &str) -> Result<String, LabError> {
         self.exec(&["sysctl", "-q", "-w", &format!("{key}={value}")])
-    }
-
-    /// Sends UDP from inside this namespace; see [`send_udp`].
-    pub fn send_udp(
-        &self,
-        dst: SocketAddr,
-        payload: usize,
-        count: usize,
-        bytes_per_sec: u64,
-    ) -> Result<usize, LabError> {
-        send_udp(&self.name, dst, payload, count, bytes_per_sec)
     }
 }
 

@@ -16,7 +16,6 @@ pub use collector::{Collector, CollectorCounters, CollectorOptions, FilterMode};
 pub use error::Error;
 pub use ethtool::{decode_ethtool_features, link_features, LinkFeatures};
 pub use netns::{in_netns, netns_path};
-pub use socket::DumpStatus;
 pub use tc::MsgError;
 
 use tcmon_core::model::{Class, Filter, Qdisc};

@@ -12,7 +12,9 @@ use tcmon_core::rates::Rates;
 use tcmon_diag::{diagnose, explain, Facts, Finding, Severity, Status, CODES};
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
-use crate::{config, facts, CheckArgs};
+use tcmon_agent::facts;
+
+use crate::{config, CheckArgs};
 
 #[derive(Serialize)]
 struct Report<'a> {

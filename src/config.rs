@@ -10,6 +10,8 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct Config {
     pub(crate) collector: CollectorConfig,
+    /// The long-running commands (the TUI, `serve`).
+    pub(crate) agent: AgentConfig,
     /// Thresholds of `tcmon check` (and of the agent's findings).
     pub(crate) check: tcmon_diag::Thresholds,
 }
@@ -26,6 +28,44 @@ impl Default for CollectorConfig {
     fn default() -> Self {
         CollectorConfig {
             filter_refresh: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct AgentConfig {
+    /// Poll this often.
+    #[serde(with = "humantime_serde_compat")]
+    pub(crate) interval: Duration,
+    /// Samples kept per object for sparklines.
+    pub(crate) history: usize,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            interval: Duration::from_secs(1),
+            history: 300,
+        }
+    }
+}
+
+impl Config {
+    /// What the agent needs from the config, for `target`.
+    #[allow(dead_code)] // until `serve` and the TUI land
+    pub(crate) fn agent_options(
+        &self,
+        netns: Option<String>,
+        devices: Vec<String>,
+    ) -> tcmon_agent::AgentOptions {
+        tcmon_agent::AgentOptions {
+            netns,
+            devices,
+            interval: self.agent.interval,
+            filter_refresh: self.collector.filter_refresh,
+            thresholds: self.check.clone(),
+            history_len: self.agent.history,
         }
     }
 }
@@ -66,6 +106,12 @@ fn parse(text: &str) -> Result<Config, String> {
     // toml's message already names the line, column and what was expected.
     let cfg: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
     cfg.check.validate()?;
+    if cfg.agent.interval < Duration::from_millis(100) {
+        return Err("agent.interval must be at least 100ms".into());
+    }
+    if !(1..=100_000).contains(&cfg.agent.history) {
+        return Err("agent.history must be between 1 and 100000 samples".into());
+    }
     Ok(cfg)
 }
 
@@ -80,6 +126,8 @@ mod tests {
             cfg.collector.filter_refresh,
             CollectorConfig::default().filter_refresh
         );
+        assert_eq!(cfg.agent.interval, AgentConfig::default().interval);
+        assert_eq!(cfg.agent.history, AgentConfig::default().history);
     }
 
     #[test]
@@ -99,6 +147,8 @@ mod tests {
             e.contains("check.quantum_max_bytes must be at least 1000"),
             "{e}"
         );
+        let e = parse("[agent]\ninterval = \"10ms\"\n").unwrap_err();
+        assert!(e.contains("agent.interval"), "{e}");
         let e = parse("[check]\nsaturated_ratio = -1.0\n").unwrap_err();
         assert!(e.contains("saturated_ratio"), "{e}");
     }

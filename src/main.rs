@@ -4,7 +4,6 @@
 mod check;
 mod config;
 mod dump;
-mod facts;
 mod lab;
 
 use std::path::PathBuf;

@@ -31,6 +31,16 @@ pub struct ObjectKey {
     pub parent: Handle,
 }
 
+impl ObjectKey {
+    pub fn qdisc(iface: &Interface, q: &Qdisc) -> ObjectKey {
+        key(iface, ObjectType::Qdisc, q.handle, q.parent)
+    }
+
+    pub fn class(iface: &Interface, c: &Class) -> ObjectKey {
+        key(iface, ObjectType::Class, c.handle, c.parent)
+    }
+}
+
 /// Per-second rates of one object over one interval. `None` where the counter restarted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ObjectRates {

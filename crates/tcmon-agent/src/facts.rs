@@ -9,7 +9,7 @@ use tcmon_diag::LinkFacts;
 /// Offload features (ethtool netlink, in the namespace read) and byte queue limits (sysfs: in
 /// another network namespace `/sys/class/net` shows this process's namespace, not that one, so
 /// they are not read there) per interface. What cannot be read stays unknown.
-pub(crate) fn links(snap: &Snapshot, netns: Option<&str>) -> BTreeMap<String, LinkFacts> {
+pub fn links(snap: &Snapshot, netns: Option<&str>) -> BTreeMap<String, LinkFacts> {
     let mut out = BTreeMap::new();
     for i in &snap.interfaces {
         let mut facts = LinkFacts::default();
@@ -42,14 +42,14 @@ pub(crate) fn links(snap: &Snapshot, netns: Option<&str>) -> BTreeMap<String, Li
     out
 }
 
-pub(crate) fn htb_hysteresis() -> Option<bool> {
+pub fn htb_hysteresis() -> Option<bool> {
     let s = std::fs::read_to_string("/sys/module/sch_htb/parameters/htb_hysteresis").ok()?;
     Some(s.trim() != "0")
 }
 
 /// Whether `tc qdisc add ... fq_codel` can work here: the scheduler is built in or loaded
 /// (its symbols are in kallsyms), or its module is installed.
-pub(crate) fn fq_codel_available() -> Option<bool> {
+pub fn fq_codel_available() -> Option<bool> {
     let kallsyms = std::fs::read_to_string("/proc/kallsyms").ok()?;
     if kallsyms.contains(" fq_codel_enqueue") {
         return Some(true);

@@ -1,0 +1,320 @@
+//! The long-running monitor behind `tcmon serve` and the TUI.
+//!
+//! An [`Agent`] polls on its own thread at a fixed interval: one snapshot, the rates since the
+//! one before, the diagnosis of both, and a short history per object. Readers get the latest
+//! [`State`] as an `Arc` (cheap, never blocks the poller) or wait for the next one with
+//! [`Agent::subscribe`]; nothing a reader does causes a netlink dump.
+
+pub mod facts;
+mod history;
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tcmon_core::rates::{ObjectKey, Rates};
+use tcmon_core::Snapshot;
+use tcmon_diag::{diagnose, Facts, Finding, LinkFacts, Status, Thresholds};
+use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
+use tcmon_probe::TargetStatus;
+use tokio::sync::watch;
+
+pub use history::{History, Sample};
+
+/// What to poll and how often.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    pub netns: Option<String>,
+    /// Only these interfaces; empty: all.
+    pub devices: Vec<String>,
+    pub interval: Duration,
+    pub filter_refresh: Duration,
+    pub thresholds: Thresholds,
+    /// Samples kept per object for sparklines (at the poll interval).
+    pub history_len: usize,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            netns: None,
+            devices: Vec::new(),
+            interval: Duration::from_secs(1),
+            filter_refresh: Duration::from_secs(10),
+            thresholds: Thresholds::default(),
+            history_len: 300,
+        }
+    }
+}
+
+/// Everything known after one poll. Published whole, so readers never see a snapshot with the
+/// findings of another.
+#[derive(Debug, Clone)]
+pub struct State {
+    pub snapshot: Arc<Snapshot>,
+    /// Since the previous good poll; `None` after the first.
+    pub rates: Option<Arc<Rates>>,
+    /// Worst first.
+    pub findings: Arc<Vec<Finding>>,
+    pub status: Status,
+    /// Continuous probes, in configured order.
+    pub probes: Arc<Vec<TargetStatus>>,
+    /// Successful polls since start.
+    pub polls_total: u64,
+    /// Polls that failed; the snapshot stays the last good one.
+    pub poll_errors_total: u64,
+    pub last_error: Option<String>,
+    pub interval: Duration,
+    pub paused: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("start the poller")]
+    Collector(#[from] tcmon_netlink::Error),
+    #[error("start the poller thread")]
+    Thread(#[source] std::io::Error),
+}
+
+#[derive(Debug)]
+enum Control {
+    Interval(Duration),
+    Paused(bool),
+    PollNow,
+    Stop,
+}
+
+/// Facts beyond the tree are read again this often (ethtool per interface is not free).
+const FACTS_MAX_AGE: Duration = Duration::from_secs(30);
+
+/// A running poller. Dropping it stops the thread.
+#[derive(Debug)]
+pub struct Agent {
+    state: watch::Receiver<Arc<State>>,
+    control: mpsc::Sender<Control>,
+    history: Arc<Mutex<History>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Agent {
+    /// Opens the collector and polls once before returning, so a bad `--dev` or `--netns`
+    /// is an error here rather than an empty screen later.
+    pub fn start(opts: AgentOptions) -> Result<Agent, Error> {
+        let mut collector = Collector::open(
+            opts.netns.as_deref(),
+            CollectorOptions {
+                devices: opts.devices.clone(),
+                filters: FilterMode::Cached {
+                    max_age: opts.filter_refresh,
+                },
+            },
+        )?;
+        let first = collector.poll()?;
+        let history = Arc::new(Mutex::new(History::new(opts.history_len)));
+        let mut poller = Poller {
+            collector,
+            opts,
+            prev: None,
+            links: BTreeMap::new(),
+            links_read: None,
+            htb_hysteresis: facts::htb_hysteresis(),
+            fq_codel_available: facts::fq_codel_available(),
+            polls_total: 0,
+            poll_errors_total: 0,
+            last_error: None,
+            paused: false,
+            history: Arc::clone(&history),
+        };
+        let state = poller.step(first);
+        let (tx, rx) = watch::channel(Arc::new(state));
+        let (control, control_rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("tcmon-poll".into())
+            .spawn(move || poller.run(&tx, &control_rx))
+            .map_err(Error::Thread)?;
+        Ok(Agent {
+            state: rx,
+            control,
+            history,
+            thread: Some(thread),
+        })
+    }
+
+    /// The latest state.
+    pub fn state(&self) -> Arc<State> {
+        Arc::clone(&self.state.borrow())
+    }
+
+    /// A receiver that wakes on every new state (for async readers).
+    pub fn subscribe(&self) -> watch::Receiver<Arc<State>> {
+        self.state.clone()
+    }
+
+    pub fn set_interval(&self, interval: Duration) {
+        let _ = self.control.send(Control::Interval(interval));
+    }
+
+    /// While paused no polls are made and the state stays as it was (marked paused).
+    pub fn set_paused(&self, paused: bool) {
+        let _ = self.control.send(Control::Paused(paused));
+    }
+
+    pub fn poll_now(&self) {
+        let _ = self.control.send(Control::PollNow);
+    }
+
+    /// The recent samples of one object, oldest first.
+    pub fn history(&self, key: &ObjectKey) -> Vec<Sample> {
+        self.history
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.control.send(Control::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Poller {
+    collector: Collector,
+    opts: AgentOptions,
+    prev: Option<Arc<Snapshot>>,
+    links: BTreeMap<String, LinkFacts>,
+    links_read: Option<Instant>,
+    htb_hysteresis: Option<bool>,
+    fq_codel_available: Option<bool>,
+    polls_total: u64,
+    poll_errors_total: u64,
+    last_error: Option<String>,
+    paused: bool,
+    history: Arc<Mutex<History>>,
+}
+
+impl Poller {
+    fn run(&mut self, tx: &watch::Sender<Arc<State>>, control: &mpsc::Receiver<Control>) {
+        // Deadlines on a fixed grid so the interval does not drift by the poll's own duration.
+        let mut next = Instant::now() + self.opts.interval;
+        loop {
+            let wait = next.saturating_duration_since(Instant::now());
+            let msg = if self.paused {
+                control.recv().map_err(|_| RecvTimeoutError::Disconnected)
+            } else {
+                control.recv_timeout(wait)
+            };
+            match msg {
+                Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Ok(Control::Interval(d)) => {
+                    self.opts.interval = d.max(Duration::from_millis(100));
+                    next = Instant::now() + self.opts.interval;
+                    tx.send_modify(|s| Arc::make_mut(s).interval = self.opts.interval);
+                    continue;
+                }
+                Ok(Control::Paused(p)) => {
+                    self.paused = p;
+                    tx.send_modify(|s| Arc::make_mut(s).paused = p);
+                    if p {
+                        continue;
+                    }
+                    // Rates across a pause would average over it: start the window afresh.
+                    self.prev = None;
+                }
+                Ok(Control::PollNow) | Err(RecvTimeoutError::Timeout) => {}
+            }
+            if self.paused {
+                continue;
+            }
+            next = (next + self.opts.interval).max(Instant::now());
+            let state = match self.collector.poll() {
+                Ok(snap) => self.step(snap),
+                Err(e) => self.failed(&e, &tx.borrow()),
+            };
+            if tx.send(Arc::new(state)).is_err() {
+                return;
+            }
+        }
+    }
+
+    fn failed(&mut self, e: &tcmon_netlink::Error, last: &State) -> State {
+        self.poll_errors_total += 1;
+        self.last_error = Some(error_chain(e));
+        State {
+            poll_errors_total: self.poll_errors_total,
+            last_error: self.last_error.clone(),
+            ..last.clone()
+        }
+    }
+
+    fn step(&mut self, snap: Snapshot) -> State {
+        let snap = Arc::new(snap);
+        self.polls_total += 1;
+        let rates = self
+            .prev
+            .as_deref()
+            .map(|p| Arc::new(Rates::between(p, &snap)));
+        if self.links_read.is_none_or(|t| t.elapsed() >= FACTS_MAX_AGE)
+            || snap
+                .interfaces
+                .iter()
+                .any(|i| !self.links.contains_key(&i.name))
+        {
+            self.links = facts::links(&snap, self.opts.netns.as_deref());
+            self.links_read = Some(Instant::now());
+        }
+        let mut findings = diagnose(
+            &Facts {
+                snapshot: &snap,
+                before: self.prev.as_deref(),
+                rates: rates.as_deref(),
+                links: &self.links,
+                htb_hysteresis: self.htb_hysteresis,
+                fq_codel_available: self.fq_codel_available,
+            },
+            &self.opts.thresholds,
+        );
+        findings.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then_with(|| a.interface.cmp(&b.interface))
+                .then_with(|| a.object.cmp(&b.object))
+                .then_with(|| a.code.cmp(b.code))
+        });
+        if let Some(r) = &rates {
+            self.history
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .record(&snap, r);
+        }
+        self.prev = Some(Arc::clone(&snap));
+        State {
+            status: Status::of(&findings),
+            snapshot: snap,
+            rates,
+            findings: Arc::new(findings),
+            probes: Arc::new(Vec::new()),
+            polls_total: self.polls_total,
+            poll_errors_total: self.poll_errors_total,
+            last_error: self.last_error.clone(),
+            interval: self.opts.interval,
+            paused: self.paused,
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}

@@ -1,0 +1,77 @@
+//! The agent against a real kernel: states follow the tree, rates and history fill in, pause
+//! holds, a vanished interface is survived.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tcmon_agent::{Agent, AgentOptions};
+use tcmon_core::rates::ObjectKey;
+use tcmon_core::Handle;
+use tcmon_lab::UdpLoad;
+use tcmon_lab::{skip_unless_root, Pair};
+
+fn wait_for(agent: &Agent, what: &str, ok: impl Fn(&tcmon_agent::State) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if ok(&agent.state()) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}: {:?}", agent.state());
+}
+
+#[test]
+fn agent_polls_rates_history_pause_and_vanished_interfaces() {
+    if skip_unless_root("agent_polls_rates_history_pause_and_vanished_interfaces") {
+        return;
+    }
+    let pair = Pair::create("agent").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 8mbit")
+        .unwrap();
+    let agent = Agent::start(AgentOptions {
+        netns: Some(pair.a.name.clone()),
+        interval: Duration::from_millis(200),
+        ..AgentOptions::default()
+    })
+    .unwrap();
+    let first = agent.state();
+    assert!(first.rates.is_none(), "one poll has no rates yet");
+    assert!(first
+        .findings
+        .iter()
+        .any(|f| f.code == "queue-too-deep" && f.object == "1:10"));
+
+    let dst: SocketAddr = format!("{}:9", Pair::ADDR_B).parse().unwrap();
+    let _load = UdpLoad::start(&pair.a.name, dst, 1000, 250_000).unwrap();
+    wait_for(&agent, "a 2 Mbit rate on 1:10", |s| {
+        let Some(r) = &s.rates else { return false };
+        let i = s.snapshot.interface("veth0").unwrap();
+        let c = i.class(Handle::new(1, 0x10)).unwrap();
+        r.class(i, c)
+            .and_then(|r| r.bits_per_sec)
+            .is_some_and(|b| (1.6e6..2.4e6).contains(&b))
+    });
+    let s = agent.state();
+    let i = s.snapshot.interface("veth0").unwrap();
+    let key = ObjectKey::class(i, i.class(Handle::new(1, 0x10)).unwrap());
+    assert!(!agent.history(&key).is_empty());
+
+    agent.set_paused(true);
+    wait_for(&agent, "paused", |s| s.paused);
+    let polls = agent.state().polls_total;
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(agent.state().polls_total, polls, "no polls while paused");
+    agent.set_paused(false);
+    wait_for(&agent, "polling again", |s| s.polls_total > polls + 1);
+
+    // The interface goes away under the agent: it keeps polling and says so.
+    pair.a.ip(&["link", "del", "veth0"]).unwrap();
+    wait_for(&agent, "veth0 gone", |s| {
+        s.snapshot.interface("veth0").is_none()
+    });
+    let polls = agent.state().polls_total;
+    wait_for(&agent, "still polling", |s| s.polls_total > polls + 2);
+}

@@ -1,0 +1,5 @@
+//! Latency probes, load and the bufferbloat verdict.
+
+mod status;
+
+pub use status::{ProbeKind, TargetStatus};

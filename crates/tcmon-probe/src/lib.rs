@@ -1,5 +1,34 @@
-//! Latency probes, load and the bufferbloat verdict.
+//! Latency under load: concurrent probes (ICMP echo, UDP echo against `tcmon sink`, TCP
+//! connect), a TCP load generator and its sink, continuous probing for the agent, and the
+//! bufferbloat verdict.
 
+mod engine;
+mod load;
+mod sink;
+mod stats;
 mod status;
+mod target;
 
+pub use engine::{Engine, Outcome, ProbeSpec, Reply, UDP_MAGIC};
+pub use load::{Direction, Dscp, Load};
+pub use sink::{Sink, SinkOptions};
+pub use stats::{RttMs, TargetStats};
 pub use status::{ProbeKind, TargetStatus};
+pub use target::Target;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("target {target}: {why}")]
+    Target { target: String, why: String },
+    #[error(
+        "ICMP probes need an unprivileged ping socket or a raw socket, and neither is allowed: \
+         let this group use ping sockets (sysctl -w net.ipv4.ping_group_range=\"0 2147483647\") \
+         or give tcmon CAP_NET_RAW (setcap cap_net_raw+ep tcmon, or \
+         AmbientCapabilities=CAP_NET_RAW in its unit)"
+    )]
+    IcmpNotPermitted(#[source] std::io::Error),
+    #[error("open a probe socket for {0}")]
+    Socket(String, #[source] std::io::Error),
+    #[error("start the probe threads")]
+    Runtime(#[source] std::io::Error),
+}

@@ -1,0 +1,420 @@
+//! Concurrent probers behind one scheduler.
+//!
+//! Send times come from a dedicated scheduler thread that sleeps on hrtimers (timer slack
+//! 1 µs): tokio's timer wheel has 1 ms ticks, which alone would put the p99 send error near
+//! 1 ms. At each due time the scheduler hands the probe to a single-threaded tokio runtime
+//! on its own thread that owns every probe socket, so the rest of the program (polls,
+//! rendering, load generation) never delays a send or a receive timestamp.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use surge_ping::{Client, Config, PingIdentifier, PingSequence, SurgeError, ICMP};
+use tokio::net::{TcpStream, UdpSocket};
+use tokio::sync::mpsc as tmpsc;
+
+use crate::target::Target;
+use crate::ProbeError;
+
+/// One probe stream: where, how often, how long to wait for an answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeSpec {
+    pub target: Target,
+    pub interval: Duration,
+    pub timeout: Duration,
+}
+
+/// What became of one probe.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Answered; `reordered` when a later probe was answered first (UDP only).
+    Rtt { rtt: Duration, reordered: bool },
+    /// No answer within the timeout.
+    Lost,
+    /// A second answer to a probe already answered (UDP only).
+    Duplicate,
+    /// Could not be sent (e.g. no route); counted as lost.
+    Error(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Index into the specs the engine was started with.
+    pub target: usize,
+    pub seq: u64,
+    /// When the scheduler meant to send it, and when it was sent.
+    pub due: Instant,
+    pub sent: Instant,
+    pub reply: Reply,
+}
+
+/// Bytes of ICMP payload, as `ping` sends by default.
+const ICMP_PAYLOAD: [u8; 56] = [0; 56];
+/// UDP probes and the sink's echo recognise each other by this prefix.
+pub const UDP_MAGIC: &[u8; 4] = b"TCMP";
+const UDP_PROBE_BYTES: usize = 64;
+
+struct Fire {
+    target: usize,
+    seq: u64,
+    due: Instant,
+}
+
+/// Running probes; stops when dropped. Outcomes arrive on [`Engine::outcomes`] as they
+/// complete (a lost probe after its timeout).
+#[derive(Debug)]
+pub struct Engine {
+    outcomes: mpsc::Receiver<Outcome>,
+    stop: Arc<AtomicBool>,
+    scheduler: Option<JoinHandle<()>>,
+    runtime: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Opens every socket before returning, so that a missing permission or an unreachable
+    /// sink is an error here, not a stream of losses.
+    pub fn start(specs: &[ProbeSpec]) -> Result<Engine, ProbeError> {
+        let (out_tx, outcomes) = mpsc::channel();
+        let (fire_tx, fire_rx) = tmpsc::unbounded_channel::<Fire>();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let specs_rt = specs.to_vec();
+        let runtime = std::thread::Builder::new()
+            .name("tcmon-probe-io".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(ProbeError::Runtime(e)));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let probers = match Probers::open(&specs_rt).await {
+                        Ok(p) => Arc::new(p),
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(()));
+                    dispatch(probers, fire_rx, out_tx).await;
+                });
+            })
+            .map_err(ProbeError::Runtime)?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = runtime.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = runtime.join();
+                return Err(ProbeError::Runtime(io::Error::other(
+                    "the probe thread ended while opening sockets",
+                )));
+            }
+        }
+        let intervals: Vec<Duration> = specs.iter().map(|s| s.interval).collect();
+        let stop_s = Arc::clone(&stop);
+        let scheduler = std::thread::Builder::new()
+            .name("tcmon-probe-sched".into())
+            .spawn(move || schedule(&intervals, &fire_tx, &stop_s))
+            .map_err(ProbeError::Runtime)?;
+        Ok(Engine {
+            outcomes,
+            stop,
+            scheduler: Some(scheduler),
+            runtime: Some(runtime),
+        })
+    }
+
+    pub fn outcomes(&self) -> &mpsc::Receiver<Outcome> {
+        &self.outcomes
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // The scheduler wakes at least every 50 ms to see the flag; its exit closes the
+        // runtime's channel, which ends the dispatcher and the runtime thread.
+        if let Some(t) = self.scheduler.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = self.runtime.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn schedule(intervals: &[Duration], fire: &tmpsc::UnboundedSender<Fire>, stop: &AtomicBool) {
+    set_timer_slack_ns(1_000);
+    let start = Instant::now();
+    let n = intervals.len().max(1) as u32;
+    // Spread first sends over one interval so 1000 targets do not all fire at once.
+    let mut heap: BinaryHeap<Reverse<(Instant, usize, u64)>> = intervals
+        .iter()
+        .enumerate()
+        .filter(|(_, iv)| !iv.is_zero())
+        .map(|(i, iv)| Reverse((start + *iv * i as u32 / n, i, 0)))
+        .collect();
+    while let Some(Reverse((due, target, seq))) = heap.pop() {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let now = Instant::now();
+            if now >= due {
+                break;
+            }
+            std::thread::sleep((due - now).min(Duration::from_millis(50)));
+        }
+        if fire.send(Fire { target, seq, due }).is_err() {
+            return;
+        }
+        heap.push(Reverse((due + intervals[target], target, seq + 1)));
+    }
+}
+
+/// hrtimers wake a sleeping thread up to `timerslack` late (50 µs by default).
+fn set_timer_slack_ns(ns: libc::c_ulong) {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches no memory.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0);
+    }
+}
+
+struct UdpProber {
+    socket: UdpSocket,
+    /// seq -> (due, sent), while waiting for the answer.
+    pending: Mutex<HashMap<u64, (Instant, Instant)>>,
+    /// Highest answered seq, and answered seqs still remembered (to spot duplicates).
+    answered: Mutex<(Option<u64>, HashMap<u64, Instant>)>,
+}
+
+struct Probers {
+    specs: Vec<ProbeSpec>,
+    icmp_v4: Option<Client>,
+    icmp_v6: Option<Client>,
+    udp: HashMap<usize, Arc<UdpProber>>,
+}
+
+impl Probers {
+    async fn open(specs: &[ProbeSpec]) -> Result<Probers, ProbeError> {
+        let mut p = Probers {
+            specs: specs.to_vec(),
+            icmp_v4: None,
+            icmp_v6: None,
+            udp: HashMap::new(),
+        };
+        for (i, s) in specs.iter().enumerate() {
+            match s.target {
+                Target::Icmp(IpAddr::V4(_)) if p.icmp_v4.is_none() => {
+                    p.icmp_v4 = Some(icmp_client(ICMP::V4)?);
+                }
+                Target::Icmp(IpAddr::V6(_)) if p.icmp_v6.is_none() => {
+                    p.icmp_v6 = Some(icmp_client(ICMP::V6)?);
+                }
+                Target::Udp(addr) => {
+                    let bind: SocketAddr = if addr.is_ipv4() {
+                        "0.0.0.0:0".parse().expect("literal")
+                    } else {
+                        "[::]:0".parse().expect("literal")
+                    };
+                    let socket = UdpSocket::bind(bind)
+                        .await
+                        .map_err(|e| ProbeError::Socket(s.target.to_string(), e))?;
+                    socket
+                        .connect(addr)
+                        .await
+                        .map_err(|e| ProbeError::Socket(s.target.to_string(), e))?;
+                    p.udp.insert(
+                        i,
+                        Arc::new(UdpProber {
+                            socket,
+                            pending: Mutex::new(HashMap::new()),
+                            answered: Mutex::new((None, HashMap::new())),
+                        }),
+                    );
+                }
+                _ => {}
+            }
+        }
+        Ok(p)
+    }
+}
+
+fn icmp_client(kind: ICMP) -> Result<Client, ProbeError> {
+    // surge-ping tries an unprivileged ping socket first and falls back to a raw one.
+    Client::new(&Config::builder().kind(kind).build()).map_err(|e| {
+        if e.kind() == io::ErrorKind::PermissionDenied {
+            ProbeError::IcmpNotPermitted(e)
+        } else {
+            ProbeError::Socket(format!("icmp ({kind:?})"), e)
+        }
+    })
+}
+
+async fn dispatch(
+    probers: Arc<Probers>,
+    mut fire: tmpsc::UnboundedReceiver<Fire>,
+    out: mpsc::Sender<Outcome>,
+) {
+    for (&i, u) in &probers.udp {
+        tokio::spawn(udp_receive(
+            i,
+            Arc::clone(u),
+            probers.specs[i].timeout,
+            out.clone(),
+        ));
+    }
+    while let Some(f) = fire.recv().await {
+        let p = Arc::clone(&probers);
+        let out = out.clone();
+        tokio::spawn(async move {
+            if let Some(o) = probe(&p, f).await {
+                let _ = out.send(o);
+            }
+        });
+    }
+}
+
+/// One probe to its end; `None` for UDP answers, which the receive task reports.
+async fn probe(p: &Probers, f: Fire) -> Option<Outcome> {
+    let spec = p.specs[f.target];
+    let sent = Instant::now();
+    let outcome = |reply| Outcome {
+        target: f.target,
+        seq: f.seq,
+        due: f.due,
+        sent,
+        reply,
+    };
+    match spec.target {
+        Target::Icmp(ip) => {
+            let client = if ip.is_ipv4() { &p.icmp_v4 } else { &p.icmp_v6 };
+            let client = client.as_ref()?;
+            // Ping sockets pick their own identifier; raw sockets match on this one.
+            let mut pinger = client
+                .pinger(ip, PingIdentifier((f.target as u16) ^ 0x7463))
+                .await;
+            pinger.timeout(spec.timeout);
+            let reply = match pinger.ping(PingSequence(f.seq as u16), &ICMP_PAYLOAD).await {
+                Ok((_, rtt)) => Reply::Rtt {
+                    rtt,
+                    reordered: false,
+                },
+                Err(SurgeError::Timeout { .. }) => Reply::Lost,
+                Err(e) => Reply::Error(e.to_string()),
+            };
+            Some(outcome(reply))
+        }
+        Target::Tcp(addr) => {
+            let reply = match tokio::time::timeout(spec.timeout, TcpStream::connect(addr)).await {
+                Ok(Ok(_stream)) => Reply::Rtt {
+                    rtt: sent.elapsed(),
+                    reordered: false,
+                },
+                Ok(Err(e)) => Reply::Error(e.to_string()),
+                Err(_) => Reply::Lost,
+            };
+            Some(outcome(reply))
+        }
+        Target::Udp(_) => {
+            let u = p.udp.get(&f.target)?;
+            let mut buf = [0u8; UDP_PROBE_BYTES];
+            buf[..4].copy_from_slice(UDP_MAGIC);
+            buf[4..12].copy_from_slice(&f.seq.to_be_bytes());
+            u.pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(f.seq, (f.due, sent));
+            if let Err(e) = u.socket.send(&buf).await {
+                u.pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&f.seq);
+                return Some(outcome(Reply::Error(e.to_string())));
+            }
+            tokio::time::sleep(spec.timeout).await;
+            let still = u
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&f.seq);
+            still.map(|_| outcome(Reply::Lost))
+        }
+    }
+}
+
+async fn udp_receive(
+    target: usize,
+    u: Arc<UdpProber>,
+    timeout: Duration,
+    out: mpsc::Sender<Outcome>,
+) {
+    let mut buf = [0u8; 2048];
+    loop {
+        let Ok(n) = u.socket.recv(&mut buf).await else {
+            // ECONNREFUSED from an ICMP port-unreachable: the probe times out as lost.
+            continue;
+        };
+        let now = Instant::now();
+        if n < 12 || &buf[..4] != UDP_MAGIC {
+            continue;
+        }
+        let seq = u64::from_be_bytes(buf[4..12].try_into().expect("8 bytes"));
+        let sent = u
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&seq);
+        let mut answered = u.answered.lock().unwrap_or_else(PoisonError::into_inner);
+        let reply = match sent {
+            Some((due, sent)) => {
+                let reordered = answered.0.is_some_and(|max| seq < max);
+                answered.0 = Some(answered.0.map_or(seq, |m| m.max(seq)));
+                answered.1.insert(seq, sent);
+                // Remember answers for a few timeouts, enough to recognise late copies.
+                answered
+                    .1
+                    .retain(|_, t| now.duration_since(*t) < timeout * 4);
+                Some((
+                    due,
+                    sent,
+                    Reply::Rtt {
+                        rtt: now.duration_since(sent),
+                        reordered,
+                    },
+                ))
+            }
+            None => answered
+                .1
+                .get(&seq)
+                .map(|&sent| (sent, sent, Reply::Duplicate)),
+        };
+        drop(answered);
+        if let Some((due, sent, reply)) = reply {
+            let o = Outcome {
+                target,
+                seq,
+                due,
+                sent,
+                reply,
+            };
+            if out.send(o).is_err() {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! TCP load against `tcmon sink`: N upload and N download streams, RRUL-style, each optionally
+//! DSCP-marked, with goodput per direction.
+//!
+//! A stream opens with a 10-byte hello: `TCMLOAD`, the mode (`U` the client sends, `D` the
+//! sink sends), the TOS byte the sink marks its side with, and a reserved byte.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::ProbeError;
+
+pub(crate) const HELLO_MAGIC: &[u8; 7] = b"TCMLOAD";
+pub(crate) const HELLO_BYTES: usize = 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// This host sends to the sink.
+    Upload,
+    /// The sink sends to this host.
+    Download,
+}
+
+/// A DSCP code point, by the names RRUL uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dscp {
+    Be,
+    Bk,
+    Cs5,
+    Ef,
+}
+
+impl Dscp {
+    /// The IP TOS byte (DSCP in the upper six bits).
+    pub fn tos(self) -> u8 {
+        let dscp = match self {
+            Dscp::Be => 0,
+            Dscp::Bk => 8,
+            Dscp::Cs5 => 40,
+            Dscp::Ef => 46,
+        };
+        dscp << 2
+    }
+}
+
+impl FromStr for Dscp {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Dscp, String> {
+        match s.to_ascii_uppercase().as_str() {
+            "BE" | "CS0" => Ok(Dscp::Be),
+            "BK" | "CS1" => Ok(Dscp::Bk),
+            "CS5" => Ok(Dscp::Cs5),
+            "EF" => Ok(Dscp::Ef),
+            _ => Err(format!("unknown DSCP {s:?}: expected BE, BK, CS5 or EF")),
+        }
+    }
+}
+
+/// Running streams in one direction; they stop (reset, so no queued data lingers) when
+/// dropped.
+#[derive(Debug)]
+pub struct Load {
+    direction: Direction,
+    started: Instant,
+    stop: Arc<AtomicBool>,
+    bytes: Arc<AtomicU64>,
+    streams: Vec<(TcpStream, JoinHandle<()>)>,
+}
+
+impl Load {
+    /// Connects `n` streams; stream `i` is marked `dscp[i % len]` (unmarked if empty).
+    pub fn start(
+        sink: SocketAddr,
+        direction: Direction,
+        n: usize,
+        dscp: &[Dscp],
+    ) -> Result<Load, ProbeError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let bytes = Arc::new(AtomicU64::new(0));
+        let mut streams = Vec::with_capacity(n);
+        let err = |e| ProbeError::Socket(format!("load stream to sink {sink}"), e);
+        for i in 0..n {
+            let tos = if dscp.is_empty() {
+                0
+            } else {
+                dscp[i % dscp.len()].tos()
+            };
+            let mut s = TcpStream::connect_timeout(&sink, Duration::from_secs(5)).map_err(err)?;
+            set_tos(&s, sink, tos).map_err(err)?;
+            let mode = match direction {
+                Direction::Upload => b'U',
+                Direction::Download => b'D',
+            };
+            let mut hello = [0u8; HELLO_BYTES];
+            hello[..7].copy_from_slice(HELLO_MAGIC);
+            hello[7] = mode;
+            hello[8] = tos;
+            s.write_all(&hello).map_err(err)?;
+            let worker = s.try_clone().map_err(err)?;
+            let (stop, bytes) = (Arc::clone(&stop), Arc::clone(&bytes));
+            let handle = std::thread::Builder::new()
+                .name("tcmon-load".into())
+                .spawn(move || match direction {
+                    Direction::Upload => upload(worker, &stop, &bytes),
+                    Direction::Download => download(worker, &stop, &bytes),
+                })
+                .map_err(ProbeError::Runtime)?;
+            streams.push((s, handle));
+        }
+        Ok(Load {
+            direction,
+            started: Instant::now(),
+            stop,
+            bytes,
+            streams,
+        })
+    }
+
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+
+    /// Bytes delivered so far: acknowledged by the sink (upload) or read (download). Bytes
+    /// merely buffered in a socket are not goodput.
+    pub fn delivered_bytes(&self) -> u64 {
+        match self.direction {
+            Direction::Download => self.bytes.load(Ordering::Relaxed),
+            Direction::Upload => self
+                .streams
+                .iter()
+                .map(|(s, _)| bytes_acked(s).unwrap_or(0))
+                .sum(),
+        }
+    }
+
+    /// Goodput since start.
+    pub fn goodput_bits_per_sec(&self) -> f64 {
+        let secs = self.started.elapsed().as_secs_f64();
+        if secs <= 0.0 {
+            return 0.0;
+        }
+        self.delivered_bytes() as f64 * 8.0 / secs
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for (s, _) in &self.streams {
+            // Linger 0: close with a reset, discarding what is still queued in the socket.
+            let _ = set_linger_zero(s);
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        for (_, h) in self.streams.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+fn upload(mut s: TcpStream, stop: &AtomicBool, bytes: &AtomicU64) {
+    let buf = vec![0x5au8; 64 * 1024];
+    while !stop.load(Ordering::Relaxed) {
+        match s.write(&buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+fn download(mut s: TcpStream, stop: &AtomicBool, bytes: &AtomicU64) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while !stop.load(Ordering::Relaxed) {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+pub(crate) fn set_tos(s: &impl AsRawFd, peer: SocketAddr, tos: u8) -> io::Result<()> {
+    if tos == 0 {
+        return Ok(());
+    }
+    let v = libc::c_int::from(tos);
+    if peer.is_ipv4() {
+        setsockopt(s, libc::IPPROTO_IP, libc::IP_TOS, &v)
+    } else {
+        setsockopt(s, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, &v)
+    }
+}
+
+pub(crate) fn set_linger_zero(s: &impl AsRawFd) -> io::Result<()> {
+    let l = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    setsockopt(s, libc::SOL_SOCKET, libc::SO_LINGER, &l)
+}
+
+fn setsockopt<T>(s: &impl AsRawFd, level: libc::c_int, name: libc::c_int, v: &T) -> io::Result<()> {
+    // SAFETY: a valid fd and a pointer to a `T` of the length passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            std::ptr::from_ref(v).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `tcpi_bytes_acked` of TCP_INFO (Linux 4.1+).
+fn bytes_acked(s: &TcpStream) -> io::Result<u64> {
+    // SAFETY: tcp_info is plain old data; the kernel fills at most `len` bytes.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: as above.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            std::ptr::from_mut(&mut info).cast(),
+            &raw mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info.tcpi_bytes_acked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dscp_names_map_to_tos_bytes() {
+        assert_eq!("EF".parse::<Dscp>().unwrap().tos(), 0xb8);
+        assert_eq!("cs5".parse::<Dscp>().unwrap().tos(), 0xa0);
+        assert_eq!("BK".parse::<Dscp>().unwrap().tos(), 0x20);
+        assert_eq!("BE".parse::<Dscp>().unwrap().tos(), 0);
+        assert!("AF41".parse::<Dscp>().unwrap_err().contains("expected BE"));
+    }
+}

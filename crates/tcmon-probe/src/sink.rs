@@ -1,0 +1,201 @@
+//! `tcmon sink`: the other end of the load and the UDP probes, safe to leave running.
+//!
+//! TCP: a stream says in its hello whether it uploads (the sink discards) or downloads (the
+//! sink sends). Every stream is bounded in duration and idle time, connections are bounded
+//! in number, and each one is logged with who, what, how much and why it ended. UDP: probe
+//! datagrams (and only those, so the sink is no reflector) are echoed on the same port.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::oneshot;
+
+use crate::engine::UDP_MAGIC;
+use crate::load::{set_tos, HELLO_BYTES, HELLO_MAGIC};
+use crate::ProbeError;
+
+#[derive(Debug, Clone)]
+pub struct SinkOptions {
+    pub listen: SocketAddr,
+    /// Streams open at once; more are refused.
+    pub max_connections: usize,
+    /// A stream is ended after this long.
+    pub max_stream: Duration,
+    /// A stream that moves no data for this long is ended (and a hello must come within it).
+    pub idle: Duration,
+}
+
+impl Default for SinkOptions {
+    fn default() -> Self {
+        SinkOptions {
+            listen: "127.0.0.1:7878".parse().expect("literal"),
+            max_connections: 64,
+            max_stream: Duration::from_secs(60),
+            idle: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A running sink on its own threads; stops when dropped.
+#[derive(Debug)]
+pub struct Sink {
+    local: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Sink {
+    /// Binds TCP and UDP on `listen` (port 0: one free port for both) and serves; `log` gets
+    /// one line per event.
+    pub fn start(
+        opts: SinkOptions,
+        log: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Result<Sink, ProbeError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .thread_name("tcmon-sink")
+            .build()
+            .map_err(ProbeError::Runtime)?;
+        let bind_err = |e| ProbeError::Socket(format!("sink on {}", opts.listen), e);
+        let (tcp, udp) = rt
+            .block_on(async {
+                let tcp = TcpListener::bind(opts.listen).await?;
+                let udp = UdpSocket::bind(tcp.local_addr()?).await?;
+                Ok::<_, std::io::Error>((tcp, udp))
+            })
+            .map_err(bind_err)?;
+        let local = tcp.local_addr().map_err(bind_err)?;
+        let (stop, stopped) = oneshot::channel();
+        let log: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(log);
+        let thread = std::thread::Builder::new()
+            .name("tcmon-sink".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    tokio::spawn(echo(udp));
+                    tokio::select! {
+                        () = accept(tcp, opts, log) => {}
+                        _ = stopped => {}
+                    }
+                });
+                rt.shutdown_timeout(Duration::from_millis(100));
+            })
+            .map_err(ProbeError::Runtime)?;
+        Ok(Sink {
+            local,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Serves until the process ends.
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn echo(udp: UdpSocket) {
+    let mut buf = [0u8; 2048];
+    loop {
+        let Ok((n, peer)) = udp.recv_from(&mut buf).await else {
+            continue;
+        };
+        if (12..=1472).contains(&n) && &buf[..4] == UDP_MAGIC {
+            let _ = udp.send_to(&buf[..n], peer).await;
+        }
+    }
+}
+
+async fn accept(tcp: TcpListener, opts: SinkOptions, log: Arc<dyn Fn(&str) + Send + Sync>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    loop {
+        let Ok((stream, peer)) = tcp.accept().await else {
+            // EMFILE and friends: back off rather than spin.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        if open.load(Ordering::Relaxed) >= opts.max_connections {
+            log(&format!(
+                "sink: refused {peer}: {} streams open (max {})",
+                opts.max_connections, opts.max_connections
+            ));
+            continue;
+        }
+        open.fetch_add(1, Ordering::Relaxed);
+        let (open, opts, log) = (Arc::clone(&open), opts.clone(), Arc::clone(&log));
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let (mode, bytes, why) = serve(stream, peer, &opts).await;
+            open.fetch_sub(1, Ordering::Relaxed);
+            log(&format!(
+                "sink: {peer} {mode} {bytes} bytes in {:.1} s ({why})",
+                started.elapsed().as_secs_f64()
+            ));
+        });
+    }
+}
+
+async fn serve(
+    mut s: TcpStream,
+    peer: SocketAddr,
+    opts: &SinkOptions,
+) -> (&'static str, u64, &'static str) {
+    let mut hello = [0u8; HELLO_BYTES];
+    match tokio::time::timeout(opts.idle, s.read_exact(&mut hello)).await {
+        Ok(Ok(_)) if &hello[..7] == HELLO_MAGIC => {}
+        Ok(Ok(_)) => return ("unknown", 0, "not a tcmon load stream"),
+        Ok(Err(_)) => return ("unknown", 0, "closed before its hello"),
+        Err(_) => return ("unknown", 0, "no hello within the idle time"),
+    }
+    let _ = set_tos(&s, peer, hello[8]);
+    let deadline = tokio::time::Instant::now() + opts.max_stream;
+    let mut bytes = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    let upload = match hello[7] {
+        b'U' => true,
+        b'D' => false,
+        _ => return ("unknown", 0, "unknown mode"),
+    };
+    let mode = if upload { "upload" } else { "download" };
+    loop {
+        let step = async {
+            if upload {
+                s.read(&mut buf).await
+            } else {
+                s.write(&buf).await
+            }
+        };
+        match tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + opts.idle), step)
+            .await
+        {
+            Ok(Ok(0) | Err(_)) => return (mode, bytes, "closed by client"),
+            Ok(Ok(n)) => bytes += n as u64,
+            Err(_) if tokio::time::Instant::now() >= deadline => {
+                return (mode, bytes, "stream duration limit")
+            }
+            Err(_) => return (mode, bytes, "idle limit"),
+        }
+    }
+}

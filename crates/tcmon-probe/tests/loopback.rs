@@ -1,0 +1,176 @@
+//! Probes, load and sink against each other on loopback (no privileges needed).
+
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tcmon_probe::{
+    Direction, Engine, Load, ProbeSpec, Reply, Sink, SinkOptions, Target, TargetStats,
+};
+
+fn sink(opts: SinkOptions) -> (Sink, Arc<Mutex<Vec<String>>>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let l = Arc::clone(&log);
+    let s = Sink::start(opts, move |line| l.lock().unwrap().push(line.to_owned())).unwrap();
+    (s, log)
+}
+
+fn loopback() -> SinkOptions {
+    SinkOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..SinkOptions::default()
+    }
+}
+
+fn collect(engine: &Engine, n: usize, within: Duration) -> Vec<tcmon_probe::Outcome> {
+    let deadline = Instant::now() + within;
+    let mut out = Vec::new();
+    while out.len() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match engine.outcomes().recv_timeout(left) {
+            Ok(o) => out.push(o),
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+#[test]
+fn udp_probes_are_echoed_and_counted_lost_when_the_sink_stops() {
+    let (s, _) = sink(loopback());
+    let spec = ProbeSpec {
+        target: Target::Udp(s.local_addr()),
+        interval: Duration::from_millis(20),
+        timeout: Duration::from_millis(200),
+    };
+    let engine = Engine::start(&[spec]).unwrap();
+    let got = collect(&engine, 10, Duration::from_secs(5));
+    assert_eq!(got.len(), 10);
+    let mut stats = TargetStats::default();
+    for o in &got {
+        assert!(matches!(o.reply, Reply::Rtt { .. }), "{o:?}");
+        stats.record(&o.reply);
+    }
+    assert!(stats.rtt_ms().unwrap().p50 < 10.0);
+    drop(s);
+    // Drain what was in flight, then every probe is lost.
+    std::thread::sleep(Duration::from_millis(300));
+    while engine.outcomes().try_recv().is_ok() {}
+    let after = collect(&engine, 5, Duration::from_secs(5));
+    assert_eq!(after.len(), 5);
+    assert!(
+        after.iter().all(|o| o.reply == Reply::Lost),
+        "a stopped sink loses every probe: {after:?}"
+    );
+}
+
+#[test]
+fn tcp_connect_times_and_refusals() {
+    let (s, _) = sink(loopback());
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let specs = [
+        ProbeSpec {
+            target: Target::Tcp(s.local_addr()),
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_millis(500),
+        },
+        ProbeSpec {
+            target: Target::Tcp(closed),
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_millis(500),
+        },
+    ];
+    let engine = Engine::start(&specs).unwrap();
+    let got = collect(&engine, 8, Duration::from_secs(5));
+    assert!(got
+        .iter()
+        .filter(|o| o.target == 0)
+        .all(|o| matches!(o.reply, Reply::Rtt { .. })));
+    assert!(got
+        .iter()
+        .filter(|o| o.target == 1)
+        .all(|o| matches!(&o.reply, Reply::Error(e) if e.contains("refused"))));
+}
+
+#[test]
+fn load_moves_data_both_ways_and_the_sink_logs_it() {
+    let (s, log) = sink(loopback());
+    let up = Load::start(s.local_addr(), Direction::Upload, 2, &[]).unwrap();
+    let down = Load::start(s.local_addr(), Direction::Download, 2, &[]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        up.goodput_bits_per_sec() > 1e6,
+        "{}",
+        up.goodput_bits_per_sec()
+    );
+    assert!(down.goodput_bits_per_sec() > 1e6);
+    drop(up);
+    drop(down);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while log.lock().unwrap().len() < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = log.lock().unwrap().clone();
+    assert_eq!(
+        log.iter().filter(|l| l.contains(" upload ")).count(),
+        2,
+        "{log:?}"
+    );
+    assert_eq!(
+        log.iter().filter(|l| l.contains(" download ")).count(),
+        2,
+        "{log:?}"
+    );
+    assert!(log.iter().all(|l| l.contains("127.0.0.1:")), "who: {log:?}");
+}
+
+#[test]
+fn the_sink_bounds_connections_idle_time_and_stream_length() {
+    let (s, log) = sink(SinkOptions {
+        max_connections: 1,
+        max_stream: Duration::from_millis(400),
+        idle: Duration::from_millis(200),
+        ..loopback()
+    });
+    // Says nothing: dropped after the idle time.
+    let silent = TcpStream::connect(s.local_addr()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    // Over the limit while the first is open: refused.
+    let _second = TcpStream::connect(s.local_addr()).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    drop(silent);
+    // A download that would go on forever is cut at the stream limit.
+    let down = Load::start(s.local_addr(), Direction::Download, 1, &[]).unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    drop(down);
+    std::thread::sleep(Duration::from_millis(100));
+    let log = log.lock().unwrap().clone();
+    assert!(log.iter().any(|l| l.contains("refused")), "{log:?}");
+    assert!(log.iter().any(|l| l.contains("no hello")), "{log:?}");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("download") && l.contains("stream duration limit")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn a_target_that_does_not_answer_times_out_per_probe() {
+    // TEST-NET-1 is never routed to a host; the probe must time out, not hang.
+    let spec = ProbeSpec {
+        target: Target::Tcp("192.0.2.1:9".parse().unwrap()),
+        interval: Duration::from_millis(100),
+        timeout: Duration::from_millis(200),
+    };
+    let engine = Engine::start(&[spec]).unwrap();
+    let t = Instant::now();
+    let got = collect(&engine, 3, Duration::from_secs(3));
+    assert_eq!(got.len(), 3);
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(got
+        .iter()
+        .all(|o| matches!(o.reply, Reply::Lost | Reply::Error(_))));
+}

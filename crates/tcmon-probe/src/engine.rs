@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -72,6 +72,8 @@ struct Fire {
 pub struct Engine {
     outcomes: mpsc::Receiver<Outcome>,
     stop: Arc<AtomicBool>,
+    paused: Arc<AtomicBool>,
+    in_flight: Arc<AtomicI64>,
     scheduler: Option<JoinHandle<()>>,
     runtime: Option<JoinHandle<()>>,
 }
@@ -84,7 +86,10 @@ impl Engine {
         let (fire_tx, fire_rx) = tmpsc::unbounded_channel::<Fire>();
         let (ready_tx, ready_rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
+        let paused = Arc::new(AtomicBool::new(false));
+        let in_flight = Arc::new(AtomicI64::new(0));
         let specs_rt = specs.to_vec();
+        let in_flight_rt = Arc::clone(&in_flight);
         let runtime = std::thread::Builder::new()
             .name("tcmon-probe-io".into())
             .spawn(move || {
@@ -107,7 +112,7 @@ impl Engine {
                         }
                     };
                     let _ = ready_tx.send(Ok(()));
-                    dispatch(probers, fire_rx, out_tx).await;
+                    dispatch(probers, fire_rx, out_tx, in_flight_rt).await;
                 });
             })
             .map_err(ProbeError::Runtime)?;
@@ -125,14 +130,20 @@ impl Engine {
             }
         }
         let intervals: Vec<Duration> = specs.iter().map(|s| s.interval).collect();
-        let stop_s = Arc::clone(&stop);
+        let (stop_s, paused_s, in_flight_s) = (
+            Arc::clone(&stop),
+            Arc::clone(&paused),
+            Arc::clone(&in_flight),
+        );
         let scheduler = std::thread::Builder::new()
             .name("tcmon-probe-sched".into())
-            .spawn(move || schedule(&intervals, &fire_tx, &stop_s))
+            .spawn(move || schedule(&intervals, &fire_tx, &stop_s, &paused_s, &in_flight_s))
             .map_err(ProbeError::Runtime)?;
         Ok(Engine {
             outcomes,
             stop,
+            paused,
+            in_flight,
             scheduler: Some(scheduler),
             runtime: Some(runtime),
         })
@@ -140,6 +151,16 @@ impl Engine {
 
     pub fn outcomes(&self) -> &mpsc::Receiver<Outcome> {
         &self.outcomes
+    }
+
+    /// Stops (or resumes) sending; probes in flight still complete.
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Relaxed);
+    }
+
+    /// Probes sent whose outcome has not been delivered yet.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed).max(0) as u64
     }
 }
 
@@ -157,7 +178,13 @@ impl Drop for Engine {
     }
 }
 
-fn schedule(intervals: &[Duration], fire: &tmpsc::UnboundedSender<Fire>, stop: &AtomicBool) {
+fn schedule(
+    intervals: &[Duration],
+    fire: &tmpsc::UnboundedSender<Fire>,
+    stop: &AtomicBool,
+    paused: &AtomicBool,
+    in_flight: &AtomicI64,
+) {
     set_timer_slack_ns(1_000);
     let start = Instant::now();
     let n = intervals.len().max(1) as u32;
@@ -179,8 +206,11 @@ fn schedule(intervals: &[Duration], fire: &tmpsc::UnboundedSender<Fire>, stop: &
             }
             std::thread::sleep((due - now).min(Duration::from_millis(50)));
         }
-        if fire.send(Fire { target, seq, due }).is_err() {
-            return;
+        if !paused.load(Ordering::Relaxed) {
+            in_flight.fetch_add(1, Ordering::Relaxed);
+            if fire.send(Fire { target, seq, due }).is_err() {
+                return;
+            }
         }
         heap.push(Reverse((due + intervals[target], target, seq + 1)));
     }
@@ -269,6 +299,7 @@ async fn dispatch(
     probers: Arc<Probers>,
     mut fire: tmpsc::UnboundedReceiver<Fire>,
     out: mpsc::Sender<Outcome>,
+    in_flight: Arc<AtomicI64>,
 ) {
     for (&i, u) in &probers.udp {
         tokio::spawn(udp_receive(
@@ -276,13 +307,16 @@ async fn dispatch(
             Arc::clone(u),
             probers.specs[i].timeout,
             out.clone(),
+            Arc::clone(&in_flight),
         ));
     }
     while let Some(f) = fire.recv().await {
         let p = Arc::clone(&probers);
         let out = out.clone();
+        let in_flight = Arc::clone(&in_flight);
         tokio::spawn(async move {
             if let Some(o) = probe(&p, f).await {
+                in_flight.fetch_sub(1, Ordering::Relaxed);
                 let _ = out.send(o);
             }
         });
@@ -362,6 +396,7 @@ async fn udp_receive(
     u: Arc<UdpProber>,
     timeout: Duration,
     out: mpsc::Sender<Outcome>,
+    in_flight: Arc<AtomicI64>,
 ) {
     let mut buf = [0u8; 2048];
     loop {
@@ -405,6 +440,9 @@ async fn udp_receive(
         };
         drop(answered);
         if let Some((due, sent, reply)) = reply {
+            if reply != Reply::Duplicate {
+                in_flight.fetch_sub(1, Ordering::Relaxed);
+            }
             let o = Outcome {
                 target,
                 seq,

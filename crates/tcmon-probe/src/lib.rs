@@ -2,19 +2,25 @@
 //! connect), a TCP load generator and its sink, continuous probing for the agent, and the
 //! bufferbloat verdict.
 
+mod continuous;
 mod engine;
 mod load;
+mod rrul;
 mod sink;
 mod stats;
 mod status;
 mod target;
+mod verdict;
 
+pub use continuous::{Continuous, ContinuousOptions, RTT_BUCKETS_SECONDS};
 pub use engine::{Engine, Outcome, ProbeSpec, Reply, UDP_MAGIC};
 pub use load::{Direction, Dscp, Load};
+pub use rrul::{run, LoadOptions, TestOptions};
 pub use sink::{Sink, SinkOptions};
 pub use stats::{RttMs, TargetStats};
 pub use status::{ProbeKind, TargetStatus};
 pub use target::Target;
+pub use verdict::{verdict, Bottleneck, Grade, PhaseData, PhaseReport, Report};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {

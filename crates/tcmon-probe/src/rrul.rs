@@ -1,0 +1,185 @@
+//! The latency-under-load test: probes run throughout; load (if a sink is given) runs in
+//! phases idle -> download -> upload -> both -> idle; tc state is sampled alongside.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tcmon_core::Snapshot;
+
+use crate::engine::{Engine, Outcome, ProbeSpec};
+use crate::load::{Direction, Dscp, Load};
+use crate::stats::TargetStats;
+use crate::target::Target;
+use crate::verdict::{verdict, PhaseData, Report};
+use crate::ProbeError;
+
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    pub sink: SocketAddr,
+    /// Streams per direction.
+    pub streams: usize,
+    /// Marks, by stream, round robin; empty: unmarked.
+    pub dscp: Vec<Dscp>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TestOptions {
+    pub targets: Vec<Target>,
+    pub interval: Duration,
+    /// Long enough for the worst bloat to come back as an RTT rather than a loss.
+    pub timeout: Duration,
+    pub duration: Duration,
+    pub load: Option<LoadOptions>,
+    /// How often tc state is sampled.
+    pub sample_every: Duration,
+}
+
+impl Default for TestOptions {
+    fn default() -> Self {
+        TestOptions {
+            targets: Vec::new(),
+            interval: Duration::from_millis(200),
+            timeout: Duration::from_secs(10),
+            duration: Duration::from_secs(30),
+            load: None,
+            sample_every: Duration::from_millis(250),
+        }
+    }
+}
+
+/// The share of a phase, at its start, whose probes do not count: queues fill (and, after
+/// load, drain) in that time.
+const WARM_UP: f64 = 0.25;
+
+/// Runs the test. `sample` reads this host's tc state (it runs on its own thread; `None`
+/// skips a sample).
+pub fn run<F>(opts: &TestOptions, sample: F) -> Result<Report, ProbeError>
+where
+    F: FnMut() -> Option<Snapshot> + Send + 'static,
+{
+    let specs: Vec<ProbeSpec> = opts
+        .targets
+        .iter()
+        .map(|&target| ProbeSpec {
+            target,
+            interval: opts.interval,
+            timeout: opts.timeout,
+        })
+        .collect();
+    let names: Vec<&'static str> = if opts.load.is_some() {
+        vec!["idle", "download", "upload", "both", "idle"]
+    } else {
+        vec!["observed"]
+    };
+    let phase_len = opts.duration / names.len() as u32;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (stop, every) = (Arc::clone(&stop), opts.sample_every);
+        let mut sample = sample;
+        std::thread::Builder::new()
+            .name("tcmon-probe-tc".into())
+            .spawn(move || {
+                let mut out = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    if let Some(s) = sample() {
+                        out.push((t, s));
+                    }
+                    std::thread::sleep(every.saturating_sub(t.elapsed()));
+                }
+                out
+            })
+            .map_err(ProbeError::Runtime)?
+    };
+    let engine = match Engine::start(&specs) {
+        Ok(e) => e,
+        Err(e) => {
+            stop.store(true, Ordering::Relaxed);
+            let _ = sampler.join();
+            return Err(e);
+        }
+    };
+    let mut outcomes = Vec::new();
+    let mut phases = Vec::with_capacity(names.len());
+    let mut result = Ok(());
+    for name in names {
+        let start = Instant::now();
+        let end = start + phase_len;
+        let (down, up) = match (&opts.load, name) {
+            (Some(l), "download") => (Some(l), None),
+            (Some(l), "upload") => (None, Some(l)),
+            (Some(l), "both") => (Some(l), Some(l)),
+            _ => (None, None),
+        };
+        let start_load = |l: Option<&LoadOptions>, d| {
+            l.map(|l| Load::start(l.sink, d, l.streams, &l.dscp))
+                .transpose()
+        };
+        let loads = start_load(down, Direction::Download)
+            .and_then(|d| Ok((d, start_load(up, Direction::Upload)?)));
+        let (down, up) = match loads {
+            Ok(l) => l,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        while Instant::now() < end {
+            let left = end.saturating_duration_since(Instant::now());
+            if let Ok(o) = engine.outcomes().recv_timeout(left) {
+                outcomes.push(o);
+            }
+        }
+        let rate = |l: &Option<Load>| l.as_ref().map_or(0.0, Load::goodput_bits_per_sec);
+        let (download_bits_per_sec, upload_bits_per_sec) = (rate(&down), rate(&up));
+        let loaded = down.is_some() || up.is_some();
+        drop((down, up));
+        phases.push(PhaseData {
+            name,
+            start,
+            end,
+            measure_from: if phases.is_empty() {
+                start
+            } else {
+                start + phase_len.mul_f64(WARM_UP)
+            },
+            stats: TargetStats::default(),
+            download_bits_per_sec,
+            upload_bits_per_sec,
+            loaded,
+        });
+    }
+    // Let the probes in flight come back (or time out) so the last phase is complete.
+    engine.set_paused(true);
+    let deadline = Instant::now() + opts.timeout + Duration::from_millis(200);
+    while engine.in_flight() > 0 && Instant::now() < deadline {
+        if let Ok(o) = engine.outcomes().recv_timeout(Duration::from_millis(50)) {
+            outcomes.push(o);
+        }
+    }
+    drop(engine);
+    stop.store(true, Ordering::Relaxed);
+    let tc_samples = sampler.join().unwrap_or_default();
+    result?;
+    assign(&mut phases, &outcomes);
+    Ok(verdict(
+        opts.targets.iter().map(ToString::to_string).collect(),
+        &phases,
+        &tc_samples,
+    ))
+}
+
+/// Each probe counts in the phase it was sent in, after that phase's warm-up.
+fn assign(phases: &mut [PhaseData], outcomes: &[Outcome]) {
+    for o in outcomes {
+        if let Some(p) = phases
+            .iter_mut()
+            .find(|p| o.sent >= p.measure_from && o.sent < p.end)
+        {
+            p.stats.record(&o.reply);
+        }
+    }
+}

@@ -5,6 +5,7 @@ mod check;
 mod config;
 mod dump;
 mod lab;
+mod probe;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +32,11 @@ enum Command {
     /// Diagnose the shaper: findings with evidence and fixes; exit 0 ok, 1 warning,
     /// 2 critical, 3 unknown.
     Check(CheckArgs),
+    /// Measure latency under load (idle, download, upload, both, idle), grade it and name the
+    /// queue that holds the delay.
+    Probe(ProbeArgs),
+    /// Serve the other end of `probe --load`: TCP upload/download streams and UDP echo.
+    Sink(SinkArgs),
     /// Build the seeds' lab (node1 - router - node2, a shaper on the router) in network
     /// namespaces, to see tcmon on a real shaper. Needs root.
     Lab {
@@ -99,6 +105,62 @@ struct CheckArgs {
     explain: Option<String>,
 }
 
+#[derive(Debug, Args)]
+struct ProbeArgs {
+    /// `ADDR` or `icmp:HOST` (ICMP echo), `udp:HOST:PORT` (UDP echo of a `tcmon sink`),
+    /// `tcp:HOST:PORT` (TCP connect time).
+    #[arg(value_name = "TARGET", required = true)]
+    targets: Vec<String>,
+    /// Load against this `tcmon sink` (HOST:PORT). Without it only current traffic is seen.
+    #[arg(long, value_name = "SINK_ADDR")]
+    load: Option<std::net::SocketAddr>,
+    /// The whole test; with --load, five equal phases.
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "30s")]
+    duration: Duration,
+    /// Time between probes to each target.
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "200ms")]
+    interval: Duration,
+    /// A probe unanswered this long is lost (long: bloated queues answer late, not never).
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "10s")]
+    timeout: Duration,
+    /// TCP streams per direction.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    streams: usize,
+    /// Mark streams with these DSCPs, round robin (BE, BK, CS5, EF; comma separated).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    dscp: Vec<tcmon_probe::Dscp>,
+    /// Congestion control of the load streams, both ends (reno, cubic, bbr). Default: the
+    /// hosts'. Delay-based BBR keeps queues short by itself; cubic is what most traffic uses.
+    #[arg(long, value_name = "NAME")]
+    cc: Option<String>,
+    /// Only these interfaces are searched for the bottleneck (repeatable). Default: all.
+    #[arg(long = "dev", value_name = "IF")]
+    devices: Vec<String>,
+    /// Search the bottleneck in this network namespace's tc state (e.g. the namespace that
+    /// routes and shapes this one's traffic). Probes and load still use this one.
+    #[arg(long, value_name = "NAME")]
+    netns: Option<String>,
+    /// `{"phases": [...], "latency_increase_ms", "grade", "rpm", "bottleneck"}`.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct SinkArgs {
+    /// TCP and UDP on this address (use 0.0.0.0:7878 to serve other hosts).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    listen: std::net::SocketAddr,
+    /// Streams open at once; more are refused.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_connections: usize,
+    /// Each stream is ended after this long.
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "60s")]
+    max_stream: Duration,
+    /// A stream that moves nothing this long is ended.
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "10s")]
+    idle: Duration,
+}
+
 /// Exit status for a bad argument (`--dev`, `--netns`, config), as distinct from a failure.
 const EXIT_USAGE: u8 = 2;
 
@@ -123,6 +185,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Dump(args) => dump::run(&args),
         Command::Check(args) => return check::run(&args),
+        Command::Probe(args) => probe::run(&args),
+        Command::Sink(args) => probe::sink(&args),
         Command::Lab { action } => lab::run(&action),
     };
     match result {

@@ -14,13 +14,13 @@ mod verdict;
 
 pub use continuous::{Continuous, ContinuousOptions, RTT_BUCKETS_SECONDS};
 pub use engine::{Engine, Outcome, ProbeSpec, Reply, UDP_MAGIC};
-pub use load::{Direction, Dscp, Load};
+pub use load::{Direction, Dscp, Load, CONGESTION};
 pub use rrul::{run, LoadOptions, TestOptions};
 pub use sink::{Sink, SinkOptions};
 pub use stats::{RttMs, TargetStats};
 pub use status::{ProbeKind, TargetStatus};
 pub use target::Target;
-pub use verdict::{verdict, Bottleneck, Grade, PhaseData, PhaseReport, Report};
+pub use verdict::{verdict, Bottleneck, Grade, PhaseData, PhaseReport, Report, TargetPhase};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {

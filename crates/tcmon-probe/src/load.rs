@@ -2,7 +2,8 @@
 //! DSCP-marked, with goodput per direction.
 //!
 //! A stream opens with a 10-byte hello: `TCMLOAD`, the mode (`U` the client sends, `D` the
-//! sink sends), the TOS byte the sink marks its side with, and a reserved byte.
+//! sink sends), the TOS byte the sink marks its side with, and the congestion control the
+//! sender should use (0 its default, then [`CONGESTION`] by index).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -17,6 +18,11 @@ use crate::ProbeError;
 
 pub(crate) const HELLO_MAGIC: &[u8; 7] = b"TCMLOAD";
 pub(crate) const HELLO_BYTES: usize = 10;
+
+/// Congestion controls a stream may ask for. Delay-based ones (BBR, some hosts' default) keep
+/// queues short by themselves; the loss-based ones most traffic still uses fill them, which
+/// is what a bufferbloat test must reproduce.
+pub const CONGESTION: [&str; 3] = ["reno", "cubic", "bbr"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -75,12 +81,26 @@ pub struct Load {
 
 impl Load {
     /// Connects `n` streams; stream `i` is marked `dscp[i % len]` (unmarked if empty).
+    /// `congestion`: one of [`CONGESTION`] for both ends (the sink sends downloads), or the
+    /// hosts' defaults.
     pub fn start(
         sink: SocketAddr,
         direction: Direction,
         n: usize,
         dscp: &[Dscp],
+        congestion: Option<&str>,
     ) -> Result<Load, ProbeError> {
+        let cc_index = match congestion {
+            None => 0,
+            Some(name) => CONGESTION
+                .iter()
+                .position(|c| *c == name)
+                .map(|i| i as u8 + 1)
+                .ok_or_else(|| ProbeError::Target {
+                    target: format!("congestion control {name}"),
+                    why: format!("expected one of {}", CONGESTION.join(", ")),
+                })?,
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let bytes = Arc::new(AtomicU64::new(0));
         let mut streams = Vec::with_capacity(n);
@@ -93,6 +113,11 @@ impl Load {
             };
             let mut s = TcpStream::connect_timeout(&sink, Duration::from_secs(5)).map_err(err)?;
             set_tos(&s, sink, tos).map_err(err)?;
+            if let Some(cc) = congestion {
+                set_congestion(&s, cc).map_err(|e| {
+                    ProbeError::Socket(format!("congestion control {cc} (needs CAP_NET_ADMIN unless allowed by net.ipv4.tcp_allowed_congestion_control)"), e)
+                })?;
+            }
             let mode = match direction {
                 Direction::Upload => b'U',
                 Direction::Download => b'D',
@@ -101,6 +126,7 @@ impl Load {
             hello[..7].copy_from_slice(HELLO_MAGIC);
             hello[7] = mode;
             hello[8] = tos;
+            hello[9] = cc_index;
             s.write_all(&hello).map_err(err)?;
             let worker = s.try_clone().map_err(err)?;
             let (stop, bytes) = (Arc::clone(&stop), Arc::clone(&bytes));
@@ -196,6 +222,24 @@ pub(crate) fn set_tos(s: &impl AsRawFd, peer: SocketAddr, tos: u8) -> io::Result
         setsockopt(s, libc::IPPROTO_IP, libc::IP_TOS, &v)
     } else {
         setsockopt(s, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, &v)
+    }
+}
+
+pub(crate) fn set_congestion(s: &impl AsRawFd, name: &str) -> io::Result<()> {
+    // SAFETY: a valid fd and a byte string of the length passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

@@ -22,6 +22,8 @@ pub struct LoadOptions {
     pub streams: usize,
     /// Marks, by stream, round robin; empty: unmarked.
     pub dscp: Vec<Dscp>,
+    /// Congestion control of both ends (see [`crate::CONGESTION`]); `None`: the hosts'.
+    pub congestion: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -115,7 +117,7 @@ where
             _ => (None, None),
         };
         let start_load = |l: Option<&LoadOptions>, d| {
-            l.map(|l| Load::start(l.sink, d, l.streams, &l.dscp))
+            l.map(|l| Load::start(l.sink, d, l.streams, &l.dscp, l.congestion.as_deref()))
                 .transpose()
         };
         let loads = start_load(down, Direction::Download)
@@ -147,6 +149,7 @@ where
                 start + phase_len.mul_f64(WARM_UP)
             },
             stats: TargetStats::default(),
+            per_target: vec![TargetStats::default(); opts.targets.len()],
             download_bits_per_sec,
             upload_bits_per_sec,
             loaded,
@@ -180,6 +183,9 @@ fn assign(phases: &mut [PhaseData], outcomes: &[Outcome]) {
             .find(|p| o.sent >= p.measure_from && o.sent < p.end)
         {
             p.stats.record(&o.reply);
+            if let Some(t) = p.per_target.get_mut(o.target) {
+                t.record(&o.reply);
+            }
         }
     }
 }

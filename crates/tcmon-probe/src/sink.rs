@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::oneshot;
 
 use crate::engine::UDP_MAGIC;
-use crate::load::{set_tos, HELLO_BYTES, HELLO_MAGIC};
+use crate::load::{set_congestion, set_tos, CONGESTION, HELLO_BYTES, HELLO_MAGIC};
 use crate::ProbeError;
 
 #[derive(Debug, Clone)]
@@ -170,6 +170,13 @@ async fn serve(
         Err(_) => return ("unknown", 0, "no hello within the idle time"),
     }
     let _ = set_tos(&s, peer, hello[8]);
+    if let Some(cc) = usize::from(hello[9])
+        .checked_sub(1)
+        .and_then(|i| CONGESTION.get(i))
+    {
+        // Not allowed here: the stream still runs, with this host's default.
+        let _ = set_congestion(&s, cc);
+    }
     let deadline = tokio::time::Instant::now() + opts.max_stream;
     let mut bytes = 0u64;
     let mut buf = vec![0u8; 64 * 1024];

@@ -17,8 +17,10 @@ pub struct PhaseData {
     pub name: &'static str,
     pub start: Instant,
     pub end: Instant,
-    /// Probes sent after the phase's warm-up (queues take a moment to fill).
+    /// Probes sent after the phase's warm-up (queues take a moment to fill), all targets.
     pub stats: TargetStats,
+    /// The same by target, in the order of the report's targets.
+    pub per_target: Vec<TargetStats>,
     pub download_bits_per_sec: f64,
     pub upload_bits_per_sec: f64,
     /// Whether load ran in this phase (download, upload, both).
@@ -41,6 +43,16 @@ pub struct PhaseReport {
     pub goodput_bits_per_sec: f64,
     pub download_bits_per_sec: f64,
     pub upload_bits_per_sec: f64,
+    /// Each target on its own (an ICMP echo and a UDP echo through a userspace sink differ).
+    pub targets: Vec<TargetPhase>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetPhase {
+    pub target: String,
+    pub rtt_ms: Option<RttMs>,
+    pub loss: f64,
+    pub probes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -129,7 +141,7 @@ pub fn verdict(
     phases: &[PhaseData],
     samples: &[(Instant, Snapshot)],
 ) -> Report {
-    let reports: Vec<PhaseReport> = phases.iter().map(phase_report).collect();
+    let reports: Vec<PhaseReport> = phases.iter().map(|p| phase_report(p, &targets)).collect();
     let p50 = |name: &str| {
         reports
             .iter()
@@ -200,7 +212,7 @@ pub fn verdict(
     }
 }
 
-fn phase_report(p: &PhaseData) -> PhaseReport {
+fn phase_report(p: &PhaseData, targets: &[String]) -> PhaseReport {
     PhaseReport {
         name: p.name,
         duration_ms: p.end.saturating_duration_since(p.start).as_millis() as u64,
@@ -212,6 +224,16 @@ fn phase_report(p: &PhaseData) -> PhaseReport {
         goodput_bits_per_sec: p.download_bits_per_sec + p.upload_bits_per_sec,
         download_bits_per_sec: p.download_bits_per_sec,
         upload_bits_per_sec: p.upload_bits_per_sec,
+        targets: targets
+            .iter()
+            .zip(&p.per_target)
+            .map(|(t, s)| TargetPhase {
+                target: t.clone(),
+                rtt_ms: s.rtt_ms(),
+                loss: s.loss(),
+                probes: s.probes,
+            })
+            .collect(),
     }
 }
 
@@ -349,6 +371,7 @@ mod tests {
             end: start + Duration::from_secs(4),
             measure_from: start + Duration::from_secs(1),
             stats: stats_of(ms),
+            per_target: vec![stats_of(ms)],
             download_bits_per_sec: down,
             upload_bits_per_sec: up,
             loaded: down > 0.0 || up > 0.0,

@@ -98,8 +98,8 @@ fn tcp_connect_times_and_refusals() {
 #[test]
 fn load_moves_data_both_ways_and_the_sink_logs_it() {
     let (s, log) = sink(loopback());
-    let up = Load::start(s.local_addr(), Direction::Upload, 2, &[]).unwrap();
-    let down = Load::start(s.local_addr(), Direction::Download, 2, &[]).unwrap();
+    let up = Load::start(s.local_addr(), Direction::Upload, 2, &[], Some("cubic")).unwrap();
+    let down = Load::start(s.local_addr(), Direction::Download, 2, &[], Some("reno")).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         up.goodput_bits_per_sec() > 1e6,
@@ -143,7 +143,7 @@ fn the_sink_bounds_connections_idle_time_and_stream_length() {
     std::thread::sleep(Duration::from_millis(400));
     drop(silent);
     // A download that would go on forever is cut at the stream limit.
-    let down = Load::start(s.local_addr(), Direction::Download, 1, &[]).unwrap();
+    let down = Load::start(s.local_addr(), Direction::Download, 1, &[], None).unwrap();
     std::thread::sleep(Duration::from_millis(700));
     drop(down);
     std::thread::sleep(Duration::from_millis(100));

@@ -1,0 +1,147 @@
+//! `tcmon probe`: latency under load, graded, with the queue that holds the delay; and
+//! `tcmon sink`, the other end of the load.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use tcmon_core::units::fmt_bits_per_sec;
+use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
+use tcmon_probe::{Bottleneck, LoadOptions, Report, Sink, SinkOptions, Target, TestOptions};
+
+use crate::{ProbeArgs, SinkArgs};
+
+pub(crate) fn run(args: &ProbeArgs) -> Result<ExitCode> {
+    let report = test(args)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", human(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the test of `args` and returns its report (also for `check --load`).
+pub(crate) fn test(args: &ProbeArgs) -> Result<Report> {
+    let targets = args
+        .targets
+        .iter()
+        .map(|t| t.parse::<Target>())
+        .collect::<Result<Vec<_>, _>>()?;
+    // The collector reads this host while the test runs; opened first so a bad --dev is
+    // reported before any load is sent.
+    let mut collector = Collector::open(
+        args.netns.as_deref(),
+        CollectorOptions {
+            devices: args.devices.clone(),
+            filters: FilterMode::Off,
+        },
+    )?;
+    let opts = TestOptions {
+        targets,
+        interval: args.interval,
+        timeout: args.timeout,
+        duration: args.duration,
+        load: args.load.map(|sink| LoadOptions {
+            sink,
+            streams: args.streams,
+            dscp: args.dscp.clone(),
+            congestion: args.cc.clone(),
+        }),
+        ..TestOptions::default()
+    };
+    let report = tcmon_probe::run(&opts, move || collector.poll().ok()).context("latency test")?;
+    Ok(report)
+}
+
+fn ms(x: f64) -> String {
+    if x >= 1000.0 {
+        format!("{:.2} s", x / 1000.0)
+    } else if x >= 10.0 {
+        format!("{x:.0} ms")
+    } else {
+        format!("{x:.2} ms")
+    }
+}
+
+fn human(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "targets: {}", r.targets.join(", "));
+    let _ = writeln!(
+        s,
+        "{:<9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>11} {:>11}",
+        "phase", "p50", "p90", "p99", "max", "loss", "download", "upload"
+    );
+    for p in &r.phases {
+        let rtt =
+            |f: fn(&tcmon_probe::RttMs) -> f64| p.rtt_ms.as_ref().map_or("-".into(), |r| ms(f(r)));
+        let _ = writeln!(
+            s,
+            "{:<9} {:>9} {:>9} {:>9} {:>9} {:>5.1}% {:>11} {:>11}",
+            p.name,
+            rtt(|r| r.p50),
+            rtt(|r| r.p90),
+            rtt(|r| r.p99),
+            rtt(|r| r.max),
+            p.loss * 100.0,
+            fmt_bits_per_sec(p.download_bits_per_sec),
+            fmt_bits_per_sec(p.upload_bits_per_sec),
+        );
+    }
+    match (r.latency_increase_ms, r.grade) {
+        (Some(inc), Some(g)) => {
+            let rpm = r
+                .rpm
+                .map_or(String::new(), |x| format!(", responsiveness {x:.0} RPM"));
+            let _ = writeln!(
+                s,
+                "\nlatency increase under load: {}, grade {g}{rpm}",
+                ms(inc)
+            );
+        }
+        _ => {
+            let _ = writeln!(s, "\nno answers in a phase: no grade");
+        }
+    }
+    match &r.bottleneck {
+        Some(Bottleneck::Local {
+            interface,
+            object,
+            kind,
+            queue_delay_ms,
+            phase,
+            phase_latency_increase_ms,
+        }) => {
+            let _ = writeln!(
+                s,
+                "bottleneck: on this host, {interface} {object} ({kind}) holds {} of queue at \
+                 the rate it sends (the {phase} phase rose {}); `tcmon check` says how to fix it",
+                ms(*queue_delay_ms),
+                ms(*phase_latency_increase_ms)
+            );
+        }
+        Some(Bottleneck::Upstream { advice, .. }) => {
+            let _ = writeln!(s, "bottleneck: upstream; {advice}");
+        }
+        None => {}
+    }
+    s
+}
+
+pub(crate) fn sink(args: &SinkArgs) -> Result<ExitCode> {
+    let opts = SinkOptions {
+        listen: args.listen,
+        max_connections: args.max_connections,
+        max_stream: args.max_stream,
+        idle: args.idle,
+    };
+    let sink = Sink::start(opts, |line| eprintln!("{line}"))?;
+    eprintln!(
+        "sink: listening on {} (TCP load, UDP echo); at most {} streams of {} each",
+        sink.local_addr(),
+        args.max_connections,
+        humantime::format_duration(args.max_stream)
+    );
+    sink.wait();
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,275 @@
+//! `tcmon probe` in the seeds' lab with real TCP load: the grade, the bottleneck it names,
+//! and RTTs that agree with `ping`.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tcmon_lab::{skip_unless_root, Lab, Netns, Scenario};
+
+/// Loaded tests share two cores; run them one at a time so one's load is not another's delay.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const SINK: &str = "10.99.1.2:7878";
+
+/// `tcmon sink` on node1, killed on drop.
+struct SinkProcess(Child);
+
+impl SinkProcess {
+    fn start(ns: &Netns) -> SinkProcess {
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
+            .args(["sink", "--listen", SINK])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tcmon sink");
+        // Until it accepts: a probe against a sink not yet listening would fail its load.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if ns
+                .exec(&["bash", "-c", "exec 3<>/dev/tcp/10.99.1.2/7878"])
+                .is_ok()
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        SinkProcess(child)
+    }
+}
+
+impl Drop for SinkProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `tcmon probe ARGS --json` run on the router; the report.
+fn probe(lab: &Lab, args: &[&str]) -> Value {
+    probe_from(&lab.router, args)
+}
+
+/// `tcmon probe ARGS --json` run in `ns`; the report.
+fn probe_from(ns: &Netns, args: &[&str]) -> Value {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
+        .arg("probe")
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("run tcmon probe");
+    assert!(
+        out.status.success(),
+        "tcmon probe {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("probe --json is JSON")
+}
+
+/// Loss-based Reno at both ends: this host's default may be BBR, which keeps queues short by
+/// itself, and Cubic's HyStart leaves slow start at the first rise in delay, so either would
+/// take far longer than a short test to fill a queue.
+const LOAD: [&str; 6] = ["--load", SINK, "--duration", "20s", "--cc", "reno"];
+
+/// The test from node2, a client behind the router as in the seeds, through the router's
+/// shaper to node1, with the router's tc state read for the bottleneck.
+///
+/// Why not from the router itself: load it generates is held by TCP small queues to two
+/// buffers per stream in r1's queue (measured: 8 packets, ~100 ms at 2 Mbit, whatever the
+/// FIFO's depth), so only forwarded traffic shows what the FIFO does to the clients.
+fn loaded_through_router(lab: &Lab) -> Value {
+    // A real wire carries MTU-sized frames; a veth would pass node2's 64 KB GSO buffers on
+    // to the router intact.
+    lab.node2
+        .ip(&["link", "set", "dev", "eth0", "gso_max_segs", "1"])
+        .unwrap();
+    let mut args = vec![Lab::NODE1, "--netns", &lab.router.name];
+    args.extend(LOAD);
+    probe_from(&lab.node2, &args)
+}
+
+fn phase<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} phase in {r}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn default_fifo_at_2mbit_grades_f_with_the_local_class_as_bottleneck() {
+    if skip_unless_root("default_fifo_at_2mbit_grades_f_with_the_local_class_as_bottleneck") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("pbf").unwrap();
+    lab.apply(Scenario::find("default-fifo").unwrap()).unwrap();
+    let _sink = SinkProcess::start(&lab.node1);
+    let r = loaded_through_router(&lab);
+    let up = phase(&r, "upload");
+    assert!(
+        f(&up["rtt_ms"]["p50"]) > 1000.0,
+        "uploading through the default FIFO at 2 Mbit: {r}"
+    );
+    assert!(
+        f(&up["upload_bits_per_sec"]) > 1.5e6,
+        "the link was loaded: {r}"
+    );
+    assert_eq!(r["grade"], "F", "{r}");
+    let b = &r["bottleneck"];
+    assert_eq!(b["location"], "local", "{r}");
+    assert_eq!(b["interface"], Lab::SHAPED, "{r}");
+    assert_eq!(b["object"], "1:10", "{r}");
+    let (estimate, measured) = (f(&b["queue_delay_ms"]), f(&b["phase_latency_increase_ms"]));
+    assert!(
+        estimate > measured / 2.0 && estimate < measured * 2.0,
+        "queue delay {estimate} ms vs measured increase {measured} ms: {r}"
+    );
+    assert!(f(&r["rpm"]) < 120.0, "over a second per round trip: {r}");
+}
+
+#[test]
+fn a_short_fifo_bounds_the_increase_and_grades_better() {
+    if skip_unless_root("a_short_fifo_bounds_the_increase_and_grades_better") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("pbs").unwrap();
+    lab.apply(Scenario::find("short-fifo").unwrap()).unwrap();
+    let _sink = SinkProcess::start(&lab.node1);
+    let r = loaded_through_router(&lab);
+    let inc = f(&r["latency_increase_ms"]);
+    assert!(inc < 150.0, "10 packets at 2 Mbit hold 60 ms: {r}");
+    let grade = r["grade"].as_str().unwrap();
+    assert!(["A+", "A", "B", "C"].contains(&grade), "{r}");
+    assert!(
+        f(&phase(&r, "upload")["upload_bits_per_sec"]) > 1.5e6,
+        "and the link is still used: {r}"
+    );
+}
+
+#[test]
+fn a_shaper_beyond_this_host_is_named_upstream() {
+    if skip_unless_root("a_shaper_beyond_this_host_is_named_upstream") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("pbu").unwrap();
+    // node1 shapes what it sends toward the router: downloads to the router queue there.
+    for cmd in [
+        "qdisc add dev eth0 root handle 1: htb default 10",
+        "class add dev eth0 parent 1: classid 1:10 htb rate 2mbit ceil 2mbit",
+    ] {
+        lab.node1
+            .tc(&cmd.split_whitespace().collect::<Vec<_>>())
+            .unwrap();
+    }
+    let _sink = SinkProcess::start(&lab.node1);
+    // From the router itself: the queue is beyond it, on node1.
+    let mut args = vec![Lab::NODE1];
+    args.extend(LOAD);
+    let r = probe(&lab, &args);
+    let down = phase(&r, "download");
+    assert!(
+        f(&down["rtt_ms"]["p50"]) > 200.0,
+        "node1's FIFO delays the download: {r}"
+    );
+    let b = &r["bottleneck"];
+    assert_eq!(b["location"], "upstream", "{r}");
+    assert_eq!(b["phase"], "download", "{r}");
+    assert!(f(&b["local_queue_delay_ms"]) < 20.0, "{r}");
+    assert!(b["advice"].as_str().unwrap().contains("download"), "{r}");
+}
+
+/// Median of the `time=` values `ping` prints, in ms.
+fn ping_median_ms(ns: &Netns, dst: &str, count: usize) -> f64 {
+    let out = ns
+        .exec(&["ping", "-n", "-c", &count.to_string(), "-i", "0.05", dst])
+        .unwrap();
+    let mut v: Vec<f64> = out
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(v.len() > count / 2, "ping answered: {out}");
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+fn idle_rtt_agrees_with_ping_and_a_silent_address_times_out_per_probe() {
+    if skip_unless_root("idle_rtt_agrees_with_ping_and_a_silent_address_times_out_per_probe") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("pbi").unwrap();
+    let _sink = SinkProcess::start(&lab.node1);
+    let before = ping_median_ms(&lab.router, Lab::NODE1, 40);
+    let r = probe(
+        &lab,
+        &[
+            Lab::NODE1,
+            &format!("udp:{SINK}"),
+            "--duration",
+            "2s",
+            "--interval",
+            "50ms",
+        ],
+    );
+    let after = ping_median_ms(&lab.router, Lab::NODE1, 40);
+    let p = phase(&r, "observed");
+    let icmp = &p["targets"][0];
+    assert_eq!(icmp["target"], format!("icmp:{}", Lab::NODE1));
+    let ours = f(&icmp["rtt_ms"]["p50"]);
+    // ping before and after brackets what the path did meanwhile
+    let reference = f64::midpoint(before, after);
+    assert!(
+        (ours - reference).abs() <= (0.2 * reference).max(0.05),
+        "tcmon p50 {ours} ms vs ping {before}/{after} ms"
+    );
+    assert!(f(&p["loss"]) < 0.05, "{r}");
+    let udp = &p["targets"][1];
+    assert!(
+        f(&udp["rtt_ms"]["p50"]) < 5.0,
+        "the sink echoes at once: {r}"
+    );
+
+    // Nothing answers at .99 on node1's subnet: every probe is a loss after its timeout,
+    // and the command still ends on time.
+    let t = Instant::now();
+    let r = probe(
+        &lab,
+        &[
+            "10.99.1.99",
+            "--duration",
+            "1s",
+            "--interval",
+            "100ms",
+            "--timeout",
+            "300ms",
+        ],
+    );
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    let p = phase(&r, "observed");
+    assert!(p["probes"].as_u64().unwrap() >= 8, "{r}");
+    assert!((f(&p["loss"]) - 1.0).abs() < f64::EPSILON, "{r}");
+    assert!(p["rtt_ms"].is_null() && r["grade"].is_null(), "{r}");
+}

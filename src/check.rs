@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -72,6 +73,12 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         fq_codel_available: facts::fq_codel_available(),
     };
     let mut findings = diagnose(&facts, &cfg.check);
+    if let Some(sink) = args.load {
+        let report = load_test(args, sink)?;
+        if let Some(f) = bufferbloat(&report, &findings) {
+            findings.push(f);
+        }
+    }
     findings.retain(|f| !args.ignore.iter().any(|c| c == f.code));
     let status = Status::of(&findings);
     let mut out = std::io::stdout().lock();
@@ -88,6 +95,88 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         out.write_all(human(status, &findings, &now, args).as_bytes())?;
     }
     Ok(ExitCode::from(status.exit_code()))
+}
+
+/// The latency-under-load test against `sink`, with ICMP probes to it where this process may
+/// send them and UDP echo of the sink otherwise.
+fn load_test(args: &CheckArgs, sink: std::net::SocketAddr) -> Result<tcmon_probe::Report> {
+    let mut probe = crate::ProbeArgs {
+        targets: vec![sink.ip().to_string()],
+        load: Some(sink),
+        duration: args.load_duration,
+        interval: Duration::from_millis(200),
+        timeout: Duration::from_secs(10),
+        streams: 4,
+        dscp: Vec::new(),
+        cc: args.cc.clone(),
+        devices: args.target.devices.clone(),
+        netns: args.target.netns.clone(),
+        json: false,
+    };
+    match crate::probe::test(&probe) {
+        Err(e)
+            if e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<tcmon_probe::ProbeError>(),
+                    Some(tcmon_probe::ProbeError::IcmpNotPermitted(_))
+                )
+            }) =>
+        {
+            probe.targets = vec![format!("udp:{sink}")];
+            crate::probe::test(&probe)
+        }
+        other => other,
+    }
+}
+
+/// The test's verdict as a finding: none for A+ and A, info for B, warning for C, critical
+/// for D and F. A local bottleneck carries the fixes already found for that queue.
+fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Finding> {
+    use tcmon_probe::{Bottleneck, Grade};
+    let (inc, grade) = (r.latency_increase_ms?, r.grade?);
+    let severity = match grade {
+        Grade::APlus | Grade::A => return None,
+        Grade::B => Severity::Info,
+        Grade::C => Severity::Warning,
+        Grade::D | Grade::F => Severity::Critical,
+    };
+    let mut evidence = BTreeMap::new();
+    evidence.insert("latency_increase_ms", serde_json::json!(inc));
+    evidence.insert("grade", serde_json::json!(grade.to_string()));
+    evidence.insert("rpm", serde_json::json!(r.rpm));
+    evidence.insert("bottleneck", serde_json::json!(r.bottleneck));
+    let rpm = r.rpm.map_or(String::new(), |x| format!(", {x:.0} RPM"));
+    let (interface, object, place, fix) = match &r.bottleneck {
+        Some(Bottleneck::Local {
+            interface,
+            object,
+            queue_delay_ms,
+            ..
+        }) => {
+            let fix: Vec<String> = findings
+                .iter()
+                .filter(|f| &f.interface == interface && &f.object == object)
+                .flat_map(|f| f.fix.iter().cloned())
+                .collect();
+            let place = format!(
+                "{interface} {object} holds {queue_delay_ms:.0} ms of it (see its other findings)"
+            );
+            (interface.clone(), object.clone(), place, fix)
+        }
+        Some(Bottleneck::Upstream { advice, .. }) => {
+            (String::new(), String::new(), advice.clone(), Vec::new())
+        }
+        None => (String::new(), String::new(), String::new(), Vec::new()),
+    };
+    Some(Finding {
+        code: "bufferbloat",
+        severity,
+        interface,
+        object,
+        message: format!("latency rises {inc:.0} ms under load (grade {grade}{rpm}); {place}"),
+        evidence,
+        fix,
+    })
 }
 
 /// Grouped by interface, worst first, each with its evidence and fix.

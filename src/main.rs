@@ -103,6 +103,16 @@ struct CheckArgs {
     /// Say what a finding means, why it matters and how its numbers are derived (`list`: all).
     #[arg(long, value_name = "CODE")]
     explain: Option<String>,
+    /// Also run the latency-under-load test against this `tcmon sink` (HOST:PORT) and add a
+    /// `bufferbloat` finding graded by it.
+    #[arg(long, value_name = "SINK_ADDR")]
+    load: Option<std::net::SocketAddr>,
+    /// With --load: how long the test runs (five phases).
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "20s", requires = "load")]
+    load_duration: Duration,
+    /// With --load: congestion control of the load streams (reno, cubic, bbr).
+    #[arg(long, value_name = "NAME", requires = "load")]
+    cc: Option<String>,
 }
 
 #[derive(Debug, Args)]

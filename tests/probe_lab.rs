@@ -273,3 +273,56 @@ fn idle_rtt_agrees_with_ping_and_a_silent_address_times_out_per_probe() {
     assert!((f(&p["loss"]) - 1.0).abs() < f64::EPSILON, "{r}");
     assert!(p["rtt_ms"].is_null() && r["grade"].is_null(), "{r}");
 }
+
+#[test]
+fn check_with_load_adds_a_graded_bufferbloat_finding_with_the_queue_fix() {
+    if skip_unless_root("check_with_load_adds_a_graded_bufferbloat_finding_with_the_queue_fix") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("pbc").unwrap();
+    lab.apply(Scenario::find("default-fifo").unwrap()).unwrap();
+    lab.node2
+        .ip(&["link", "set", "dev", "eth0", "gso_max_segs", "1"])
+        .unwrap();
+    let _sink = SinkProcess::start(&lab.node1);
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.node2.name,
+            env!("CARGO_BIN_EXE_tcmon"),
+        ])
+        .args([
+            "check",
+            "--json",
+            "--netns",
+            &lab.router.name,
+            "--dev",
+            Lab::SHAPED,
+        ])
+        .args(["--load", SINK, "--load-duration", "15s", "--cc", "reno"])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(2), "critical: {r}");
+    let bloat = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "bufferbloat")
+        .unwrap_or_else(|| panic!("no bufferbloat finding: {r}"));
+    assert_eq!(bloat["severity"], "critical", "{bloat}");
+    assert_eq!(bloat["object"], "1:10", "{bloat}");
+    assert!(
+        bloat["fix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().contains("parent 1:10")),
+        "the queue's own fix: {bloat}"
+    );
+}

@@ -32,6 +32,7 @@ pub const CODES: &[&str] = &[
     "txqueuelen-deep-unshaped",
     "htb-hysteresis-on",
     "bql-limit-high",
+    "bufferbloat",
 ];
 
 pub fn explain(code: &str) -> Option<Explanation> {
@@ -215,6 +216,18 @@ pub fn explain(code: &str) -> Option<Explanation> {
             "Byte Queue Limits let the driver hold this many bytes.",
             "Bytes in the driver queue are beyond the qdisc's control and add delay.",
             "max over tx queues of byte_queue_limits/limit > bql_limit_max_bytes (100000).",
+        ),
+        "bufferbloat" => e(
+            "Latency rises under load (measured)",
+            "`tcmon check --load SINK` ran the latency-under-load test (`tcmon probe`): idle, \
+             download, upload, both, idle, against a `tcmon sink`, with probes throughout.",
+            "Latency that appears only when the link is busy is what users feel as a slow \
+             network: calls break up and pages stall while something uploads.",
+            "increase = mean of the download and upload phases' median RTT minus the idle \
+             median; grade A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F >= 400; B is info, \
+             C warning, D and F critical. The bottleneck is the queue on this host whose \
+             backlog / sending rate, averaged over the worst phase, holds at least a quarter \
+             of that phase's increase; none: upstream. RPM = 60000 / loaded median RTT (ms).",
         ),
         _ => return None,
     };

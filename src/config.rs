@@ -12,6 +12,8 @@ pub(crate) struct Config {
     pub(crate) collector: CollectorConfig,
     /// The long-running commands (the TUI, `serve`).
     pub(crate) agent: AgentConfig,
+    /// Continuous latency probes of the long-running commands.
+    pub(crate) probes: ProbesConfig,
     /// Thresholds of `tcmon check` (and of the agent's findings).
     pub(crate) check: tcmon_diag::Thresholds,
 }
@@ -51,6 +53,40 @@ impl Default for AgentConfig {
     }
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct ProbesConfig {
+    #[serde(deserialize_with = "targets")]
+    pub(crate) targets: Vec<tcmon_probe::Target>,
+    #[serde(with = "humantime_serde_compat")]
+    pub(crate) interval: Duration,
+    #[serde(with = "humantime_serde_compat")]
+    pub(crate) timeout: Duration,
+    #[serde(with = "humantime_serde_compat")]
+    pub(crate) baseline_window: Duration,
+    pub(crate) recent: usize,
+}
+
+impl Default for ProbesConfig {
+    fn default() -> Self {
+        let d = tcmon_probe::ContinuousOptions::default();
+        ProbesConfig {
+            targets: d.targets,
+            interval: d.interval,
+            timeout: d.timeout,
+            baseline_window: d.baseline_window,
+            recent: d.recent,
+        }
+    }
+}
+
+fn targets<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<tcmon_probe::Target>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|t| t.parse().map_err(serde::de::Error::custom))
+        .collect()
+}
+
 impl Config {
     /// What the agent needs from the config, for `target`.
     #[allow(dead_code)] // until `serve` and the TUI land
@@ -66,6 +102,14 @@ impl Config {
             filter_refresh: self.collector.filter_refresh,
             thresholds: self.check.clone(),
             history_len: self.agent.history,
+            probes: Some(tcmon_probe::ContinuousOptions {
+                targets: self.probes.targets.clone(),
+                interval: self.probes.interval,
+                timeout: self.probes.timeout,
+                baseline_window: self.probes.baseline_window,
+                recent: self.probes.recent,
+                netns: None,
+            }),
         }
     }
 }
@@ -109,6 +153,12 @@ fn parse(text: &str) -> Result<Config, String> {
     if cfg.agent.interval < Duration::from_millis(100) {
         return Err("agent.interval must be at least 100ms".into());
     }
+    if cfg.probes.interval < Duration::from_millis(10) {
+        return Err("probes.interval must be at least 10ms".into());
+    }
+    if cfg.probes.timeout.is_zero() || !(1..=10_000).contains(&cfg.probes.recent) {
+        return Err("probes.timeout must be above 0 and probes.recent between 1 and 10000".into());
+    }
     if !(1..=100_000).contains(&cfg.agent.history) {
         return Err("agent.history must be between 1 and 100000 samples".into());
     }
@@ -147,6 +197,10 @@ mod tests {
             e.contains("check.quantum_max_bytes must be at least 1000"),
             "{e}"
         );
+        let e = parse("[probes]\ntargets = [\"udp:nohost\"]\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("HOST:PORT"), "{e}");
+        let cfg = parse("[probes]\ntargets = [\"10.0.0.1\", \"udp:127.0.0.1:7878\"]\n").unwrap();
+        assert_eq!(cfg.probes.targets.len(), 2);
         let e = parse("[agent]\ninterval = \"10ms\"\n").unwrap_err();
         assert!(e.contains("agent.interval"), "{e}");
         let e = parse("[check]\nsaturated_ratio = -1.0\n").unwrap_err();

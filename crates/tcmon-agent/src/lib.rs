@@ -18,7 +18,7 @@ use tcmon_core::rates::{ObjectKey, Rates};
 use tcmon_core::Snapshot;
 use tcmon_diag::{diagnose, Facts, Finding, LinkFacts, Status, Thresholds};
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
-use tcmon_probe::TargetStatus;
+use tcmon_probe::{Continuous, ContinuousOptions, TargetStatus};
 use tokio::sync::watch;
 
 pub use history::{History, Sample};
@@ -34,6 +34,8 @@ pub struct AgentOptions {
     pub thresholds: Thresholds,
     /// Samples kept per object for sparklines (at the poll interval).
     pub history_len: usize,
+    /// Continuous latency probes; `None` or no targets: none. They run in `netns` too.
+    pub probes: Option<ContinuousOptions>,
 }
 
 impl Default for AgentOptions {
@@ -45,6 +47,7 @@ impl Default for AgentOptions {
             filter_refresh: Duration::from_secs(10),
             thresholds: Thresholds::default(),
             history_len: 300,
+            probes: None,
         }
     }
 }
@@ -76,6 +79,8 @@ pub enum Error {
     Collector(#[from] tcmon_netlink::Error),
     #[error("start the poller thread")]
     Thread(#[source] std::io::Error),
+    #[error("start the continuous probes")]
+    Probes(#[from] tcmon_probe::ProbeError),
 }
 
 #[derive(Debug)]
@@ -112,6 +117,16 @@ impl Agent {
             },
         )?;
         let first = collector.poll()?;
+        let continuous = match &opts.probes {
+            Some(p) if !p.targets.is_empty() => {
+                let mut p = p.clone();
+                if p.netns.is_none() {
+                    p.netns = opts.netns.as_deref().map(tcmon_netlink::netns_path);
+                }
+                Some(Continuous::start(p)?)
+            }
+            _ => None,
+        };
         let history = Arc::new(Mutex::new(History::new(opts.history_len)));
         let mut poller = Poller {
             collector,
@@ -126,6 +141,7 @@ impl Agent {
             last_error: None,
             paused: false,
             history: Arc::clone(&history),
+            continuous,
         };
         let state = poller.step(first);
         let (tx, rx) = watch::channel(Arc::new(state));
@@ -196,6 +212,7 @@ struct Poller {
     last_error: Option<String>,
     paused: bool,
     history: Arc<Mutex<History>>,
+    continuous: Option<Continuous>,
 }
 
 impl Poller {
@@ -298,7 +315,10 @@ impl Poller {
             snapshot: snap,
             rates,
             findings: Arc::new(findings),
-            probes: Arc::new(Vec::new()),
+            probes: self
+                .continuous
+                .as_ref()
+                .map_or_else(|| Arc::new(Vec::new()), Continuous::status),
             polls_total: self.polls_total,
             poll_errors_total: self.poll_errors_total,
             last_error: self.last_error.clone(),

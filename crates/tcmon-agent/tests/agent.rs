@@ -75,3 +75,41 @@ fn agent_polls_rates_history_pause_and_vanished_interfaces() {
     let polls = agent.state().polls_total;
     wait_for(&agent, "still polling", |s| s.polls_total > polls + 2);
 }
+
+#[test]
+fn continuous_probes_run_in_the_agents_namespace_and_track_the_queue() {
+    if skip_unless_root("continuous_probes_run_in_the_agents_namespace_and_track_the_queue") {
+        return;
+    }
+    let pair = Pair::create("agprobe").unwrap();
+    // 1 Mbit with the default FIFO: a 125 kB/s UDP load over the rate builds a queue.
+    pair.tc_a("qdisc add root handle 1: htb default 10").unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 1mbit").unwrap();
+    let agent = Agent::start(AgentOptions {
+        netns: Some(pair.a.name.clone()),
+        interval: Duration::from_millis(200),
+        probes: Some(tcmon_probe::ContinuousOptions {
+            targets: vec![Pair::ADDR_B.parse().unwrap()],
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_secs(3),
+            recent: 10,
+            ..tcmon_probe::ContinuousOptions::default()
+        }),
+        ..AgentOptions::default()
+    })
+    .unwrap();
+    // Only reachable from inside the pair's namespace: answers prove where the probes run.
+    wait_for(&agent, "an idle baseline", |s| {
+        s.probes
+            .first()
+            .is_some_and(|p| p.received_total >= 10 && p.baseline_ms.is_some_and(|b| b < 5.0))
+    });
+    let dst: SocketAddr = format!("{}:9", Pair::ADDR_B).parse().unwrap();
+    let _load = UdpLoad::start(&pair.a.name, dst, 1000, 250_000).unwrap();
+    wait_for(&agent, "the queue in the increase", |s| {
+        s.probes[0].increase_ms.is_some_and(|i| i > 100.0)
+    });
+    let p = &agent.state().probes[0];
+    assert_eq!(p.target, format!("icmp:{}", Pair::ADDR_B));
+    assert_eq!(p.rtt_buckets.last().unwrap().1, p.received_total);
+}

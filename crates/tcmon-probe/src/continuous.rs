@@ -23,6 +23,8 @@ pub struct ContinuousOptions {
     pub baseline_window: Duration,
     /// The current increase and loss are over this many recent probes (also the sparkline).
     pub recent: usize,
+    /// Probe from this network namespace (`/run/netns/NAME`) instead of the current one.
+    pub netns: Option<std::path::PathBuf>,
 }
 
 impl Default for ContinuousOptions {
@@ -33,6 +35,7 @@ impl Default for ContinuousOptions {
             timeout: Duration::from_secs(2),
             baseline_window: Duration::from_secs(300),
             recent: 30,
+            netns: None,
         }
     }
 }
@@ -61,7 +64,7 @@ impl Continuous {
                 timeout: opts.timeout,
             })
             .collect();
-        let engine = Engine::start(&specs)?;
+        let engine = Engine::start_in(&specs, opts.netns.as_deref())?;
         let mut tracks: Vec<Track> = opts.targets.iter().map(|&t| Track::new(t)).collect();
         let status = Arc::new(Mutex::new(Arc::new(
             tracks.iter().map(|t| t.status(&opts)).collect::<Vec<_>>(),

@@ -10,6 +10,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -82,6 +84,13 @@ impl Engine {
     /// Opens every socket before returning, so that a missing permission or an unreachable
     /// sink is an error here, not a stream of losses.
     pub fn start(specs: &[ProbeSpec]) -> Result<Engine, ProbeError> {
+        Engine::start_in(specs, None)
+    }
+
+    /// As [`Engine::start`], with every probe socket in the network namespace at `netns`
+    /// (`/run/netns/NAME`): the probe thread enters it before opening any.
+    pub fn start_in(specs: &[ProbeSpec], netns: Option<&Path>) -> Result<Engine, ProbeError> {
+        let netns = netns.map(Path::to_path_buf);
         let (out_tx, outcomes) = mpsc::channel();
         let (fire_tx, fire_rx) = tmpsc::unbounded_channel::<Fire>();
         let (ready_tx, ready_rx) = mpsc::channel();
@@ -93,6 +102,13 @@ impl Engine {
         let runtime = std::thread::Builder::new()
             .name("tcmon-probe-io".into())
             .spawn(move || {
+                if let Some(path) = netns {
+                    if let Err(e) = enter_netns(&path) {
+                        let _ =
+                            ready_tx.send(Err(ProbeError::Netns(path.display().to_string(), e)));
+                        return;
+                    }
+                }
                 let rt = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -214,6 +230,16 @@ fn schedule(
         }
         heap.push(Reverse((due + intervals[target], target, seq + 1)));
     }
+}
+
+/// Moves the calling thread into the network namespace at `path`.
+fn enter_netns(path: &Path) -> io::Result<()> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: setns only reads the fd, which `file` keeps open for the call.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// hrtimers wake a sleeping thread up to `timerslack` late (50 µs by default).

@@ -83,8 +83,10 @@ fn continuous_probes_run_in_the_agents_namespace_and_track_the_queue() {
     }
     let pair = Pair::create("agprobe").unwrap();
     // 1 Mbit with the default FIFO: a 125 kB/s UDP load over the rate builds a queue.
-    pair.tc_a("qdisc add root handle 1: htb default 10").unwrap();
-    pair.tc_a("class add parent 1: classid 1:10 htb rate 1mbit").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 1mbit")
+        .unwrap();
     let agent = Agent::start(AgentOptions {
         netns: Some(pair.a.name.clone()),
         interval: Duration::from_millis(200),

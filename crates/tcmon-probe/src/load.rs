@@ -18,6 +18,7 @@ use crate::ProbeError;
 
 pub(crate) const HELLO_MAGIC: &[u8; 7] = b"TCMLOAD";
 pub(crate) const HELLO_BYTES: usize = 10;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Congestion controls a stream may ask for. Delay-based ones (BBR, some hosts' default) keep
 /// queues short by themselves; the loss-based ones most traffic still uses fill them, which
@@ -111,7 +112,8 @@ impl Load {
             } else {
                 dscp[i % dscp.len()].tos()
             };
-            let mut s = TcpStream::connect_timeout(&sink, Duration::from_secs(5)).map_err(err)?;
+            // Long: a SYN may wait behind the very queue the test has filled.
+            let mut s = TcpStream::connect_timeout(&sink, CONNECT_TIMEOUT).map_err(err)?;
             set_tos(&s, sink, tos).map_err(err)?;
             if let Some(cc) = congestion {
                 set_congestion(&s, cc).map_err(|e| {
@@ -157,11 +159,13 @@ impl Load {
     pub fn delivered_bytes(&self) -> u64 {
         match self.direction {
             Direction::Download => self.bytes.load(Ordering::Relaxed),
+            // Acknowledged can never exceed written: a value above it is not a count.
             Direction::Upload => self
                 .streams
                 .iter()
                 .map(|(s, _)| bytes_acked(s).unwrap_or(0))
-                .sum(),
+                .sum::<u64>()
+                .min(self.bytes.load(Ordering::Relaxed)),
         }
     }
 

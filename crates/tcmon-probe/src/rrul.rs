@@ -108,8 +108,6 @@ where
     let mut phases = Vec::with_capacity(names.len());
     let mut result = Ok(());
     for name in names {
-        let start = Instant::now();
-        let end = start + phase_len;
         let (down, up) = match (&opts.load, name) {
             (Some(l), "download") => (Some(l), None),
             (Some(l), "upload") => (None, Some(l)),
@@ -129,6 +127,10 @@ where
                 break;
             }
         };
+        // The phase starts once its streams are up: their SYNs may have waited behind the
+        // queue the previous phase filled, and that wait must not eat the phase.
+        let start = Instant::now();
+        let end = start + phase_len;
         while Instant::now() < end {
             let left = end.saturating_duration_since(Instant::now());
             if let Ok(o) = engine.outcomes().recv_timeout(left) {

@@ -326,3 +326,89 @@ fn check_with_load_adds_a_graded_bufferbloat_finding_with_the_queue_fix() {
         "the queue's own fix: {bloat}"
     );
 }
+
+/// `tcmon probe` as nobody in a namespace `ns`.
+fn probe_as_nobody(ns: &Netns, target: &str) -> std::process::Output {
+    Command::new("ip")
+        .args(["netns", "exec", &ns.name, "setpriv"])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["--inh-caps=-all", "--bounding-set=-all"])
+        .arg(env!("CARGO_BIN_EXE_tcmon"))
+        .args([
+            "probe",
+            target,
+            "--duration",
+            "1s",
+            "--interval",
+            "100ms",
+            "--json",
+        ])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn icmp_uses_ping_sockets_when_allowed_and_names_both_fixes_when_not() {
+    if skip_unless_root("icmp_uses_ping_sockets_when_allowed_and_names_both_fixes_when_not") {
+        return;
+    }
+    let ns = Netns::create("picmp").unwrap();
+    // A new namespace allows ping sockets to no group ("1 0"), and nobody has no CAP_NET_RAW.
+    let o = probe_as_nobody(&ns, "127.0.0.1");
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ping_group_range") && err.contains("CAP_NET_RAW"),
+        "{err}"
+    );
+    ns.sysctl("net.ipv4.ping_group_range", "0 2147483647")
+        .unwrap();
+    let o = probe_as_nobody(&ns, "127.0.0.1");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = phase(&r, "observed");
+    assert!(p["probes"].as_u64().unwrap() >= 8, "{r}");
+    assert!(f(&p["loss"]) < f64::EPSILON, "{r}");
+}
+
+#[test]
+fn icmp_over_ipv6_and_tcp_connect_times() {
+    if skip_unless_root("icmp_over_ipv6_and_tcp_connect_times") {
+        return;
+    }
+    let ns = Netns::create("pv6").unwrap();
+    ns.sysctl("net.ipv6.conf.lo.disable_ipv6", "0").unwrap();
+    let _sink = {
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
+            .args(["sink", "--listen", "[::1]:7878"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        SinkProcess(child)
+    };
+    let r = probe_from(
+        &ns,
+        &[
+            "::1",
+            "tcp:[::1]:7878",
+            "udp:[::1]:7878",
+            "--duration",
+            "1s",
+            "--interval",
+            "100ms",
+        ],
+    );
+    let p = phase(&r, "observed");
+    for (i, t) in ["icmp:::1", "tcp:[::1]:7878", "udp:[::1]:7878"]
+        .iter()
+        .enumerate()
+    {
+        let tp = &p["targets"][i];
+        assert_eq!(tp["target"], *t, "{r}");
+        assert!(tp["probes"].as_u64().unwrap() >= 8, "{r}");
+        assert!(f(&tp["loss"]) < f64::EPSILON, "{t}: {r}");
+        assert!(f(&tp["rtt_ms"]["p50"]) < 5.0, "{t}: {r}");
+    }
+}

@@ -412,3 +412,73 @@ fn icmp_over_ipv6_and_tcp_connect_times() {
         assert!(f(&tp["rtt_ms"]["p50"]) < 5.0, "{t}: {r}");
     }
 }
+
+/// Bytes sent by class `classid` on `dev` in `ns`, from `tc -s class show`.
+fn class_bytes(ns: &Netns, dev: &str, classid: &str) -> u64 {
+    let out = ns.tc(&["-s", "class", "show", "dev", dev]).unwrap();
+    let mut lines = out.lines();
+    while let Some(l) = lines.next() {
+        if l.starts_with(&format!("class htb {classid} ")) {
+            let sent = lines.next().unwrap_or_default();
+            return sent
+                .split_whitespace()
+                .nth(1)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no byte count in {sent:?}"));
+        }
+    }
+    panic!("no class {classid} in {out}");
+}
+
+#[test]
+fn dscp_marks_reach_the_wire_both_ways() {
+    if skip_unless_root("dscp_marks_reach_the_wire_both_ways") {
+        return;
+    }
+    let pair = tcmon_lab::Pair::create("pdscp").unwrap();
+    // On both egresses, EF (TOS 0xb8) goes to 1:20, everything else to 1:10.
+    for (ns, dev) in [(&pair.a, "veth0"), (&pair.b, "veth1")] {
+        for cmd in [
+            format!("qdisc add dev {dev} root handle 1: htb default 10"),
+            format!("class add dev {dev} parent 1: classid 1:10 htb rate 1gbit"),
+            format!("class add dev {dev} parent 1: classid 1:20 htb rate 1gbit"),
+            format!(
+                "filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip tos 0xb8 0xfc flowid 1:20"
+            ),
+        ] {
+            ns.tc(&cmd.split_whitespace().collect::<Vec<_>>()).unwrap();
+        }
+    }
+    let sink_addr = format!("{}:7878", tcmon_lab::Pair::ADDR_B);
+    let child = Command::new("ip")
+        .args(["netns", "exec", &pair.b.name, env!("CARGO_BIN_EXE_tcmon")])
+        .args(["sink", "--listen", &sink_addr])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _sink = SinkProcess(child);
+    std::thread::sleep(Duration::from_millis(300));
+    let r = probe_from(
+        &pair.a,
+        &[
+            &format!("udp:{sink_addr}"),
+            "--load",
+            &sink_addr,
+            "--streams",
+            "1",
+            "--dscp",
+            "EF",
+            "--duration",
+            "2s",
+        ],
+    );
+    assert!(f(&phase(&r, "upload")["upload_bits_per_sec"]) > 1e6, "{r}");
+    // Megabytes of marked load each way; the few unmarked probes and handshakes stay small.
+    let up = class_bytes(&pair.a, "veth0", "1:20");
+    let down = class_bytes(&pair.b, "veth1", "1:20");
+    assert!(up > 1_000_000, "upload marked EF by the client: {up} bytes");
+    assert!(
+        down > 1_000_000,
+        "download marked EF by the sink: {down} bytes"
+    );
+}

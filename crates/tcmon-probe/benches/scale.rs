@@ -7,6 +7,7 @@
 //! the kernel's own work of answering ICMP echo inline with the send.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ use tcmon_probe::{Engine, ProbeSpec, Reply, Sink, SinkOptions, Target};
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let secs: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(10);
+    let seconds: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(10);
     // icmp, udp, or both (half each)
     let kinds = args.next().unwrap_or_else(|| "both".to_owned());
     if !tcmon_lab::is_root() {
@@ -26,7 +27,7 @@ fn main() {
     let ns = tcmon_lab::Netns::create("pscale").expect("namespace");
     let mut batch = String::from("link set lo up\n");
     for i in 0..n {
-        batch.push_str(&format!("addr add {} dev lo\n", addr(i)));
+        let _ = writeln!(batch, "addr add {} dev lo", addr(i));
     }
     let path = std::env::temp_dir().join(format!("tcmon-scale-{}.batch", std::process::id()));
     std::fs::File::create(&path)
@@ -69,7 +70,7 @@ fn main() {
     let mut rss_peak = rss_before;
     // Drained in batches, as a consumer of a busy engine would: the measuring must not take
     // the CPU the probes need.
-    while start.elapsed() < Duration::from_secs(secs) {
+    while start.elapsed() < Duration::from_secs(seconds) {
         std::thread::sleep(Duration::from_millis(200));
         for o in engine.outcomes().try_iter() {
             errors_us.push(o.sent.saturating_duration_since(o.due).as_micros() as u64);

@@ -91,7 +91,8 @@ impl Engine {
     /// (`/run/netns/NAME`): the probe thread enters it before opening any.
     pub fn start_in(specs: &[ProbeSpec], netns: Option<&Path>) -> Result<Engine, ProbeError> {
         let netns = netns.map(Path::to_path_buf);
-        let (out_tx, outcomes) = mpsc::channel();
+        let (out_tx, outcomes) = mpsc::channel::<Outcome>();
+        let out_sched = out_tx.clone();
         let (fire_tx, fire_rx) = tmpsc::unbounded_channel::<Fire>();
         let (ready_tx, ready_rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -120,20 +121,20 @@ impl Engine {
                     }
                 };
                 rt.block_on(async move {
-                    let probers = match Probers::open(&specs_rt).await {
+                    let probers = match Probers::open(&specs_rt) {
                         Ok(p) => Arc::new(p),
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
                             return;
                         }
                     };
-                    let _ = ready_tx.send(Ok(()));
+                    let _ = ready_tx.send(Ok(probers.udp.clone()));
                     dispatch(probers, fire_rx, out_tx, in_flight_rt).await;
                 });
             })
             .map_err(ProbeError::Runtime)?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => {}
+        let udp = match ready_rx.recv() {
+            Ok(Ok(udp)) => udp,
             Ok(Err(e)) => {
                 let _ = runtime.join();
                 return Err(e);
@@ -144,7 +145,9 @@ impl Engine {
                     "the probe thread ended while opening sockets",
                 )));
             }
-        }
+        };
+        let udp: Vec<Option<Arc<UdpProber>>> =
+            (0..specs.len()).map(|i| udp.get(&i).cloned()).collect();
         let intervals: Vec<Duration> = specs.iter().map(|s| s.interval).collect();
         let (stop_s, paused_s, in_flight_s) = (
             Arc::clone(&stop),
@@ -153,7 +156,17 @@ impl Engine {
         );
         let scheduler = std::thread::Builder::new()
             .name("tcmon-probe-sched".into())
-            .spawn(move || schedule(&intervals, &fire_tx, &stop_s, &paused_s, &in_flight_s))
+            .spawn(move || {
+                let sched = Sched {
+                    fire: fire_tx,
+                    out: out_sched,
+                    udp,
+                    stop: stop_s,
+                    paused: paused_s,
+                    in_flight: in_flight_s,
+                };
+                schedule(&intervals, &sched);
+            })
             .map_err(ProbeError::Runtime)?;
         Ok(Engine {
             outcomes,
@@ -194,13 +207,19 @@ impl Drop for Engine {
     }
 }
 
-fn schedule(
-    intervals: &[Duration],
-    fire: &tmpsc::UnboundedSender<Fire>,
-    stop: &AtomicBool,
-    paused: &AtomicBool,
-    in_flight: &AtomicI64,
-) {
+/// What the scheduler thread holds.
+struct Sched {
+    fire: tmpsc::UnboundedSender<Fire>,
+    out: mpsc::Sender<Outcome>,
+    /// By target: UDP probes are sent right here, at their due time, without a hop through
+    /// the runtime.
+    udp: Vec<Option<Arc<UdpProber>>>,
+    stop: Arc<AtomicBool>,
+    paused: Arc<AtomicBool>,
+    in_flight: Arc<AtomicI64>,
+}
+
+fn schedule(intervals: &[Duration], s: &Sched) {
     set_timer_slack_ns(1_000);
     let start = Instant::now();
     let n = intervals.len().max(1) as u32;
@@ -213,7 +232,7 @@ fn schedule(
         .collect();
     while let Some(Reverse((due, target, seq))) = heap.pop() {
         loop {
-            if stop.load(Ordering::Relaxed) {
+            if s.stop.load(Ordering::Relaxed) {
                 return;
             }
             let now = Instant::now();
@@ -222,9 +241,20 @@ fn schedule(
             }
             std::thread::sleep((due - now).min(Duration::from_millis(50)));
         }
-        if !paused.load(Ordering::Relaxed) {
-            in_flight.fetch_add(1, Ordering::Relaxed);
-            if fire.send(Fire { target, seq, due }).is_err() {
+        if !s.paused.load(Ordering::Relaxed) {
+            s.in_flight.fetch_add(1, Ordering::Relaxed);
+            if let Some(u) = &s.udp[target] {
+                if let Err(e) = u.send(seq, due) {
+                    s.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    let _ = s.out.send(Outcome {
+                        target,
+                        seq,
+                        due,
+                        sent: Instant::now(),
+                        reply: Reply::Error(e.to_string()),
+                    });
+                }
+            } else if s.fire.send(Fire { target, seq, due }).is_err() {
                 return;
             }
         }
@@ -251,7 +281,11 @@ fn set_timer_slack_ns(ns: libc::c_ulong) {
 }
 
 struct UdpProber {
+    /// Receives (the runtime's).
     socket: UdpSocket,
+    /// The same socket, non-blocking, for the scheduler thread to send on.
+    send: std::net::UdpSocket,
+    timeout: Duration,
     /// seq -> (due, sent), while waiting for the answer.
     pending: Mutex<HashMap<u64, (Instant, Instant)>>,
     /// Highest answered seq, and answered seqs still remembered (to spot duplicates).
@@ -265,8 +299,27 @@ struct Probers {
     udp: HashMap<usize, Arc<UdpProber>>,
 }
 
+impl UdpProber {
+    fn send(&self, seq: u64, due: Instant) -> io::Result<()> {
+        let mut buf = [0u8; UDP_PROBE_BYTES];
+        buf[..4].copy_from_slice(UDP_MAGIC);
+        buf[4..12].copy_from_slice(&seq.to_be_bytes());
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let sent = Instant::now();
+        pending.insert(seq, (due, sent));
+        drop(pending);
+        self.send.send(&buf).map(|_| ()).inspect_err(|_| {
+            self.pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&seq);
+        })
+    }
+}
+
 impl Probers {
-    async fn open(specs: &[ProbeSpec]) -> Result<Probers, ProbeError> {
+    /// Needs the runtime's context (tokio sockets), not an `.await`.
+    fn open(specs: &[ProbeSpec]) -> Result<Probers, ProbeError> {
         let mut p = Probers {
             specs: specs.to_vec(),
             icmp_v4: None,
@@ -287,17 +340,18 @@ impl Probers {
                     } else {
                         "[::]:0".parse().expect("literal")
                     };
-                    let socket = UdpSocket::bind(bind)
-                        .await
-                        .map_err(|e| ProbeError::Socket(s.target.to_string(), e))?;
-                    socket
-                        .connect(addr)
-                        .await
-                        .map_err(|e| ProbeError::Socket(s.target.to_string(), e))?;
+                    let err = |e| ProbeError::Socket(s.target.to_string(), e);
+                    let std_socket = std::net::UdpSocket::bind(bind).map_err(err)?;
+                    std_socket.connect(addr).map_err(err)?;
+                    std_socket.set_nonblocking(true).map_err(err)?;
+                    let send = std_socket.try_clone().map_err(err)?;
+                    let socket = UdpSocket::from_std(std_socket).map_err(err)?;
                     p.udp.insert(
                         i,
                         Arc::new(UdpProber {
                             socket,
+                            send,
+                            timeout: s.timeout,
                             pending: Mutex::new(HashMap::new()),
                             answered: Mutex::new((None, HashMap::new())),
                         }),
@@ -332,6 +386,13 @@ async fn dispatch(
             i,
             Arc::clone(u),
             probers.specs[i].timeout,
+            out.clone(),
+            Arc::clone(&in_flight),
+        ));
+    }
+    if !probers.udp.is_empty() {
+        tokio::spawn(udp_sweep(
+            probers.udp.clone(),
             out.clone(),
             Arc::clone(&in_flight),
         ));
@@ -390,29 +451,49 @@ async fn probe(p: &Probers, f: Fire) -> Option<Outcome> {
             };
             Some(outcome(reply))
         }
-        Target::Udp(_) => {
-            let u = p.udp.get(&f.target)?;
-            let mut buf = [0u8; UDP_PROBE_BYTES];
-            buf[..4].copy_from_slice(UDP_MAGIC);
-            buf[4..12].copy_from_slice(&f.seq.to_be_bytes());
+        // Sent by the scheduler thread; answers come from the receive task.
+        Target::Udp(_) => None,
+    }
+}
+
+/// UDP probes unanswered after their timeout are lost: one sweep every 10 ms rather than a
+/// timer per probe.
+async fn udp_sweep(
+    udp: HashMap<usize, Arc<UdpProber>>,
+    out: mpsc::Sender<Outcome>,
+    in_flight: Arc<AtomicI64>,
+) {
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    let mut targets: Vec<(usize, Arc<UdpProber>)> = udp.into_iter().collect();
+    targets.sort_by_key(|(i, _)| *i);
+    loop {
+        tick.tick().await;
+        let now = Instant::now();
+        for (target, u) in &targets {
+            let mut expired = Vec::new();
             u.pending
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(f.seq, (f.due, sent));
-            if let Err(e) = u.socket.send(&buf).await {
-                u.pending
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&f.seq);
-                return Some(outcome(Reply::Error(e.to_string())));
+                .retain(|&seq, &mut (due, sent)| {
+                    let keep = now.duration_since(sent) < u.timeout;
+                    if !keep {
+                        expired.push((seq, due, sent));
+                    }
+                    keep
+                });
+            for (seq, due, sent) in expired {
+                in_flight.fetch_sub(1, Ordering::Relaxed);
+                let o = Outcome {
+                    target: *target,
+                    seq,
+                    due,
+                    sent,
+                    reply: Reply::Lost,
+                };
+                if out.send(o).is_err() {
+                    return;
+                }
             }
-            tokio::time::sleep(spec.timeout).await;
-            let still = u
-                .pending
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&f.seq);
-            still.map(|_| outcome(Reply::Lost))
         }
     }
 }

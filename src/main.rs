@@ -206,7 +206,11 @@ fn main() -> ExitCode {
             let usage = e
                 .downcast_ref::<tcmon_netlink::Error>()
                 .is_some_and(tcmon_netlink::Error::is_usage)
-                || e.downcast_ref::<config::ConfigError>().is_some();
+                || e.downcast_ref::<config::ConfigError>().is_some()
+                || matches!(
+                    e.downcast_ref::<tcmon_probe::ProbeError>(),
+                    Some(tcmon_probe::ProbeError::Target { .. })
+                );
             ExitCode::from(if usage { EXIT_USAGE } else { 1 })
         }
     }

@@ -35,6 +35,8 @@ pub enum ProbeError {
     IcmpNotPermitted(#[source] std::io::Error),
     #[error("open a probe socket for {0}")]
     Socket(String, #[source] std::io::Error),
+    #[error("{0}")]
+    Load(String, #[source] std::io::Error),
     #[error("enter network namespace {0} for the probes")]
     Netns(String, #[source] std::io::Error),
     #[error("start the probe threads")]

@@ -105,7 +105,7 @@ impl Load {
         let stop = Arc::new(AtomicBool::new(false));
         let bytes = Arc::new(AtomicU64::new(0));
         let mut streams = Vec::with_capacity(n);
-        let err = |e| ProbeError::Socket(format!("load stream to sink {sink}"), e);
+        let err = |e| ProbeError::Load(format!("load stream to tcmon sink {sink}"), e);
         for i in 0..n {
             let tos = if dscp.is_empty() {
                 0
@@ -117,7 +117,13 @@ impl Load {
             set_tos(&s, sink, tos).map_err(err)?;
             if let Some(cc) = congestion {
                 set_congestion(&s, cc).map_err(|e| {
-                    ProbeError::Socket(format!("congestion control {cc} (needs CAP_NET_ADMIN unless allowed by net.ipv4.tcp_allowed_congestion_control)"), e)
+                    ProbeError::Load(
+                        format!(
+                            "congestion control {cc} (needs CAP_NET_ADMIN unless \
+                             net.ipv4.tcp_allowed_congestion_control lists it)"
+                        ),
+                        e,
+                    )
                 })?;
             }
             let mode = match direction {

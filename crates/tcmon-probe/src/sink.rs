@@ -62,7 +62,7 @@ impl Sink {
             .thread_name("tcmon-sink")
             .build()
             .map_err(ProbeError::Runtime)?;
-        let bind_err = |e| ProbeError::Socket(format!("sink on {}", opts.listen), e);
+        let bind_err = |e| ProbeError::Load(format!("listen on {}", opts.listen), e);
         let (tcp, udp) = rt
             .block_on(async {
                 let tcp = TcpListener::bind(opts.listen).await?;

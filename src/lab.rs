@@ -63,6 +63,15 @@ pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
                 "  tcmon dump --netns {router} --dev {} --interval 1s --count 10",
                 Lab::SHAPED
             );
+            println!("measure latency under load from node2, through the shaper (grade, bottleneck):");
+            println!(
+                "  ip netns exec {n1} tcmon sink --listen {}:7878 &",
+                Lab::NODE1
+            );
+            println!(
+                "  ip netns exec {n2} tcmon probe {0} --load {0}:7878 --netns {router} --cc reno",
+                Lab::NODE1
+            );
             println!("remove it:");
             println!("  tcmon lab down");
             Ok(ExitCode::SUCCESS)

@@ -1,0 +1,160 @@
+//! The terminal loop and the guard that gives the terminal back.
+
+use std::io::{self, IsTerminal};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use crossterm::event::{self, Event};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use crossterm::{cursor, execute};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use tcmon_agent::Agent;
+
+use crate::app::{Action, App};
+use crate::view::{draw, FrameInfo};
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Shown in the header.
+    pub host: String,
+    /// False when NO_COLOR is set.
+    pub color: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the terminal UI needs a terminal on stdin and stdout (for scripts: tcmon dump, tcmon check)")]
+    NotATerminal,
+    #[error("terminal")]
+    Io(#[from] io::Error),
+}
+
+/// How long to wait for a key before looking for a new poll: short enough that a poll shows
+/// within a frame or two, long enough to cost nothing while idle.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Runs the UI until the user quits (or SIGTERM/SIGHUP). The terminal is restored however
+/// this returns, and by the panic hook if something panics.
+pub fn run(agent: &Agent, opts: RunOptions) -> Result<(), Error> {
+    if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
+        return Err(Error::NotATerminal);
+    }
+    let _guard = Guard::enter()?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    terminal.clear()?;
+    let mut app = App::new(agent.state(), opts.host, opts.color);
+    refresh_history(agent, &mut app);
+    let mut dirty = true;
+    while !STOP.load(Ordering::Relaxed) {
+        let state = agent.state();
+        if !std::ptr::eq(Arc::as_ptr(&state), std::ptr::from_ref(app.state())) {
+            app.set_state(state);
+            refresh_history(agent, &mut app);
+            dirty = true;
+        }
+        if dirty {
+            let mut info = FrameInfo::default();
+            terminal.draw(|f| info = draw(f, &app))?;
+            app.tree_offset = info.tree_offset;
+            app.tree_page = info.tree_rows;
+            dirty = false;
+        }
+        // Every pending event before the next frame, so held keys do not lag behind.
+        let mut timeout = TICK;
+        while poll(timeout)? {
+            timeout = Duration::ZERO;
+            match event::read()? {
+                Event::Key(k) => {
+                    let before = app.selected().cloned();
+                    match app.on_key(k) {
+                        Action::Quit => return Ok(()),
+                        Action::Pause(p) => agent.set_paused(p),
+                        Action::Interval(d) => agent.set_interval(d),
+                        Action::None => {}
+                    }
+                    if app.selected() != before.as_ref() {
+                        refresh_history(agent, &mut app);
+                    }
+                    dirty = true;
+                }
+                Event::Resize(..) => {
+                    terminal.autoresize()?;
+                    dirty = true;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A signal interrupting the wait is not an error: the loop checks [`STOP`] next.
+fn poll(timeout: Duration) -> io::Result<bool> {
+    match event::poll(timeout) {
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
+        other => other,
+    }
+}
+
+fn refresh_history(agent: &Agent, app: &mut App) {
+    app.history = app.selected().map(|k| agent.history(k)).unwrap_or_default();
+}
+
+/// Set by SIGTERM/SIGHUP/SIGINT: the loop ends and the guard restores the terminal.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+const SIGNALS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
+
+/// Raw mode, the alternate screen and a hidden cursor while it lives.
+struct Guard;
+
+impl Guard {
+    fn enter() -> io::Result<Guard> {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            let prev = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                // First the terminal, so the message lands on the normal screen, readable.
+                restore();
+                prev(info);
+            }));
+        });
+        for s in SIGNALS {
+            // SAFETY: the handler only stores to an atomic.
+            unsafe {
+                libc::signal(s, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            }
+        }
+        enable_raw_mode()?;
+        // From here a failure drops the guard, which undoes what was done.
+        let guard = Guard;
+        execute!(io::stdout(), EnterAlternateScreen, cursor::Hide)?;
+        Ok(guard)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore();
+        for s in SIGNALS {
+            // SAFETY: restores the default disposition.
+            unsafe {
+                libc::signal(s, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
+}

@@ -53,7 +53,6 @@ impl Default for AgentConfig {
 
 impl Config {
     /// What the agent needs from the config, for `target`.
-    #[allow(dead_code)] // until `serve` and the TUI land
     pub(crate) fn agent_options(
         &self,
         netns: Option<String>,

@@ -5,6 +5,7 @@ mod check;
 mod config;
 mod dump;
 mod lab;
+mod tui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,10 +19,30 @@ use clap::{Args, Parser, Subcommand};
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Debug, Parser)]
-#[command(name = "tcmon", version, about = "Linux traffic-control monitor", long_about = None)]
+#[command(
+    name = "tcmon",
+    version,
+    about = "Linux traffic-control monitor",
+    long_about = "Linux traffic-control monitor. Without a command: the live terminal UI \
+                  (the qdisc/class tree with rates, queues and findings; ? for keys).",
+    // `tcmon --dev x dump` would silently ignore the UI's --dev: refuse it instead.
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    ui: UiArgs,
+}
+
+/// The terminal UI's options (`tcmon` without a command).
+#[derive(Debug, Args)]
+struct UiArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Poll this often (e.g. 500ms, 2s; at least 100ms). Default: `[agent] interval`, 1s.
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration)]
+    interval: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -121,9 +142,10 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Dump(args) => dump::run(&args),
-        Command::Check(args) => return check::run(&args),
-        Command::Lab { action } => lab::run(&action),
+        None => tui::run(cli.ui),
+        Some(Command::Dump(args)) => dump::run(&args),
+        Some(Command::Check(args)) => return check::run(&args),
+        Some(Command::Lab { action }) => lab::run(&action),
     };
     match result {
         Ok(code) => code,
@@ -132,7 +154,8 @@ fn main() -> ExitCode {
             let usage = e
                 .downcast_ref::<tcmon_netlink::Error>()
                 .is_some_and(tcmon_netlink::Error::is_usage)
-                || e.downcast_ref::<config::ConfigError>().is_some();
+                || e.downcast_ref::<config::ConfigError>().is_some()
+                || e.downcast_ref::<tui::UsageError>().is_some();
             ExitCode::from(if usage { EXIT_USAGE } else { 1 })
         }
     }

@@ -551,8 +551,7 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
         keep
     };
     let mut rows = Vec::with_capacity(n);
-    let mut todo: Vec<(usize, Option<usize>)> =
-        roots.iter().rev().map(|&r| (r, None)).collect();
+    let mut todo: Vec<(usize, Option<usize>)> = roots.iter().rev().map(|&r| (r, None)).collect();
     while let Some((i, parent_row)) = todo.pop() {
         if !keep[i] {
             continue;

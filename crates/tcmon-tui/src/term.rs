@@ -33,6 +33,11 @@ pub enum Error {
     Io(#[from] io::Error),
 }
 
+/// Whether stdin and stdout are both terminals, as [`run`] needs.
+pub fn is_terminal() -> bool {
+    io::stdout().is_terminal() && io::stdin().is_terminal()
+}
+
 /// How long to wait for a key before looking for a new poll: short enough that a poll shows
 /// within a frame or two, long enough to cost nothing while idle.
 const TICK: Duration = Duration::from_millis(50);
@@ -40,7 +45,7 @@ const TICK: Duration = Duration::from_millis(50);
 /// Runs the UI until the user quits (or SIGTERM/SIGHUP). The terminal is restored however
 /// this returns, and by the panic hook if something panics.
 pub fn run(agent: &Agent, opts: RunOptions) -> Result<(), Error> {
-    if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
+    if !is_terminal() {
         return Err(Error::NotATerminal);
     }
     let _guard = Guard::enter()?;
@@ -131,7 +136,10 @@ impl Guard {
         for s in SIGNALS {
             // SAFETY: the handler only stores to an atomic.
             unsafe {
-                libc::signal(s, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+                libc::signal(
+                    s,
+                    on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                );
             }
         }
         enable_raw_mode()?;

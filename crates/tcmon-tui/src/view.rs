@@ -52,7 +52,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
         Constraint::Length(1),
     ])
     .areas(area);
-    f.render_widget(Paragraph::new(header_line(app, &t)), header);
+    f.render_widget(Paragraph::new(header_line(app, &t, header.width)), header);
     f.render_widget(Paragraph::new(tabs_line(app, &t, tabs.width)), tabs);
     f.render_widget(Paragraph::new(footer_line(app, &t)), footer);
 
@@ -74,7 +74,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
         }
         let [detail, findings] =
             Layout::vertical([Constraint::Percentage(55), Constraint::Min(0)]).areas(right);
-        detail_pane(f, app, &t, detail);
+        detail_pane(f, app, &t, detail, false);
         findings_pane(f, app, &t, findings);
     } else {
         let [tree, bottom] =
@@ -83,7 +83,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
         if body.width >= SPLIT_BOTTOM {
             let [detail, right] =
                 Layout::horizontal([Constraint::Percentage(50), Constraint::Min(0)]).areas(bottom);
-            detail_pane(f, app, &t, detail);
+            detail_pane(f, app, &t, detail, false);
             match app.focus() {
                 Pane::Latency => latency_pane(f, app, &t, right),
                 _ => findings_pane(f, app, &t, right),
@@ -93,7 +93,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
             match app.focus() {
                 Pane::Latency => latency_pane(f, app, &t, bottom),
                 Pane::Findings => findings_pane(f, app, &t, bottom),
-                Pane::Tree | Pane::Detail => detail_pane(f, app, &t, bottom),
+                Pane::Tree | Pane::Detail => detail_pane(f, app, &t, bottom, true),
             }
         }
     }
@@ -155,22 +155,17 @@ impl Theme {
     }
 }
 
-fn header_line<'a>(app: &App, t: &Theme) -> Line<'a> {
+/// Status and pause first: on a narrow terminal the end of the line is what gets cut.
+fn header_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     let st = app.state();
     let snap = &st.snapshot;
-    let mut spans = vec![
-        Span::styled("tcmon", Theme::bold()),
-        Span::raw(format!("  host {}", app.host)),
-        Span::raw(format!(
-            "  netns {}",
-            snap.netns.as_deref().unwrap_or("(current)")
-        )),
-        Span::raw(format!("  every {}", fmt_ns(app.interval().as_nanos() as i64))),
-        Span::raw(format!("  poll {}", fmt_ns(snap.poll_duration_ns as i64))),
-    ];
+    let mut spans = vec![Span::styled("tcmon ", Theme::bold())];
     if app.paused() {
-        spans.push(Span::raw("  "));
-        spans.push(Span::styled("[PAUSED]", t.warn().add_modifier(Modifier::REVERSED)));
+        spans.push(Span::styled(
+            "[PAUSED]",
+            t.warn().add_modifier(Modifier::REVERSED),
+        ));
+        spans.push(Span::raw(" "));
     }
     let (label, style) = match st.status {
         Status::Ok => ("OK", t.good()),
@@ -178,12 +173,29 @@ fn header_line<'a>(app: &App, t: &Theme) -> Line<'a> {
         Status::Critical => ("CRITICAL", t.bad()),
         Status::Unknown => ("UNKNOWN", t.dim()),
     };
-    spans.push(Span::raw("  "));
     spans.push(Span::styled(label, style.add_modifier(Modifier::BOLD)));
     let count = |s: Severity| st.findings.iter().filter(|f| f.severity == s).count();
-    let (c, w) = (count(Severity::Critical), count(Severity::Warning));
-    if c + w > 0 {
-        spans.push(Span::raw(format!(" {c} crit {w} warn")));
+    let counts: Vec<String> = [(Severity::Critical, "crit"), (Severity::Warning, "warn")]
+        .into_iter()
+        .filter(|(s, _)| count(*s) > 0)
+        .map(|(s, name)| format!("{} {name}", count(s)))
+        .collect();
+    if !counts.is_empty() {
+        spans.push(Span::raw(format!(" {}", counts.join(" "))));
+    }
+    // Whole fields only, as many as fit: a cut-off unit would be worse than none.
+    let mut used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    for field in [
+        format!("  netns {}", snap.netns.as_deref().unwrap_or("(current)")),
+        format!("  every {}", compact_ns(app.interval().as_nanos() as i64)),
+        format!("  poll {}", compact_ns(snap.poll_duration_ns as i64)),
+        format!("  host {}", app.host),
+    ] {
+        let n = field.chars().count();
+        if used + n <= width as usize {
+            used += n;
+            spans.push(Span::raw(field));
+        }
     }
     Line::from(spans)
 }
@@ -238,7 +250,7 @@ fn footer_line<'a>(app: &App, t: &Theme) -> Line<'a> {
         );
     }
     Line::styled(
-        "↑↓/jk move  ←→ interface  Enter fold  Tab pane  / filter  s sort  p pause  +/- interval  ? help  q quit",
+        "? help  q quit  ↑↓ move  Enter fold  Tab pane  / filter  s sort  p pause  +/- interval  ←→ interface",
         t.dim(),
     )
 }
@@ -263,8 +275,8 @@ const COLS: [(Col, &str, usize); 9] = [
     (Col::Kind, "KIND", 10),
     (Col::Rate, "RATE/s", 9),
     (Col::Bar, "OF RATE|CEIL", 14),
-    (Col::Tokens, "TOKENS", 10),
-    (Col::Ctokens, "CTOKENS", 10),
+    (Col::Tokens, "TOKENS", 11),
+    (Col::Ctokens, "CTOKENS", 11),
     (Col::LendBorrow, "LEND/BOR/s", 10),
     (Col::Backlog, "BACKLOG ~DELAY", 15),
     (Col::Drops, "DROPS/s", 7),
@@ -288,7 +300,10 @@ fn columns_for(width: usize) -> Vec<(Col, &'static str, usize)> {
     let mut used = 0;
     let mut chosen = Vec::new();
     for col in PRIORITY {
-        let (_, _, w) = COLS.iter().find(|c| c.0 == col).expect("every column listed");
+        let (_, _, w) = COLS
+            .iter()
+            .find(|c| c.0 == col)
+            .expect("every column listed");
         if used + w < width {
             used += w + 1;
             chosen.push(col);
@@ -303,7 +318,10 @@ fn columns_for(width: usize) -> Vec<(Col, &'static str, usize)> {
 fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> FrameInfo {
     let rows = app.rows();
     let mut title = match app.interface() {
-        Some(i) => format!(" {} · {} objects", i.name, i.qdiscs.len() + i.classes.len()),
+        Some(i) => {
+            let n = i.qdiscs.len() + i.classes.len();
+            format!(" {} · {n} object{}", i.name, if n == 1 { "" } else { "s" })
+        }
         None => " tree".to_owned(),
     };
     if app.sort() != crate::app::SortKey::Tree {
@@ -322,11 +340,14 @@ fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> FrameInfo {
         lines.push(Line::raw("No interfaces to show (none matched --dev?)."));
     } else if nothing_to_shape(snap) {
         lines.push(Line::styled(
-            "Nothing is shaped here: only the kernel's default qdiscs (noqueue, pfifo_fast).",
+            "Nothing to shape here: only noqueue/pfifo_fast roots.",
             t.warn(),
         ));
         lines.push(Line::raw(
-            "To see tcmon on a real shaper: sudo tcmon lab up, then tcmon --netns tcmon-lab-router",
+            "To see tcmon on a real shaper: sudo tcmon lab up",
+        ));
+        lines.push(Line::raw(
+            "                      and then: tcmon --netns tcmon-lab-router",
         ));
     }
     let Some(iface) = app.interface() else {
@@ -488,7 +509,12 @@ fn cell(t: &Theme, o: &Obs<'_>, col: Col, w: usize) -> (String, Style) {
     match col {
         Col::Kind => (fit(o.kind, w, false), t.dim()),
         Col::Rate => (
-            fit(&r.and_then(|r| r.bits_per_sec).map_or_else(|| "-".to_owned(), fmt_bits_per_sec), w, true),
+            fit(
+                &r.and_then(|r| r.bits_per_sec)
+                    .map_or_else(|| "-".to_owned(), fmt_bits_per_sec),
+                w,
+                true,
+            ),
             Style::new(),
         ),
         Col::Bar => match (o.limits, r.and_then(|r| r.bits_per_sec)) {
@@ -505,7 +531,10 @@ fn cell(t: &Theme, o: &Obs<'_>, col: Col, w: usize) -> (String, Style) {
             |h| bucket_cell(t, h.ctokens_ns, h.cburst_ns, w),
         ),
         Col::LendBorrow => match r.and_then(|r| r.lends_per_sec.zip(r.borrows_per_sec)) {
-            Some((l, b)) => (fit(&format!("{}/{}", fmt_count(l), fmt_count(b)), w, true), Style::new()),
+            Some((l, b)) => (
+                fit(&format!("{}/{}", fmt_count(l), fmt_count(b)), w, true),
+                Style::new(),
+            ),
             None => (" ".repeat(w), Style::new()),
         },
         Col::Backlog => {
@@ -520,7 +549,11 @@ fn cell(t: &Theme, o: &Obs<'_>, col: Col, w: usize) -> (String, Style) {
         }
         Col::Drops => {
             let d = r.and_then(|r| r.drops_per_sec);
-            let style = if d.is_some_and(|d| d > 0.0) { t.bad() } else { Style::new() };
+            let style = if d.is_some_and(|d| d > 0.0) {
+                t.bad()
+            } else {
+                Style::new()
+            };
             (fit(&per_sec(d), w, true), style)
         }
         Col::Overlimits => (
@@ -575,7 +608,10 @@ fn bucket_cell(t: &Theme, ns: i64, full_ns: u64, w: usize) -> (String, Style) {
     }
     let pct = ns as f64 * 100.0 / full_ns as f64;
     let bar = eighths_bar(pct / 100.0, 4);
-    (fit(&format!("{bar} {:>3.0}%", pct.min(999.0)), w, true), Style::new())
+    (
+        fit(&format!("{bar} {:>3.0}%", pct.min(999.0)), w, true),
+        Style::new(),
+    )
 }
 
 /// `share` of `cells` in eighth blocks.
@@ -612,7 +648,8 @@ fn fmt_count(v: f64) -> String {
 
 // ---- detail ------------------------------------------------------------------------------
 
-fn detail_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
+/// `alone`: the only pane below the tree, so its title says where the findings are.
+fn detail_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect, alone: bool) {
     let window = match (app.history.first(), app.history.last()) {
         (Some(a), Some(b)) if b.timestamp_ms > a.timestamp_ms => format!(
             " · last {}",
@@ -620,12 +657,18 @@ fn detail_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
         ),
         _ => String::new(),
     };
-    let block = t.block(format!(" Detail{window} "), app.focus() == Pane::Detail);
+    let mut title = format!(" Detail{window} ");
+    if alone {
+        let _ = write!(title, "· Tab: findings ({}) ", app.state().findings.len());
+    }
+    let block = t.block(title, app.focus() == Pane::Detail);
     let inner = block.inner(area);
     let lines = detail_lines(app, t, inner.width as usize);
     let scroll = app.scroll(Pane::Detail).min(lines.len().saturating_sub(1));
     f.render_widget(
-        Paragraph::new(lines).block(block).scroll((scroll as u16, 0)),
+        Paragraph::new(lines)
+            .block(block)
+            .scroll((scroll as u16, 0)),
         area,
     );
 }
@@ -653,10 +696,7 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
     let rate_now = r
         .and_then(|r| r.bits_per_sec)
         .map_or_else(|| "-".to_owned(), |b| format!("{}/s", fmt_bits_per_sec(b)));
-    let rate_max = h
-        .iter()
-        .filter_map(|s| s.bits_per_sec)
-        .fold(0.0, f64::max);
+    let rate_max = h.iter().filter_map(|s| s.bits_per_sec).fold(0.0, f64::max);
     let delay_now = queue_delay_ns(o.stats.backlog_bytes, r.and_then(|r| r.bits_per_sec))
         .map_or_else(|| "?".to_owned(), |d| compact_ns(d as i64));
     let drops_now = r
@@ -664,12 +704,19 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
         .map_or_else(|| "-".to_owned(), fmt_count);
     let series: [(String, Vec<Option<f64>>, Style); 3] = [
         (
-            format!("rate {rate_now} (max {})", fmt_bits_per_sec(rate_max)),
+            if h.is_empty() {
+                format!("rate {rate_now}")
+            } else {
+                format!("rate {rate_now} (max {}/s)", fmt_bits_per_sec(rate_max))
+            },
             h.iter().map(|s| s.bits_per_sec).collect(),
             t.good(),
         ),
         (
-            format!("backlog {} ~{delay_now}", fmt_bytes(o.stats.backlog_bytes as f64)),
+            format!(
+                "backlog {} ~{delay_now}",
+                fmt_bytes(o.stats.backlog_bytes as f64)
+            ),
             h.iter().map(|s: &Sample| s.queue_delay_ms).collect(),
             t.warn(),
         ),
@@ -740,7 +787,11 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
             let _ = write!(
                 l,
                 "  backlog {}{}/s",
-                if r.backlog_trend_bytes_per_sec > 0.0 { "+" } else { "" },
+                if r.backlog_trend_bytes_per_sec > 0.0 {
+                    "+"
+                } else {
+                    ""
+                },
                 fmt_bytes(r.backlog_trend_bytes_per_sec)
             );
             lines.push(Line::raw(l));
@@ -897,12 +948,26 @@ fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
             Some(i) if i >= 30.0 => t.warn(),
             _ => Style::new(),
         };
-        let loss_style = if p.loss_ratio > 0.0 { t.bad() } else { Style::new() };
+        let loss_style = if p.loss_ratio > 0.0 {
+            t.bad()
+        } else {
+            Style::new()
+        };
         lines.push(Line::from(vec![
             Span::raw(fit(&format!("{} {}", p.target, p.kind), 22, false)),
-            Span::raw(format!(" {:>9} {:>9} ", ms(p.last_rtt_ms), ms(p.baseline_ms))),
+            Span::raw(format!(
+                " {:>9} {:>9} ",
+                ms(p.last_rtt_ms),
+                ms(p.baseline_ms)
+            )),
             Span::styled(
-                format!("{:>9}", p.increase_ms.map_or_else(|| "-".to_owned(), |i| format!("+{}", compact_ns((i * 1e6) as i64)))),
+                format!(
+                    "{:>9}",
+                    p.increase_ms.map_or_else(
+                        || "-".to_owned(),
+                        |i| format!("+{}", compact_ns((i * 1e6) as i64))
+                    )
+                ),
                 incr_style,
             ),
             Span::styled(format!(" {:>5.1}%", p.loss_ratio * 100.0), loss_style),
@@ -911,7 +976,12 @@ fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
         ]));
     }
     let scroll = app.scroll(Pane::Latency).min(lines.len().saturating_sub(1));
-    f.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), area);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .scroll((scroll as u16, 0)),
+        area,
+    );
 }
 
 fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
@@ -948,7 +1018,9 @@ fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
             lines.push(Line::styled(format!("  fix: {fix}"), t.good()));
         }
     }
-    let scroll = app.scroll(Pane::Findings).min(lines.len().saturating_sub(1));
+    let scroll = app
+        .scroll(Pane::Findings)
+        .min(lines.len().saturating_sub(1));
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
@@ -984,7 +1056,7 @@ const LEGEND: &[&str] = &[
 ];
 
 fn help_popup(f: &mut Frame<'_>, t: &Theme, area: Rect) {
-    let w = 66.min(area.width);
+    let w = 74.min(area.width);
     let h = (HELP.len() + LEGEND.len() + 3) as u16;
     let h = h.min(area.height);
     let r = Rect {
@@ -1021,7 +1093,13 @@ mod tests {
         assert_eq!(names(10), ["RATE/s"]);
         assert_eq!(
             names(64),
-            ["KIND", "RATE/s", "OF RATE|CEIL", "BACKLOG ~DELAY", "DROPS/s"]
+            [
+                "KIND",
+                "RATE/s",
+                "OF RATE|CEIL",
+                "BACKLOG ~DELAY",
+                "DROPS/s"
+            ]
         );
         assert_eq!(names(500).len(), COLS.len());
     }
@@ -1038,7 +1116,10 @@ mod tests {
         assert_eq!(queue_delay_ns(1, Some(0.0)), None);
         assert_eq!(fmt_count(0.5), "0.5");
         assert_eq!(fmt_count(1234.0), "1.23k");
-        assert_eq!(sparkline(&[Some(0.0), None, Some(1.0), Some(0.5)], 3), " █▅");
+        assert_eq!(
+            sparkline(&[Some(0.0), None, Some(1.0), Some(0.5)], 3),
+            " █▅"
+        );
         assert_eq!(window_start(0, 15, 10, 100), 6);
         assert_eq!(window_start(6, 3, 10, 100), 3);
         assert_eq!(window_start(6, 8, 10, 100), 6);

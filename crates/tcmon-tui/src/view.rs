@@ -653,7 +653,8 @@ fn detail_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect, alone: bool)
     let window = match (app.history.first(), app.history.last()) {
         (Some(a), Some(b)) if b.timestamp_ms > a.timestamp_ms => format!(
             " · last {}",
-            fmt_ns(((b.timestamp_ms - a.timestamp_ms) * 1_000_000) as i64)
+            // Whole seconds: polls drift by milliseconds.
+            fmt_ns(((b.timestamp_ms - a.timestamp_ms + 500) / 1000 * 1_000_000_000) as i64)
         ),
         _ => String::new(),
     };
@@ -689,7 +690,7 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
     }
     lines.push(Line::styled(title, Theme::bold()));
     // Sparklines first: they are what changes.
-    let label_w = 30.min(width / 2);
+    let label_w = 36.min(width / 2);
     let spark_w = width.saturating_sub(label_w + 1);
     let h = &app.history;
     let r = o.rates;

@@ -310,7 +310,7 @@ fn pause_interval_help_and_quit() {
         press(&mut a, &[ch('p'), ch('p')]),
         [Action::Pause(true), Action::Pause(false)]
     );
-    assert_eq!(a.paused(), false);
+    assert!(!a.paused());
     assert_eq!(
         press(&mut a, &[ch('+'), ch('-'), ch('-')]),
         [

@@ -35,7 +35,7 @@ pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    tcmon_tui::run(
+    let stopped_by = tcmon_tui::run(
         &agent,
         tcmon_tui::RunOptions {
             host: hostname(),
@@ -43,7 +43,10 @@ pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
         },
     )
     .context("terminal UI")?;
-    Ok(ExitCode::SUCCESS)
+    // Killed by a signal: the status a shell gives that signal, though the terminal was restored.
+    Ok(stopped_by.map_or(ExitCode::SUCCESS, |sig| {
+        ExitCode::from(128u8.saturating_add(sig as u8))
+    }))
 }
 
 fn hostname() -> String {

@@ -135,8 +135,9 @@ fn start_tui(tmux: &Tmux, netns: &str, extra: &str) {
     ));
 }
 
-/// After quitting: alternate screen left, the shell and what it printed before are back.
-fn assert_restored(tmux: &Tmux) {
+/// After quitting: alternate screen left, the shell and what it printed before are back, and
+/// the exit status is `status`.
+fn assert_restored(tmux: &Tmux, status: i32) {
     // The line the shell prints, not the command line that contains it.
     let exit_line = |s: &str| {
         s.lines()
@@ -148,8 +149,8 @@ fn assert_restored(tmux: &Tmux) {
     });
     assert_eq!(
         exit_line(&s).unwrap(),
-        "tcmon-exit=0",
-        "exit status 0:\n{s}"
+        format!("tcmon-exit={status}"),
+        "exit status:\n{s}"
     );
     assert!(!tmux.alternate_on(), "alternate screen left:\n{s}");
     assert!(
@@ -180,7 +181,22 @@ fn tui_in_tmux_shows_the_tree_with_rates_and_restores_the_terminal() {
         row(s, "1:10").is_none() && s.contains("▸ 1:1")
     });
     tmux.send(&["q"]);
-    assert_restored(&tmux);
+    assert_restored(&tmux, 0);
+
+    // SIGTERM (a service manager, a closed session) restores the terminal too: 128 + 15.
+    tmux.type_line("clear");
+    start_tui(&tmux, &pair.a.name, "");
+    tmux.wait_for("the UI", Duration::from_secs(10), |s| {
+        row(s, "1:10").is_some()
+    });
+    let shell = tmux.run(&["display-message", "-p", "-t", "t", "#{pane_pid}"]);
+    let shell = text(&shell.stdout).trim().to_owned();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+        .expect("children of the shell");
+    let pid: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    // SAFETY: a plain kill(2) of the tcmon this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    assert_restored(&tmux, 143);
 }
 
 #[test]
@@ -204,5 +220,12 @@ fn tui_in_tmux_at_80x24_drops_columns_and_quits_on_ctrl_c() {
         "nothing wider than the terminal:\n{s}"
     );
     tmux.send(&["C-c"]);
-    assert_restored(&tmux);
+    assert_restored(&tmux, 0);
+
+    // A bad --dev is an error before the screen is taken: the usage status, and why.
+    tmux.type_line("clear");
+    start_tui(&tmux, &pair.a.name, "--dev nope0");
+    assert_restored(&tmux, 2);
+    let s = tmux.screen();
+    assert!(s.contains("no interface named 'nope0'"), "{s}");
 }

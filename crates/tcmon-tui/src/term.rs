@@ -1,7 +1,7 @@
 //! The terminal loop and the guard that gives the terminal back.
 
 use std::io::{self, IsTerminal};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -42,9 +42,10 @@ pub fn is_terminal() -> bool {
 /// within a frame or two, long enough to cost nothing while idle.
 const TICK: Duration = Duration::from_millis(50);
 
-/// Runs the UI until the user quits (or SIGTERM/SIGHUP). The terminal is restored however
-/// this returns, and by the panic hook if something panics.
-pub fn run(agent: &Agent, opts: RunOptions) -> Result<(), Error> {
+/// Runs the UI until the user quits (`None`) or a signal ends it (`Some(signal number)`, for an
+/// exit status of 128 + n). The terminal is restored however this returns, and by the panic
+/// hook if something panics.
+pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
     if !is_terminal() {
         return Err(Error::NotATerminal);
     }
@@ -54,7 +55,7 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<(), Error> {
     let mut app = App::new(agent.state(), opts.host, opts.color);
     refresh_history(agent, &mut app);
     let mut dirty = true;
-    while !STOP.load(Ordering::Relaxed) {
+    while STOP.load(Ordering::Relaxed) == 0 {
         let state = agent.state();
         if !std::ptr::eq(Arc::as_ptr(&state), std::ptr::from_ref(app.state())) {
             app.set_state(state);
@@ -76,7 +77,7 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<(), Error> {
                 Event::Key(k) => {
                     let before = app.selected().cloned();
                     match app.on_key(k) {
-                        Action::Quit => return Ok(()),
+                        Action::Quit => return Ok(None),
                         Action::Pause(p) => agent.set_paused(p),
                         Action::Interval(d) => agent.set_interval(d),
                         Action::None => {}
@@ -94,7 +95,7 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<(), Error> {
             }
         }
     }
-    Ok(())
+    Ok(Some(STOP.load(Ordering::Relaxed)))
 }
 
 /// A signal interrupting the wait is not an error: the loop checks [`STOP`] next.
@@ -109,12 +110,13 @@ fn refresh_history(agent: &Agent, app: &mut App) {
     app.history = app.selected().map(|k| agent.history(k)).unwrap_or_default();
 }
 
-/// Set by SIGTERM/SIGHUP/SIGINT: the loop ends and the guard restores the terminal.
-static STOP: AtomicBool = AtomicBool::new(false);
+/// The signal (SIGTERM/SIGHUP/SIGINT) that asked to stop, 0 until then: the loop ends and the
+/// guard restores the terminal.
+static STOP: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
     // Only an atomic store: async-signal-safe.
-    STOP.store(true, Ordering::Relaxed);
+    STOP.store(sig, Ordering::Relaxed);
 }
 
 const SIGNALS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];

@@ -11,5 +11,5 @@ mod term;
 pub mod view;
 
 pub use app::{Action, App, Pane, Row, SortKey};
-pub use term::{is_terminal, run, Error, RunOptions};
+pub use term::{is_terminal, run, Error, RunOptions, TerminalGuard};
 pub use view::{draw, FrameInfo};

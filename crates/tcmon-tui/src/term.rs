@@ -1,7 +1,7 @@
 //! The terminal loop and the guard that gives the terminal back.
 
 use std::io::{self, IsTerminal};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -49,7 +49,7 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
     if !is_terminal() {
         return Err(Error::NotATerminal);
     }
-    let _guard = Guard::enter()?;
+    let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
     let mut app = App::new(agent.state(), opts.host, opts.color);
@@ -121,11 +121,19 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 const SIGNALS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
 
-/// Raw mode, the alternate screen and a hidden cursor while it lives.
-struct Guard;
+/// Raw mode, the alternate screen and a hidden cursor while it lives; given back on drop, on
+/// a panic (by a panic hook, before the message is printed) and after SIGTERM/SIGHUP/SIGINT
+/// (which [`run`] turns into a normal return).
+#[derive(Debug)]
+pub struct TerminalGuard(());
 
-impl Guard {
-    fn enter() -> io::Result<Guard> {
+/// Whether the terminal is ours: restoring twice would be harmless to the modes but not to the
+/// cursor (leaving the alternate screen again restores an old cursor position over the panic
+/// message).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+impl TerminalGuard {
+    pub fn enter() -> io::Result<TerminalGuard> {
         static HOOK: Once = Once::new();
         HOOK.call_once(|| {
             let prev = std::panic::take_hook();
@@ -145,14 +153,15 @@ impl Guard {
             }
         }
         enable_raw_mode()?;
+        ACTIVE.store(true, Ordering::SeqCst);
         // From here a failure drops the guard, which undoes what was done.
-        let guard = Guard;
+        let guard = TerminalGuard(());
         execute!(io::stdout(), EnterAlternateScreen, cursor::Hide)?;
         Ok(guard)
     }
 }
 
-impl Drop for Guard {
+impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore();
         for s in SIGNALS {
@@ -165,6 +174,8 @@ impl Drop for Guard {
 }
 
 fn restore() {
-    let _ = disable_raw_mode();
-    let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        let _ = disable_raw_mode();
+        let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
+    }
 }

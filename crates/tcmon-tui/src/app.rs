@@ -12,6 +12,8 @@ use tcmon_core::rates::{ObjectKey, ObjectRates};
 use tcmon_core::units::Handle;
 use tcmon_render::{walk, Obj};
 
+use crate::view::FrameInfo;
+
 /// What the caller must do after a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -91,9 +93,9 @@ pub struct App {
     selected_path: Vec<ObjectKey>,
     cursor: usize,
     /// First tree row on screen, as the last frame drew it.
-    pub tree_offset: usize,
+    tree_offset: usize,
     /// Tree rows the last frame had room for (page up/down).
-    pub tree_page: usize,
+    tree_page: usize,
     folded: HashSet<ObjectKey>,
     filter: String,
     editing_filter: bool,
@@ -228,6 +230,21 @@ impl App {
             Pane::Latency => self.latency_scroll,
             Pane::Findings => self.findings_scroll,
         }
+    }
+
+    /// What the last frame showed: where the tree window is, how long each pane was (scrolling
+    /// past the end of a pane stops there).
+    pub fn after_frame(&mut self, info: FrameInfo) {
+        self.tree_offset = info.tree_offset;
+        self.tree_page = info.tree_rows;
+        let clamp = |scroll: &mut usize, lines: Option<usize>| {
+            if let Some(n) = lines {
+                *scroll = (*scroll).min(n.saturating_sub(1));
+            }
+        };
+        clamp(&mut self.detail_scroll, info.detail_lines);
+        clamp(&mut self.latency_scroll, info.latency_lines);
+        clamp(&mut self.findings_scroll, info.findings_lines);
     }
 
     /// The panes Tab cycles through: the latency pane only when probes are configured.

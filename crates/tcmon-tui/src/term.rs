@@ -65,8 +65,7 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
         if dirty {
             let mut info = FrameInfo::default();
             terminal.draw(|f| info = draw(f, &app))?;
-            app.tree_offset = info.tree_offset;
-            app.tree_page = info.tree_rows;
+            app.after_frame(info);
             dirty = false;
         }
         // Every pending event before the next frame, so held keys do not lag behind.

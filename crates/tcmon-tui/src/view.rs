@@ -24,6 +24,10 @@ use crate::app::{nothing_to_shape, App, Pane, Row};
 pub struct FrameInfo {
     pub tree_offset: usize,
     pub tree_rows: usize,
+    /// Lines of the panes drawn (`None`: not on screen), to bound their scrolling.
+    pub detail_lines: Option<usize>,
+    pub latency_lines: Option<usize>,
+    pub findings_lines: Option<usize>,
 }
 
 /// Below this the layout cannot hold a tree row and its columns.
@@ -58,7 +62,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
 
     let probes = !app.state().probes.is_empty();
     let latency_height = (app.state().probes.len() as u16 + 3).min(body.height / 3);
-    let info;
+    let mut info;
     if body.width >= WIDE {
         let [left, right] =
             Layout::horizontal([Constraint::Min(0), Constraint::Length(body.width * 2 / 5)])
@@ -70,12 +74,12 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
         .areas(left);
         info = tree_pane(f, app, &t, tree);
         if probes {
-            latency_pane(f, app, &t, latency);
+            info.latency_lines = Some(latency_pane(f, app, &t, latency));
         }
         let [detail, findings] =
             Layout::vertical([Constraint::Percentage(55), Constraint::Min(0)]).areas(right);
-        detail_pane(f, app, &t, detail, false);
-        findings_pane(f, app, &t, findings);
+        info.detail_lines = Some(detail_pane(f, app, &t, detail, false));
+        info.findings_lines = Some(findings_pane(f, app, &t, findings));
     } else {
         let [tree, bottom] =
             Layout::vertical([Constraint::Percentage(55), Constraint::Min(0)]).areas(body);
@@ -83,17 +87,19 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
         if body.width >= SPLIT_BOTTOM {
             let [detail, right] =
                 Layout::horizontal([Constraint::Percentage(50), Constraint::Min(0)]).areas(bottom);
-            detail_pane(f, app, &t, detail, false);
+            info.detail_lines = Some(detail_pane(f, app, &t, detail, false));
             match app.focus() {
-                Pane::Latency => latency_pane(f, app, &t, right),
-                _ => findings_pane(f, app, &t, right),
+                Pane::Latency => info.latency_lines = Some(latency_pane(f, app, &t, right)),
+                _ => info.findings_lines = Some(findings_pane(f, app, &t, right)),
             }
         } else {
             // One pane below the tree: the focused one, or the detail of the selection.
             match app.focus() {
-                Pane::Latency => latency_pane(f, app, &t, bottom),
-                Pane::Findings => findings_pane(f, app, &t, bottom),
-                Pane::Tree | Pane::Detail => detail_pane(f, app, &t, bottom, true),
+                Pane::Latency => info.latency_lines = Some(latency_pane(f, app, &t, bottom)),
+                Pane::Findings => info.findings_lines = Some(findings_pane(f, app, &t, bottom)),
+                Pane::Tree | Pane::Detail => {
+                    info.detail_lines = Some(detail_pane(f, app, &t, bottom, true));
+                }
             }
         }
     }
@@ -366,7 +372,7 @@ fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> FrameInfo {
     }
     let height = (inner.height as usize).saturating_sub(lines.len() + 1);
     let cursor = app.cursor();
-    let offset = window_start(app.tree_offset, cursor, height, rows.len());
+    let offset = window_start(app.scroll(Pane::Tree), cursor, height, rows.len());
     let visible = &rows[offset.min(rows.len())..(offset + height).min(rows.len())];
     let name_w = visible
         .iter()
@@ -391,6 +397,7 @@ fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> FrameInfo {
     FrameInfo {
         tree_offset: offset,
         tree_rows: height,
+        ..FrameInfo::default()
     }
 }
 
@@ -649,7 +656,7 @@ fn fmt_count(v: f64) -> String {
 // ---- detail ------------------------------------------------------------------------------
 
 /// `alone`: the only pane below the tree, so its title says where the findings are.
-fn detail_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect, alone: bool) {
+fn detail_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect, alone: bool) -> usize {
     let window = match (app.history.first(), app.history.last()) {
         (Some(a), Some(b)) if b.timestamp_ms > a.timestamp_ms => format!(
             " · last {}",
@@ -665,13 +672,15 @@ fn detail_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect, alone: bool)
     let block = t.block(title, app.focus() == Pane::Detail);
     let inner = block.inner(area);
     let lines = detail_lines(app, t, inner.width as usize);
-    let scroll = app.scroll(Pane::Detail).min(lines.len().saturating_sub(1));
+    let n = lines.len();
+    let scroll = app.scroll(Pane::Detail).min(n.saturating_sub(1));
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
             .scroll((scroll as u16, 0)),
         area,
     );
+    n
 }
 
 fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
@@ -922,7 +931,7 @@ fn sparkline(values: &[Option<f64>], width: usize) -> String {
 
 // ---- latency and findings ------------------------------------------------------------------
 
-fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
+fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
     let block = t.block(" Latency probes ".to_owned(), app.focus() == Pane::Latency);
     let inner = block.inner(area);
     let probes: &[TargetStatus] = &app.state().probes;
@@ -976,16 +985,18 @@ fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
             Span::styled(sparkline(&p.recent_ms, spark_w), t.good()),
         ]));
     }
-    let scroll = app.scroll(Pane::Latency).min(lines.len().saturating_sub(1));
+    let n = lines.len();
+    let scroll = app.scroll(Pane::Latency).min(n.saturating_sub(1));
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
             .scroll((scroll as u16, 0)),
         area,
     );
+    n
 }
 
-fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
+fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
     let findings: &[Finding] = &app.state().findings;
     let block = t.block(
         format!(" Findings ({}) ", findings.len()),
@@ -1019,9 +1030,8 @@ fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
             lines.push(Line::styled(format!("  fix: {fix}"), t.good()));
         }
     }
-    let scroll = app
-        .scroll(Pane::Findings)
-        .min(lines.len().saturating_sub(1));
+    let n = lines.len();
+    let scroll = app.scroll(Pane::Findings).min(n.saturating_sub(1));
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
@@ -1029,6 +1039,7 @@ fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) {
             .scroll((scroll as u16, 0)),
         area,
     );
+    n
 }
 
 // ---- help --------------------------------------------------------------------------------

@@ -169,5 +169,21 @@ fn the_tree_scrolls_to_keep_the_cursor_on_screen() {
     // The last class's leaf qdisc (0x100 + 99 = 0x163) is the last row.
     assert!(text.contains("163:"), "{text}");
     assert!(!text.contains("▾ 1:1 "), "the top scrolled away: {text}");
-    assert!(a.tree_offset > 0);
+    assert!(a.scroll(tcmon_tui::Pane::Tree) > 0);
+}
+
+#[test]
+fn scrolling_a_pane_stops_at_its_last_line() {
+    let mut a = on_1_10(false);
+    a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    for _ in 0..500 {
+        a.on_key(ch('j'));
+    }
+    let text = screen(&mut a, 80, 24);
+    let end = a.scroll(tcmon_tui::Pane::Detail);
+    assert!(end > 0 && end < 100, "clamped to the pane's lines: {end}");
+    // The detail's last line (the last xstat) is on screen, and one key back scrolls at once.
+    assert!(text.contains("tokens_ns"), "{text}");
+    a.on_key(ch('k'));
+    assert_eq!(a.scroll(tcmon_tui::Pane::Detail), end - 1);
 }

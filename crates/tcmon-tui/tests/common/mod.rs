@@ -407,7 +407,6 @@ pub fn render(app: &mut App, width: u16, height: u16) -> ratatui::buffer::Buffer
     let mut term = Terminal::new(TestBackend::new(width, height)).expect("test backend");
     let mut info = tcmon_tui::FrameInfo::default();
     term.draw(|f| info = tcmon_tui::draw(f, app)).expect("draw");
-    app.tree_offset = info.tree_offset;
-    app.tree_page = info.tree_rows;
+    app.after_frame(info);
     term.backend().buffer().clone()
 }

@@ -1,6 +1,7 @@
 //! What the screen shows: pure functions of an [`App`] into a ratatui frame. Only the tree rows
 //! that fit on screen are built, so a frame costs the same for 100 classes as for 10,000.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -12,7 +13,7 @@ use serde_json::Value;
 use tcmon_agent::Sample;
 use tcmon_core::model::{Class, ClassDetail, Interface, Qdisc, QdiscDetail, Stats};
 use tcmon_core::rates::ObjectRates;
-use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 use tcmon_diag::{Finding, Severity, Status};
 use tcmon_probe::TargetStatus;
 use tcmon_render::Obj;
@@ -284,7 +285,7 @@ const COLS: [(Col, &str, usize); 9] = [
     (Col::Tokens, "TOKENS", 11),
     (Col::Ctokens, "CTOKENS", 11),
     (Col::LendBorrow, "LEND/BOR/s", 10),
-    (Col::Backlog, "BACKLOG ~DELAY", 15),
+    (Col::Backlog, "BACKLOG ~DELAY", 14),
     (Col::Drops, "DROPS/s", 7),
     (Col::Overlimits, "OVERL/s", 7),
 ];
@@ -374,20 +375,38 @@ fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> FrameInfo {
     let cursor = app.cursor();
     let offset = window_start(app.scroll(Pane::Tree), cursor, height, rows.len());
     let visible = &rows[offset.min(rows.len())..(offset + height).min(rows.len())];
+    // Objects a warning or critical finding names get a `!` after their handle.
+    let mut flagged: HashMap<&str, Severity> = HashMap::new();
+    for fd in app.state().findings.iter() {
+        if fd.interface == iface.name && fd.severity >= Severity::Warning {
+            let e = flagged.entry(fd.object.as_str()).or_insert(fd.severity);
+            *e = (*e).max(fd.severity);
+        }
+    }
+    let flag_of = |r: &Row| {
+        flagged
+            .get(handle_of(iface, r).to_string().as_str())
+            .copied()
+    };
     let name_w = visible
         .iter()
-        .map(|r| name_cell(iface, r).chars().count())
+        .map(|r| name_cell(iface, r).chars().count() + if flag_of(r).is_some() { 2 } else { 0 })
         .max()
         .unwrap_or(0)
         .clamp(8, 24);
     let cols = columns_for((inner.width as usize).saturating_sub(name_w + 1));
     let mut head = format!("{:<name_w$}", "HANDLE");
-    for (_, h, w) in &cols {
-        let _ = write!(head, " {h:>w$}");
+    for (col, h, w) in &cols {
+        // Aligned as the cells below: kinds are text, the rest numbers.
+        let _ = if *col == Col::Kind {
+            write!(head, " {h:<w$}")
+        } else {
+            write!(head, " {h:>w$}")
+        };
     }
     lines.push(Line::styled(head, Theme::bold().patch(t.dim())));
     for (n, row) in visible.iter().enumerate() {
-        let mut line = tree_line(app, t, iface, row, name_w, &cols);
+        let mut line = tree_line(app, t, iface, row, (name_w, flag_of(row)), &cols);
         if offset + n == cursor {
             line = line.patch_style(Theme::selected());
         }
@@ -422,11 +441,14 @@ fn name_cell(iface: &Interface, row: &Row) -> String {
         (true, false) => "▾ ",
         (false, _) => "  ",
     };
-    let handle = match row.obj {
+    format!("{}{marker}{}", " ".repeat(row.depth), handle_of(iface, row))
+}
+
+fn handle_of(iface: &Interface, row: &Row) -> Handle {
+    match row.obj {
         Obj::Qdisc(i) => iface.qdiscs[i].handle,
         Obj::Class(i) => iface.classes[i].handle,
-    };
-    format!("{}{marker}{handle}", " ".repeat(row.depth))
+    }
 }
 
 /// `s` cut or padded to exactly `w` characters.
@@ -496,11 +518,22 @@ fn tree_line<'a>(
     t: &Theme,
     iface: &Interface,
     row: &Row,
-    name_w: usize,
+    (name_w, flag): (usize, Option<Severity>),
     cols: &[(Col, &str, usize)],
 ) -> Line<'a> {
     let o = observe(app, iface, row);
-    let mut spans = vec![Span::raw(fit(&name_cell(iface, row), name_w, false))];
+    let name = name_cell(iface, row);
+    let n = name.chars().count();
+    let mut spans = match flag {
+        Some(sev) if n + 2 <= name_w => {
+            vec![
+                Span::raw(name),
+                Span::styled(" !", t.severity(sev).add_modifier(Modifier::BOLD)),
+                Span::raw(" ".repeat(name_w.saturating_sub(n + 2))),
+            ]
+        }
+        _ => vec![Span::raw(fit(&name, name_w, false))],
+    };
     for &(col, _, w) in cols {
         spans.push(Span::raw(" "));
         let (text, style) = cell(t, &o, col, w);
@@ -1059,6 +1092,7 @@ const HELP: &[(&str, &str)] = &[
 ];
 
 const LEGEND: &[&str] = &[
+    "! after a handle: a warning or critical finding is about it.",
     "RATE/s: bits per second since the last poll.",
     "OF RATE|CEIL: the rate as a share of the ceil, │ marks the",
     "  class rate; yellow while borrowing, red at the ceil.",

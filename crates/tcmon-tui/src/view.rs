@@ -580,9 +580,10 @@ fn cell(t: &Theme, o: &Obs<'_>, col: Col, w: usize) -> (String, Style) {
         Col::Backlog => {
             let b = o.stats.backlog_bytes;
             let text = match queue_delay_ns(b, r.and_then(|r| r.bits_per_sec)) {
-                _ if b == 0 => "0 B".to_owned(),
-                Some(d) => format!("{} ~{}", fmt_bytes(b as f64), compact_ns(d as i64)),
-                None => format!("{} ~?", fmt_bytes(b as f64)),
+                _ if b == 0 => "0B".to_owned(),
+                // Units without their space: `1.44kB ~5.76ms` fits the column at any size.
+                Some(d) => format!("{} ~{}", compact_bytes(b), compact_ns(d as i64)),
+                None => format!("{} ~?", compact_bytes(b)),
             };
             let style = if b > 0 { t.warn() } else { Style::new() };
             (fit(&text, w, true), style)
@@ -665,6 +666,11 @@ fn eighths_bar(share: f64, cells: usize) -> String {
             e => PARTS[e],
         })
         .collect()
+}
+
+/// `1.44kB`: the units of fmt_bytes without the space, for narrow columns.
+fn compact_bytes(b: u64) -> String {
+    fmt_bytes(b as f64).replace(' ', "")
 }
 
 /// `6.4ms`: the units of fmt_ns without the space, for narrow columns.
@@ -1160,6 +1166,25 @@ mod tests {
         assert_eq!(rate_bar(&t, 9e6, 4e6, 4e6, 14).0, "█████████ 225%");
         assert_eq!(queue_delay_ns(250_000, Some(2e6)), Some(1_000_000_000));
         assert_eq!(queue_delay_ns(1, Some(0.0)), None);
+        let backlog = |b: u64, bps: f64| {
+            let o = Obs {
+                kind: "pfifo",
+                stats: &Stats {
+                    backlog_bytes: b,
+                    ..Stats::default()
+                },
+                rates: Some(&ObjectRates {
+                    bits_per_sec: Some(bps),
+                    ..ObjectRates::default()
+                }),
+                limits: None,
+                class: None,
+            };
+            cell(&t, &o, Col::Backlog, 14).0
+        };
+        assert_eq!(backlog(1442, 2e6), "1.44kB ~5.77ms");
+        assert_eq!(backlog(1_514_000, 2e6), " 1.51MB ~6.06s");
+        assert_eq!(backlog(0, 0.0), "            0B");
         assert_eq!(fmt_count(0.5), "0.5");
         assert_eq!(fmt_count(1234.0), "1.23k");
         assert_eq!(

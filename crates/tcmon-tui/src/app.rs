@@ -265,7 +265,13 @@ impl App {
             return Action::Quit;
         }
         if self.editing_filter {
-            self.filter_key(k.code);
+            // Alt-x arrives as ESC x when keys come fast: neither is filter text.
+            if !k
+                .modifiers
+                .intersects(KeyModifiers::ALT | KeyModifiers::CONTROL)
+            {
+                self.filter_key(k.code);
+            }
             return Action::None;
         }
         if self.help {

@@ -140,6 +140,12 @@ fn filter_by_handle_or_kind_keeps_ancestors_and_takes_every_key() {
         ],
     );
     assert_eq!(handles(&a), ["1:", "1:1", "1:20", "20:"]);
+    // Alt-s (what a fast "Esc s" can arrive as) is not text.
+    press(
+        &mut a,
+        &[KeyEvent::new(KeyCode::Char('s'), KeyModifiers::ALT)],
+    );
+    assert_eq!(a.filter(), "20");
     // Esc clears it and shows everything again.
     press(&mut a, &[key(KeyCode::Esc)]);
     assert_eq!(a.filter(), "");

@@ -1,7 +1,7 @@
 //! The UI's state and what keys do to it. No terminal here: views read an [`App`], keys change
 //! it through [`App::on_key`], and what the poller must do comes back as an [`Action`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use tcmon_agent::{Sample, State};
 use tcmon_core::model::{Interface, Snapshot};
 use tcmon_core::rates::{ObjectKey, ObjectRates};
 use tcmon_core::units::Handle;
+use tcmon_diag::Severity;
 use tcmon_render::{walk, Obj};
 
 use crate::view::FrameInfo;
@@ -105,6 +106,9 @@ pub struct App {
     interval: Duration,
     help: bool,
     rows: Vec<Row>,
+    /// The worst warning or critical finding per object of the selected interface (findings
+    /// name objects in tc notation), so a frame looks flags up instead of scanning findings.
+    flagged: HashMap<String, Severity>,
     /// Samples of the selected object, oldest first (the caller fetches them from the agent).
     pub history: Vec<Sample>,
     detail_scroll: usize,
@@ -135,6 +139,7 @@ impl App {
             focus: Pane::Tree,
             help: false,
             rows: Vec::new(),
+            flagged: HashMap::new(),
             history: Vec::new(),
             detail_scroll: 0,
             findings_scroll: 0,
@@ -189,6 +194,12 @@ impl App {
 
     pub fn selected_row(&self) -> Option<&Row> {
         self.rows.get(self.cursor)
+    }
+
+    /// The worst warning or critical finding about `object` (tc notation) on the selected
+    /// interface.
+    pub fn flag(&self, object: &str) -> Option<Severity> {
+        self.flagged.get(object).copied()
     }
 
     pub fn rates_of(&self, key: &ObjectKey) -> Option<&ObjectRates> {
@@ -408,12 +419,19 @@ impl App {
     /// Rebuilds the visible rows of the selected interface (after a poll, a fold, the filter or
     /// the sort changed) and finds the selection again by identity.
     fn rebuild(&mut self) {
+        self.flagged.clear();
         let Some(iface) = self.state.snapshot.interfaces.get(self.iface) else {
             self.rows.clear();
             self.cursor = 0;
             self.selected = None;
             return;
         };
+        for f in self.state.findings.iter() {
+            if f.interface == iface.name && f.severity >= Severity::Warning {
+                let e = self.flagged.entry(f.object.clone()).or_insert(f.severity);
+                *e = (*e).max(f.severity);
+            }
+        }
         self.rows = visible_rows(
             iface,
             self.state.rates.as_deref(),

@@ -1,7 +1,6 @@
 //! What the screen shows: pure functions of an [`App`] into a ratatui frame. Only the tree rows
 //! that fit on screen are built, so a frame costs the same for 100 classes as for 10,000.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -376,18 +375,7 @@ fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> FrameInfo {
     let offset = window_start(app.scroll(Pane::Tree), cursor, height, rows.len());
     let visible = &rows[offset.min(rows.len())..(offset + height).min(rows.len())];
     // Objects a warning or critical finding names get a `!` after their handle.
-    let mut flagged: HashMap<&str, Severity> = HashMap::new();
-    for fd in app.state().findings.iter() {
-        if fd.interface == iface.name && fd.severity >= Severity::Warning {
-            let e = flagged.entry(fd.object.as_str()).or_insert(fd.severity);
-            *e = (*e).max(fd.severity);
-        }
-    }
-    let flag_of = |r: &Row| {
-        flagged
-            .get(handle_of(iface, r).to_string().as_str())
-            .copied()
-    };
+    let flag_of = |r: &Row| app.flag(&handle_of(iface, r).to_string());
     let name_w = visible
         .iter()
         .map(|r| name_cell(iface, r).chars().count() + if flag_of(r).is_some() { 2 } else { 0 })

@@ -770,12 +770,18 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
             Span::styled(sparkline(&values, spark_w), style),
         ]));
     }
-    if let Some((rate, ceil)) = o.limits {
-        lines.push(Line::raw(format!(
+    match o.limits {
+        Some((rate, ceil)) if o.class.is_some() => lines.push(Line::raw(format!(
             "limits: rate {}/s  ceil {}/s",
             fmt_bits_per_sec(rate),
             fmt_bits_per_sec(ceil)
-        )));
+        ))),
+        // A TBF has one rate.
+        Some((rate, _)) => lines.push(Line::raw(format!(
+            "limit: rate {}/s",
+            fmt_bits_per_sec(rate)
+        ))),
+        None => {}
     }
     let s = o.stats;
     lines.push(Line::raw(format!(

@@ -187,3 +187,40 @@ fn scrolling_a_pane_stops_at_its_last_line() {
     a.on_key(ch('k'));
     assert_eq!(a.scroll(tcmon_tui::Pane::Detail), end - 1);
 }
+
+#[test]
+fn a_tbf_root_shows_its_rate_as_the_bar() {
+    use tcmon_core::model::{QdiscDetail, Tbf};
+    let t0 = Instant::now();
+    let snap = |at, k: u64| {
+        let mut s = Snapshot::new(at, 0);
+        let mut eth = common::iface("eth0", 2);
+        let tbf = Tbf {
+            rate_bytes_per_sec: 250_000,
+            burst_bytes: 10_000,
+            limit_bytes: 500_000,
+            ..Tbf::default()
+        };
+        eth.qdiscs.push(common::qdisc(
+            Handle::new(1, 0),
+            Handle::ROOT,
+            "tbf",
+            Some(QdiscDetail::Tbf(tbf)),
+            common::stats(200_000 * k, 150 * k, 0, 30_000),
+        ));
+        s.interfaces.push(eth);
+        s
+    };
+    let a0 = snap(t0, 1);
+    let b0 = snap(t0 + std::time::Duration::from_secs(1), 2);
+    let mut a = App::new(common::state(&a0, b0, vec![], vec![]), "h".into(), true);
+    let text = screen(&mut a, 80, 24);
+    let row = text.lines().find(|l| l.contains(" tbf ")).unwrap();
+    // 200 kB/s = 1.6 Mbit of the 2 Mbit rate; 30 kB drain in 150 ms at that pace.
+    assert!(row.contains("1.6 Mbit") && row.contains("80%"), "{row}");
+    assert!(row.contains("30kB ~150ms"), "{row}");
+    assert!(
+        text.contains("limits: rate 2 Mbit/s  ceil 2 Mbit/s"),
+        "{text}"
+    );
+}

@@ -221,3 +221,21 @@ fn a_tbf_root_shows_its_rate_as_the_bar() {
     assert!(row.contains("30kB ~150ms"), "{row}");
     assert!(text.contains("limit: rate 2 Mbit/s"), "{text}");
 }
+
+#[test]
+fn a_failed_poll_is_said_in_the_footer_over_the_last_good_one() {
+    let good = shaped_state(false);
+    let failed = std::sync::Arc::new(tcmon_agent::State {
+        last_error: Some("dump classes of eth1: No buffer space available".into()),
+        poll_errors_total: 1,
+        ..(*good).clone()
+    });
+    let mut a = App::new(failed, "h".into(), true);
+    let text = screen(&mut a, 120, 30);
+    let footer = text.lines().last().unwrap();
+    assert!(
+        footer.starts_with("poll failed: dump classes of eth1: No buffer space available"),
+        "{footer}"
+    );
+    assert!(text.contains("1:10"), "the last good tree stays: {text}");
+}

@@ -89,6 +89,11 @@ impl Drop for Tmux {
     }
 }
 
+/// The line `echo before-tcmon` printed (after the prompt, if the keys beat the prompt).
+fn printed_before(line: &str) -> bool {
+    line.trim_start_matches("$ ") == "before-tcmon"
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -127,7 +132,7 @@ fn shaped_pair() -> (Pair, UdpLoad) {
 fn start_tui(tmux: &Tmux, netns: &str, extra: &str) {
     tmux.type_line("echo before-tcmon");
     tmux.wait_for("the shell", Duration::from_secs(5), |s| {
-        s.lines().any(|l| l == "before-tcmon")
+        s.lines().any(printed_before)
     });
     tmux.type_line(&format!(
         "{} --netns {netns} --interval 250ms {extra}; echo tcmon-exit=$?",
@@ -154,7 +159,7 @@ fn assert_restored(tmux: &Tmux, status: i32) {
     );
     assert!(!tmux.alternate_on(), "alternate screen left:\n{s}");
     assert!(
-        s.lines().any(|l| l == "before-tcmon"),
+        s.lines().any(printed_before),
         "the screen from before tcmon is back:\n{s}"
     );
     assert!(!s.contains("HANDLE"), "no UI left on the main screen:\n{s}");

@@ -89,7 +89,6 @@ fn targets<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<tcmon_probe::Ta
 
 impl Config {
     /// What the agent needs from the config, for `target`.
-    #[allow(dead_code)] // until `serve` and the TUI land
     pub(crate) fn agent_options(
         &self,
         netns: Option<String>,

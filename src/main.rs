@@ -6,6 +6,7 @@ mod config;
 mod dump;
 mod lab;
 mod probe;
+mod tui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,10 +20,30 @@ use clap::{Args, Parser, Subcommand};
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Debug, Parser)]
-#[command(name = "tcmon", version, about = "Linux traffic-control monitor", long_about = None)]
+#[command(
+    name = "tcmon",
+    version,
+    about = "Linux traffic-control monitor",
+    long_about = "Linux traffic-control monitor. Without a command: the live terminal UI \
+                  (the qdisc/class tree with rates, queues and findings; ? for keys).",
+    // `tcmon --dev x dump` would silently ignore the UI's --dev: refuse it instead.
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    ui: UiArgs,
+}
+
+/// The terminal UI's options (`tcmon` without a command).
+#[derive(Debug, Args)]
+struct UiArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Poll this often (e.g. 500ms, 2s; at least 100ms). Default: `[agent] interval`, 1s.
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration)]
+    interval: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -193,11 +214,12 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Dump(args) => dump::run(&args),
-        Command::Check(args) => return check::run(&args),
-        Command::Probe(args) => probe::run(&args),
-        Command::Sink(args) => probe::sink(&args),
-        Command::Lab { action } => lab::run(&action),
+        None => tui::run(cli.ui),
+        Some(Command::Dump(args)) => dump::run(&args),
+        Some(Command::Check(args)) => return check::run(&args),
+        Some(Command::Probe(args)) => probe::run(&args),
+        Some(Command::Sink(args)) => probe::sink(&args),
+        Some(Command::Lab { action }) => lab::run(&action),
     };
     match result {
         Ok(code) => code,
@@ -210,7 +232,8 @@ fn main() -> ExitCode {
                 || matches!(
                     e.downcast_ref::<tcmon_probe::ProbeError>(),
                     Some(tcmon_probe::ProbeError::Target { .. })
-                );
+                )
+                || e.downcast_ref::<tui::UsageError>().is_some();
             ExitCode::from(if usage { EXIT_USAGE } else { 1 })
         }
     }

@@ -1,9 +1,9 @@
 //! Views of snapshots for the command line: pure functions from state to text.
 //!
 //! - [`tree`]: the `tcmon dump` tree, in units people use;
-//! - [`rates_table`] / [`RateSample`]: `tcmon dump --interval` as text or one JSON object per line.
+//! - [`rates_table`] / [`RateSample`]: `tcmon dump --interval` as text or one JSON object per line;
+//! - [`walk`]: the tree order of an interface's objects, shared with the TUI.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 use serde::Serialize;
@@ -13,6 +13,10 @@ use tcmon_core::model::{
 };
 use tcmon_core::rates::{ObjectRates, Rates};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+
+mod walk;
+
+pub use walk::{walk, Node, Obj, MAX_DEPTH};
 
 /// The readable tree of every interface: qdiscs, their classes, leaf qdiscs under their
 /// classes, and filters.
@@ -46,33 +50,10 @@ fn interface_tree(out: &mut String, iface: &Interface) {
     if iface.qdiscs.is_empty() {
         out.push_str("  no qdiscs\n");
     }
-    let tree = Tree::new(iface);
-    let mut shown = 0usize;
-    // Roots first (egress root, then ingress/clsact).
-    for q in iface
-        .qdiscs
-        .iter()
-        .filter(|q| q.parent == Handle::ROOT || q.parent == Handle::INGRESS)
-    {
-        qdisc_tree(out, &tree, q, 1, &mut shown);
-    }
-    // Anything the walk did not reach (its parent is missing from the dump, or the tree is
-    // inconsistent) is listed too: nothing read is hidden.
-    if shown < iface.qdiscs.len() + iface.classes.len() {
-        let reached = tree.reached(iface);
-        for q in iface
-            .qdiscs
-            .iter()
-            .filter(|q| !reached.0.contains(&(q.handle, q.parent)))
-        {
-            qdisc_tree(out, &Tree::leaf_only(iface), q, 1, &mut shown);
-        }
-        for c in iface
-            .classes
-            .iter()
-            .filter(|c| !reached.1.contains(&(c.handle, c.parent)))
-        {
-            class_tree(out, &Tree::leaf_only(iface), c, 1, &mut shown);
+    for node in walk(iface) {
+        match node.obj {
+            Obj::Qdisc(i) => qdisc_lines(out, iface, &iface.qdiscs[i], node.depth + 1),
+            Obj::Class(i) => class_lines(out, &iface.classes[i], node.depth + 1),
         }
     }
     if !iface.filter_chains.is_empty() {
@@ -131,9 +112,7 @@ fn pad(depth: usize) -> String {
     "  ".repeat(depth)
 }
 
-fn qdisc_tree(out: &mut String, tree: &Tree<'_>, q: &Qdisc, depth: usize, shown: &mut usize) {
-    let iface = tree.iface;
-    *shown += 1;
+fn qdisc_lines(out: &mut String, iface: &Interface, q: &Qdisc, depth: usize) {
     let p = pad(depth);
     let _ = write!(out, "{p}qdisc {} {} parent {}", q.kind, q.handle, q.parent);
     if let Some(d) = &q.detail {
@@ -148,15 +127,9 @@ fn qdisc_tree(out: &mut String, tree: &Tree<'_>, q: &Qdisc, depth: usize, shown:
         }
     }
     undecoded_line(out, &q.undecoded, depth + 1);
-    if depth < MAX_DEPTH {
-        for c in tree.classes_of(q) {
-            class_tree(out, tree, c, depth + 1, shown);
-        }
-    }
 }
 
-fn class_tree(out: &mut String, tree: &Tree<'_>, c: &Class, depth: usize, shown: &mut usize) {
-    *shown += 1;
+fn class_lines(out: &mut String, c: &Class, depth: usize) {
     let p = pad(depth);
     let _ = write!(out, "{p}class {} {} parent {}", c.kind, c.handle, c.parent);
     match &c.detail {
@@ -194,130 +167,6 @@ fn class_tree(out: &mut String, tree: &Tree<'_>, c: &Class, depth: usize, shown:
         );
     }
     undecoded_line(out, &c.undecoded, depth + 1);
-    if depth < MAX_DEPTH {
-        for child in tree.children.get(&c.handle).into_iter().flatten() {
-            class_tree(out, tree, child, depth + 1, shown);
-        }
-        for q in tree.qdiscs_under.get(&c.handle).into_iter().flatten() {
-            qdisc_tree(out, tree, q, depth + 1, shown);
-        }
-    }
-}
-
-/// Trees deeper than this are not real (HTB has 8 levels); it bounds a walk of bad data.
-const MAX_DEPTH: usize = 24;
-
-/// Objects by (handle, parent): handles alone are not unique (the kernel's qdiscs share 0:).
-type Seen = HashSet<(Handle, Handle)>;
-
-/// Who hangs under whom, built once per interface: walking it is linear in the tree.
-struct Tree<'a> {
-    iface: &'a Interface,
-    /// Classes by parent class.
-    children: HashMap<Handle, Vec<&'a Class>>,
-    /// Qdiscs by parent class.
-    qdiscs_under: HashMap<Handle, Vec<&'a Qdisc>>,
-    /// Classes directly under a qdisc: those whose parent is the qdisc, and the top classes
-    /// of a root qdisc, which report `root` as their parent (HTB, mq).
-    top: HashMap<Handle, Vec<&'a Class>>,
-    /// Handles that more than one qdisc has.
-    shared_handles: HashSet<Handle>,
-}
-
-impl<'a> Tree<'a> {
-    fn new(iface: &'a Interface) -> Self {
-        let mut t = Tree::leaf_only(iface);
-        let roots: Vec<Handle> = iface
-            .qdiscs
-            .iter()
-            .filter(|q| q.parent == Handle::ROOT)
-            .map(|q| q.handle)
-            .collect();
-        for c in &iface.classes {
-            if c.parent == Handle::ROOT {
-                if roots.contains(&c.handle.qdisc()) {
-                    t.top.entry(c.handle.qdisc()).or_default().push(c);
-                }
-            } else if c.parent == c.handle.qdisc() {
-                t.top.entry(c.parent).or_default().push(c);
-            } else if c.parent != c.handle {
-                t.children.entry(c.parent).or_default().push(c);
-            }
-        }
-        for q in &iface.qdiscs {
-            if iface.class(q.parent).is_some() {
-                t.qdiscs_under.entry(q.parent).or_default().push(q);
-            }
-        }
-        t
-    }
-
-    /// A tree without edges: each object alone.
-    fn leaf_only(iface: &'a Interface) -> Self {
-        let mut seen = HashSet::new();
-        let shared_handles = iface
-            .qdiscs
-            .iter()
-            .map(|q| q.handle)
-            .filter(|h| !seen.insert(*h))
-            .collect();
-        Tree {
-            iface,
-            children: HashMap::new(),
-            qdiscs_under: HashMap::new(),
-            top: HashMap::new(),
-            shared_handles,
-        }
-    }
-
-    fn classes_of(&self, q: &Qdisc) -> &[&'a Class] {
-        // Several qdiscs can share handle 0 (the kernel's own, e.g. under mq's classes): only
-        // a root qdisc or the only qdisc with a handle owns the classes filed under it.
-        let owner = q.parent == Handle::ROOT || !self.shared_handles.contains(&q.handle);
-        match self.top.get(&q.handle) {
-            Some(v) if owner => v,
-            _ => &[],
-        }
-    }
-
-    /// What a walk from the roots reaches: (qdiscs, classes) as (handle, parent).
-    fn reached(&self, iface: &Interface) -> (Seen, Seen) {
-        let mut qs = HashSet::new();
-        let mut cs = HashSet::new();
-        let mut stack: Vec<(&Qdisc, usize)> = iface
-            .qdiscs
-            .iter()
-            .filter(|q| q.parent == Handle::ROOT || q.parent == Handle::INGRESS)
-            .map(|q| (q, 1))
-            .collect();
-        let mut class_stack: Vec<(&Class, usize)> = Vec::new();
-        while !stack.is_empty() || !class_stack.is_empty() {
-            if let Some((q, d)) = stack.pop() {
-                if qs.insert((q.handle, q.parent)) && d < MAX_DEPTH {
-                    class_stack.extend(self.classes_of(q).iter().map(|c| (*c, d + 1)));
-                }
-            }
-            if let Some((c, d)) = class_stack.pop() {
-                if cs.insert((c.handle, c.parent)) && d < MAX_DEPTH {
-                    class_stack.extend(
-                        self.children
-                            .get(&c.handle)
-                            .into_iter()
-                            .flatten()
-                            .map(|k| (*k, d + 1)),
-                    );
-                    stack.extend(
-                        self.qdiscs_under
-                            .get(&c.handle)
-                            .into_iter()
-                            .flatten()
-                            .map(|q| (*q, d + 1)),
-                    );
-                }
-            }
-        }
-        (qs, cs)
-    }
 }
 
 /// `73%` of the bucket, or the debt in bytes and time.

@@ -208,3 +208,60 @@ fn empty_host() {
     let r = Rates::between(&s, &s);
     assert_eq!(rates_table(&s, &r), "interval 0 ns\n");
 }
+
+#[test]
+fn walk_orders_the_tree_and_keeps_orphans() {
+    use super::{walk, Obj};
+    let s = snapshot(Instant::now(), 1);
+    let eth = &s.interfaces[1];
+    let order: Vec<(String, usize)> = walk(eth)
+        .iter()
+        .map(|n| {
+            let h = match n.obj {
+                Obj::Qdisc(i) => format!("q{}", eth.qdiscs[i].handle),
+                Obj::Class(i) => format!("c{}", eth.classes[i].handle),
+            };
+            (h, n.depth)
+        })
+        .collect();
+    let want = [
+        ("q1:", 0),
+        ("c1:1", 1),
+        ("c1:10", 2),
+        ("q10:", 3),
+        ("c1:20", 2),
+        ("q20:", 3),
+    ];
+    assert_eq!(
+        order,
+        want.map(|(h, d)| (h.to_owned(), d)).to_vec(),
+        "preorder, leaf qdiscs under their class"
+    );
+    // A class whose parent is not in the dump, and two classes naming each other as parent:
+    // each listed once, at depth 0.
+    let mut odd = eth.clone();
+    odd.classes.push(htb_class(
+        0x30,
+        Handle::new(1, 0x99),
+        1000,
+        0,
+        stats(0, 0, 0, 0),
+    ));
+    odd.classes.push(htb_class(
+        0x40,
+        Handle::new(1, 0x41),
+        1000,
+        0,
+        stats(0, 0, 0, 0),
+    ));
+    odd.classes.push(htb_class(
+        0x41,
+        Handle::new(1, 0x40),
+        1000,
+        0,
+        stats(0, 0, 0, 0),
+    ));
+    let nodes = walk(&odd);
+    assert_eq!(nodes.len(), odd.qdiscs.len() + odd.classes.len());
+    assert!(nodes[6..].iter().all(|n| n.depth == 0), "{nodes:?}");
+}

@@ -1,0 +1,616 @@
+//! The UI's state and what keys do to it. No terminal here: views read an [`App`], keys change
+//! it through [`App::on_key`], and what the poller must do comes back as an [`Action`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use tcmon_agent::{Sample, State};
+use tcmon_core::model::{Interface, Snapshot};
+use tcmon_core::rates::{ObjectKey, ObjectRates};
+use tcmon_core::units::Handle;
+use tcmon_diag::Severity;
+use tcmon_render::{walk, Obj};
+
+use crate::view::FrameInfo;
+
+/// What the caller must do after a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    None,
+    Quit,
+    Pause(bool),
+    Interval(Duration),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Tree,
+    Detail,
+    Latency,
+    Findings,
+}
+
+/// How siblings are ordered; the tree shape always stays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    /// The kernel's order: by handle.
+    Tree,
+    Rate,
+    Drops,
+    Backlog,
+}
+
+impl SortKey {
+    fn next(self) -> SortKey {
+        match self {
+            SortKey::Tree => SortKey::Rate,
+            SortKey::Rate => SortKey::Drops,
+            SortKey::Drops => SortKey::Backlog,
+            SortKey::Backlog => SortKey::Tree,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SortKey::Tree => "tree",
+            SortKey::Rate => "rate",
+            SortKey::Drops => "drops/s",
+            SortKey::Backlog => "backlog",
+        }
+    }
+}
+
+/// One visible line of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub obj: Obj,
+    pub depth: usize,
+    pub key: ObjectKey,
+    pub has_children: bool,
+    pub folded: bool,
+    /// Index of the parent's row.
+    pub parent: Option<usize>,
+}
+
+/// Poll intervals `+`/`-` step through (the agent's minimum is 100 ms).
+const INTERVALS_MS: [u64; 9] = [100, 200, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000];
+
+#[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // independent toggles of the UI, not a state machine
+pub struct App {
+    state: Arc<State>,
+    /// Shown in the header.
+    pub host: String,
+    /// False under NO_COLOR: emphasis by reverse video and text only.
+    pub color: bool,
+    iface: usize,
+    /// The selected interface by name, to find it again when interfaces come and go.
+    iface_name: Option<String>,
+    /// Selection by identity, so rows appearing or vanishing above do not move it.
+    selected: Option<ObjectKey>,
+    /// Ancestors of the selection, root first: where it goes if the selected object vanishes.
+    selected_path: Vec<ObjectKey>,
+    cursor: usize,
+    /// First tree row on screen, as the last frame drew it.
+    tree_offset: usize,
+    /// Tree rows the last frame had room for (page up/down).
+    tree_page: usize,
+    folded: HashSet<ObjectKey>,
+    filter: String,
+    editing_filter: bool,
+    sort: SortKey,
+    focus: Pane,
+    paused: bool,
+    interval: Duration,
+    help: bool,
+    rows: Vec<Row>,
+    /// The worst warning or critical finding per object of the selected interface (findings
+    /// name objects in tc notation), so a frame looks flags up instead of scanning findings.
+    flagged: HashMap<String, Severity>,
+    /// Samples of the selected object, oldest first (the caller fetches them from the agent).
+    pub history: Vec<Sample>,
+    detail_scroll: usize,
+    findings_scroll: usize,
+    latency_scroll: usize,
+}
+
+impl App {
+    pub fn new(state: Arc<State>, host: String, color: bool) -> App {
+        let iface = default_interface(&state.snapshot);
+        let mut app = App {
+            iface_name: state.snapshot.interfaces.get(iface).map(|i| i.name.clone()),
+            paused: state.paused,
+            interval: state.interval,
+            state,
+            host,
+            color,
+            iface,
+            selected: None,
+            selected_path: Vec::new(),
+            cursor: 0,
+            tree_offset: 0,
+            tree_page: 10,
+            folded: HashSet::new(),
+            filter: String::new(),
+            editing_filter: false,
+            sort: SortKey::Tree,
+            focus: Pane::Tree,
+            help: false,
+            rows: Vec::new(),
+            flagged: HashMap::new(),
+            history: Vec::new(),
+            detail_scroll: 0,
+            findings_scroll: 0,
+            latency_scroll: 0,
+        };
+        app.rebuild();
+        app
+    }
+
+    /// A new poll: the same interface and object stay selected if they still exist.
+    pub fn set_state(&mut self, state: Arc<State>) {
+        self.state = state;
+        let ifaces = &self.state.snapshot.interfaces;
+        self.iface = match self
+            .iface_name
+            .as_ref()
+            .and_then(|n| ifaces.iter().position(|i| &i.name == n))
+        {
+            Some(i) => i,
+            None => {
+                let i = default_interface(&self.state.snapshot);
+                self.iface_name = ifaces.get(i).map(|i| i.name.clone());
+                i
+            }
+        };
+        self.rebuild();
+    }
+
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    pub fn interface(&self) -> Option<&Interface> {
+        self.state.snapshot.interfaces.get(self.iface)
+    }
+
+    pub fn interface_index(&self) -> usize {
+        self.iface
+    }
+
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    pub fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    pub fn selected(&self) -> Option<&ObjectKey> {
+        self.selected.as_ref()
+    }
+
+    pub fn selected_row(&self) -> Option<&Row> {
+        self.rows.get(self.cursor)
+    }
+
+    /// The worst warning or critical finding about `object` (tc notation) on the selected
+    /// interface.
+    pub fn flag(&self, object: &str) -> Option<Severity> {
+        self.flagged.get(object).copied()
+    }
+
+    pub fn rates_of(&self, key: &ObjectKey) -> Option<&ObjectRates> {
+        self.state.rates.as_ref()?.get(key)
+    }
+
+    pub fn filter(&self) -> &str {
+        &self.filter
+    }
+
+    pub fn editing_filter(&self) -> bool {
+        self.editing_filter
+    }
+
+    pub fn sort(&self) -> SortKey {
+        self.sort
+    }
+
+    pub fn focus(&self) -> Pane {
+        self.focus
+    }
+
+    pub fn paused(&self) -> bool {
+        self.paused
+    }
+
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    pub fn help(&self) -> bool {
+        self.help
+    }
+
+    pub fn scroll(&self, pane: Pane) -> usize {
+        match pane {
+            Pane::Tree => self.tree_offset,
+            Pane::Detail => self.detail_scroll,
+            Pane::Latency => self.latency_scroll,
+            Pane::Findings => self.findings_scroll,
+        }
+    }
+
+    /// What the last frame showed: where the tree window is, how long each pane was (scrolling
+    /// past the end of a pane stops there).
+    pub fn after_frame(&mut self, info: FrameInfo) {
+        self.tree_offset = info.tree_offset;
+        self.tree_page = info.tree_rows;
+        let clamp = |scroll: &mut usize, lines: Option<usize>| {
+            if let Some(n) = lines {
+                *scroll = (*scroll).min(n.saturating_sub(1));
+            }
+        };
+        clamp(&mut self.detail_scroll, info.detail_lines);
+        clamp(&mut self.latency_scroll, info.latency_lines);
+        clamp(&mut self.findings_scroll, info.findings_lines);
+    }
+
+    /// The panes Tab cycles through: the latency pane only when probes are configured.
+    pub fn panes(&self) -> Vec<Pane> {
+        let mut p = vec![Pane::Tree, Pane::Detail];
+        if !self.state.probes.is_empty() {
+            p.push(Pane::Latency);
+        }
+        p.push(Pane::Findings);
+        p
+    }
+
+    pub fn on_key(&mut self, k: KeyEvent) -> Action {
+        if k.kind == KeyEventKind::Release {
+            return Action::None;
+        }
+        if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
+            return Action::Quit;
+        }
+        if self.editing_filter {
+            // Alt-x arrives as ESC x when keys come fast: neither is filter text.
+            if !k
+                .modifiers
+                .intersects(KeyModifiers::ALT | KeyModifiers::CONTROL)
+            {
+                self.filter_key(k.code);
+            }
+            return Action::None;
+        }
+        if self.help {
+            // Any key closes the help; q still quits.
+            self.help = false;
+            return if k.code == KeyCode::Char('q') {
+                Action::Quit
+            } else {
+                Action::None
+            };
+        }
+        match k.code {
+            KeyCode::Char('q') | KeyCode::Esc => return Action::Quit,
+            KeyCode::Up | KeyCode::Char('k') => self.move_by(-1),
+            KeyCode::Down | KeyCode::Char('j') => self.move_by(1),
+            KeyCode::PageUp => self.move_by(-(self.tree_page.max(1) as isize)),
+            KeyCode::PageDown => self.move_by(self.tree_page.max(1) as isize),
+            KeyCode::Home | KeyCode::Char('g') => self.move_by(isize::MIN / 2),
+            KeyCode::End | KeyCode::Char('G') => self.move_by(isize::MAX / 2),
+            KeyCode::Left | KeyCode::Char('h') => self.switch_interface(-1),
+            KeyCode::Right | KeyCode::Char('l') => self.switch_interface(1),
+            KeyCode::Enter | KeyCode::Char(' ') => self.toggle_fold(),
+            KeyCode::Tab => self.cycle_focus(1),
+            KeyCode::BackTab => self.cycle_focus(-1),
+            KeyCode::Char('/') => self.editing_filter = true,
+            KeyCode::Char('s') => {
+                self.sort = self.sort.next();
+                self.rebuild();
+            }
+            KeyCode::Char('p') => {
+                self.paused = !self.paused;
+                return Action::Pause(self.paused);
+            }
+            KeyCode::Char('+' | '=') => return self.step_interval(1),
+            KeyCode::Char('-') => return self.step_interval(-1),
+            KeyCode::Char('?') => self.help = true,
+            _ => {}
+        }
+        Action::None
+    }
+
+    fn filter_key(&mut self, code: KeyCode) {
+        match code {
+            KeyCode::Enter => self.editing_filter = false,
+            KeyCode::Esc => {
+                self.editing_filter = false;
+                self.filter.clear();
+                self.rebuild();
+            }
+            KeyCode::Backspace => {
+                self.filter.pop();
+                self.rebuild();
+            }
+            KeyCode::Char(c) => {
+                self.filter.push(c);
+                self.rebuild();
+            }
+            _ => {}
+        }
+    }
+
+    fn move_by(&mut self, delta: isize) {
+        let scroll = match self.focus {
+            Pane::Tree => {
+                if self.rows.is_empty() {
+                    return;
+                }
+                let last = self.rows.len() - 1;
+                self.cursor = self.cursor.saturating_add_signed(delta).min(last);
+                self.sync_selection();
+                return;
+            }
+            Pane::Detail => &mut self.detail_scroll,
+            Pane::Latency => &mut self.latency_scroll,
+            Pane::Findings => &mut self.findings_scroll,
+        };
+        // Views clamp scrolls to their content; this only keeps the number sane.
+        *scroll = scroll.saturating_add_signed(delta).min(100_000);
+    }
+
+    fn switch_interface(&mut self, delta: isize) {
+        let n = self.state.snapshot.interfaces.len();
+        if n == 0 {
+            return;
+        }
+        self.iface = (self.iface as isize + delta).rem_euclid(n as isize) as usize;
+        self.iface_name = Some(self.state.snapshot.interfaces[self.iface].name.clone());
+        self.selected = None;
+        self.selected_path.clear();
+        self.cursor = 0;
+        self.tree_offset = 0;
+        self.detail_scroll = 0;
+        self.rebuild();
+    }
+
+    fn toggle_fold(&mut self) {
+        if self.focus != Pane::Tree {
+            return;
+        }
+        let Some(row) = self.rows.get(self.cursor) else {
+            return;
+        };
+        if !row.has_children {
+            return;
+        }
+        if !self.folded.remove(&row.key) {
+            self.folded.insert(row.key.clone());
+        }
+        self.rebuild();
+    }
+
+    fn cycle_focus(&mut self, delta: isize) {
+        let panes = self.panes();
+        let at = panes.iter().position(|p| *p == self.focus).unwrap_or(0);
+        self.focus = panes[(at as isize + delta).rem_euclid(panes.len() as isize) as usize];
+    }
+
+    fn step_interval(&mut self, dir: i32) -> Action {
+        let cur = self.interval.as_millis() as u64;
+        let next = if dir > 0 {
+            INTERVALS_MS.iter().copied().find(|&ms| ms > cur)
+        } else {
+            INTERVALS_MS.iter().rev().copied().find(|&ms| ms < cur)
+        };
+        match next {
+            Some(ms) => {
+                self.interval = Duration::from_millis(ms);
+                Action::Interval(self.interval)
+            }
+            None => Action::None,
+        }
+    }
+
+    /// Rebuilds the visible rows of the selected interface (after a poll, a fold, the filter or
+    /// the sort changed) and finds the selection again by identity.
+    fn rebuild(&mut self) {
+        self.flagged.clear();
+        let Some(iface) = self.state.snapshot.interfaces.get(self.iface) else {
+            self.rows.clear();
+            self.cursor = 0;
+            self.selected = None;
+            return;
+        };
+        for f in self.state.findings.iter() {
+            if f.interface == iface.name && f.severity >= Severity::Warning {
+                let e = self.flagged.entry(f.object.clone()).or_insert(f.severity);
+                *e = (*e).max(f.severity);
+            }
+        }
+        self.rows = visible_rows(
+            iface,
+            self.state.rates.as_deref(),
+            &self.folded,
+            &self.filter.to_lowercase(),
+            self.sort,
+        );
+        if self.rows.is_empty() {
+            self.cursor = 0;
+            return;
+        }
+        let find = |k: &ObjectKey| self.rows.iter().position(|r| &r.key == k);
+        self.cursor = self
+            .selected
+            .as_ref()
+            .and_then(find)
+            .or_else(|| self.selected_path.iter().rev().find_map(find))
+            .unwrap_or(self.cursor)
+            .min(self.rows.len() - 1);
+        self.sync_selection();
+    }
+
+    fn sync_selection(&mut self) {
+        let Some(row) = self.rows.get(self.cursor) else {
+            return;
+        };
+        if self.selected.as_ref() != Some(&row.key) {
+            self.detail_scroll = 0;
+        }
+        self.selected = Some(row.key.clone());
+        self.selected_path.clear();
+        let mut p = row.parent;
+        while let Some(i) = p {
+            self.selected_path.push(self.rows[i].key.clone());
+            p = self.rows[i].parent;
+        }
+        self.selected_path.reverse();
+    }
+}
+
+/// The first interface with a shaper on its root, else the first one.
+fn default_interface(snap: &Snapshot) -> usize {
+    snap.interfaces
+        .iter()
+        .position(|i| {
+            i.qdiscs
+                .iter()
+                .any(|q| q.parent == Handle::ROOT && !is_default_kind(&q.kind))
+        })
+        .unwrap_or(0)
+}
+
+/// Root qdiscs that shape nothing: what a host has before anyone configures tc.
+pub fn is_default_kind(kind: &str) -> bool {
+    matches!(kind, "noqueue" | "pfifo_fast" | "mq")
+}
+
+/// True when no interface has anything but the kernel's defaults (noqueue, pfifo_fast, and mq
+/// over them).
+pub fn nothing_to_shape(snap: &Snapshot) -> bool {
+    snap.interfaces.iter().all(|i| {
+        i.qdiscs
+            .iter()
+            .filter(|q| q.parent != Handle::INGRESS)
+            .all(|q| is_default_kind(&q.kind))
+    })
+}
+
+pub fn object_key(iface: &Interface, obj: Obj) -> ObjectKey {
+    match obj {
+        Obj::Qdisc(i) => ObjectKey::qdisc(iface, &iface.qdiscs[i]),
+        Obj::Class(i) => ObjectKey::class(iface, &iface.classes[i]),
+    }
+}
+
+fn handle_kind(iface: &Interface, obj: Obj) -> (Handle, &str) {
+    match obj {
+        Obj::Qdisc(i) => (iface.qdiscs[i].handle, &iface.qdiscs[i].kind),
+        Obj::Class(i) => (iface.classes[i].handle, &iface.classes[i].kind),
+    }
+}
+
+fn backlog_bytes(iface: &Interface, obj: Obj) -> u64 {
+    match obj {
+        Obj::Qdisc(i) => iface.qdiscs[i].stats.backlog_bytes,
+        Obj::Class(i) => iface.classes[i].stats.backlog_bytes,
+    }
+}
+
+/// The tree of `iface` as rows: siblings in `sort` order, folded subtrees hidden, and with a
+/// filter only the matches and their ancestors (folds are ignored then, so no match hides).
+pub fn visible_rows<S: std::hash::BuildHasher>(
+    iface: &Interface,
+    rates: Option<&tcmon_core::rates::Rates>,
+    folded: &HashSet<ObjectKey, S>,
+    filter_lower: &str,
+    sort: SortKey,
+) -> Vec<Row> {
+    let nodes = walk(iface);
+    let n = nodes.len();
+    let mut parent = vec![None; n];
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut roots = Vec::new();
+    let mut stack: Vec<usize> = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        while stack.last().is_some_and(|&t| nodes[t].depth >= node.depth) {
+            stack.pop();
+        }
+        match stack.last() {
+            Some(&p) => {
+                parent[i] = Some(p);
+                children[p].push(i);
+            }
+            None => roots.push(i),
+        }
+        stack.push(i);
+    }
+    let keys: Vec<ObjectKey> = nodes.iter().map(|n| object_key(iface, n.obj)).collect();
+    if sort != SortKey::Tree {
+        // Descending; objects without a rate yet sort last. Stable: ties keep tree order.
+        let metric: Vec<f64> = nodes
+            .iter()
+            .zip(&keys)
+            .map(|(node, key)| {
+                let r = rates.and_then(|r| r.get(key));
+                match sort {
+                    SortKey::Rate => r.and_then(|r| r.bits_per_sec).unwrap_or(-1.0),
+                    SortKey::Drops => r.and_then(|r| r.drops_per_sec).unwrap_or(-1.0),
+                    SortKey::Backlog => backlog_bytes(iface, node.obj) as f64,
+                    SortKey::Tree => 0.0,
+                }
+            })
+            .collect();
+        let by = |a: &usize, b: &usize| metric[*b].total_cmp(&metric[*a]);
+        roots.sort_by(by);
+        for c in &mut children {
+            c.sort_by(by);
+        }
+    }
+    let keep: Vec<bool> = if filter_lower.is_empty() {
+        vec![true; n]
+    } else {
+        let mut keep: Vec<bool> = nodes
+            .iter()
+            .map(|node| {
+                let (h, kind) = handle_kind(iface, node.obj);
+                h.to_string().contains(filter_lower) || kind.to_lowercase().contains(filter_lower)
+            })
+            .collect();
+        // Preorder puts children after parents: backwards, a match reaches every ancestor.
+        for i in (0..n).rev() {
+            if keep[i] {
+                if let Some(p) = parent[i] {
+                    keep[p] = true;
+                }
+            }
+        }
+        keep
+    };
+    let mut rows = Vec::with_capacity(n);
+    let mut todo: Vec<(usize, Option<usize>)> = roots.iter().rev().map(|&r| (r, None)).collect();
+    while let Some((i, parent_row)) = todo.pop() {
+        if !keep[i] {
+            continue;
+        }
+        let has_children = children[i].iter().any(|&c| keep[c]);
+        let folded = has_children && filter_lower.is_empty() && folded.contains(&keys[i]);
+        let row = rows.len();
+        rows.push(Row {
+            obj: nodes[i].obj,
+            depth: nodes[i].depth,
+            key: keys[i].clone(),
+            has_children,
+            folded,
+            parent: parent_row,
+        });
+        if !folded {
+            todo.extend(children[i].iter().rev().map(|&c| (c, Some(row))));
+        }
+    }
+    rows
+}

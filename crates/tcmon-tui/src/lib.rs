@@ -1,0 +1,15 @@
+//! The live terminal UI (`tcmon` without a subcommand).
+//!
+//! - [`app`]: the state (selection, folds, filter, sort, focus) and what keys do to it;
+//! - [`view`]: pure functions of that state into a ratatui frame;
+//! - [`run`]: the terminal loop: raw mode and the alternate screen, restored on every exit
+//!   (panics and SIGTERM/SIGHUP included), keys in, frames out. Polling happens on the
+//!   agent's thread; this loop only reads the latest state.
+
+pub mod app;
+mod term;
+pub mod view;
+
+pub use app::{Action, App, Pane, Row, SortKey};
+pub use term::{is_terminal, run, Error, RunOptions, TerminalGuard};
+pub use view::{draw, FrameInfo};

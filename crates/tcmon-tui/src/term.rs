@@ -1,0 +1,180 @@
+//! The terminal loop and the guard that gives the terminal back.
+
+use std::io::{self, IsTerminal};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use crossterm::event::{self, Event};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use crossterm::{cursor, execute};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use tcmon_agent::Agent;
+
+use crate::app::{Action, App};
+use crate::view::{draw, FrameInfo};
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Shown in the header.
+    pub host: String,
+    /// False when NO_COLOR is set.
+    pub color: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the terminal UI needs a terminal on stdin and stdout (for scripts: tcmon dump, tcmon check)")]
+    NotATerminal,
+    #[error("terminal")]
+    Io(#[from] io::Error),
+}
+
+/// Whether stdin and stdout are both terminals, as [`run`] needs.
+pub fn is_terminal() -> bool {
+    io::stdout().is_terminal() && io::stdin().is_terminal()
+}
+
+/// How long to wait for a key before looking for a new poll: short enough that a poll shows
+/// within a frame or two, long enough to cost nothing while idle.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Runs the UI until the user quits (`None`) or a signal ends it (`Some(signal number)`, for an
+/// exit status of 128 + n). The terminal is restored however this returns, and by the panic
+/// hook if something panics.
+pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
+    if !is_terminal() {
+        return Err(Error::NotATerminal);
+    }
+    let _guard = TerminalGuard::enter()?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    terminal.clear()?;
+    let mut app = App::new(agent.state(), opts.host, opts.color);
+    refresh_history(agent, &mut app);
+    let mut dirty = true;
+    while STOP.load(Ordering::Relaxed) == 0 {
+        let state = agent.state();
+        if !std::ptr::eq(Arc::as_ptr(&state), std::ptr::from_ref(app.state())) {
+            app.set_state(state);
+            refresh_history(agent, &mut app);
+            dirty = true;
+        }
+        if dirty {
+            let mut info = FrameInfo::default();
+            terminal.draw(|f| info = draw(f, &app))?;
+            app.after_frame(info);
+            dirty = false;
+        }
+        // Every pending event before the next frame, so held keys do not lag behind.
+        let mut timeout = TICK;
+        while poll(timeout)? {
+            timeout = Duration::ZERO;
+            match event::read()? {
+                Event::Key(k) => {
+                    let before = app.selected().cloned();
+                    match app.on_key(k) {
+                        Action::Quit => return Ok(None),
+                        Action::Pause(p) => agent.set_paused(p),
+                        Action::Interval(d) => agent.set_interval(d),
+                        Action::None => {}
+                    }
+                    if app.selected() != before.as_ref() {
+                        refresh_history(agent, &mut app);
+                    }
+                    dirty = true;
+                }
+                Event::Resize(..) => {
+                    terminal.autoresize()?;
+                    dirty = true;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(Some(STOP.load(Ordering::Relaxed)))
+}
+
+/// A signal interrupting the wait is not an error: the loop checks [`STOP`] next.
+fn poll(timeout: Duration) -> io::Result<bool> {
+    match event::poll(timeout) {
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
+        other => other,
+    }
+}
+
+fn refresh_history(agent: &Agent, app: &mut App) {
+    app.history = app.selected().map(|k| agent.history(k)).unwrap_or_default();
+}
+
+/// The signal (SIGTERM/SIGHUP/SIGINT) that asked to stop, 0 until then: the loop ends and the
+/// guard restores the terminal.
+static STOP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(sig, Ordering::Relaxed);
+}
+
+const SIGNALS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
+
+/// Raw mode, the alternate screen and a hidden cursor while it lives; given back on drop, on
+/// a panic (by a panic hook, before the message is printed) and after SIGTERM/SIGHUP/SIGINT
+/// (which [`run`] turns into a normal return).
+#[derive(Debug)]
+pub struct TerminalGuard(());
+
+/// Whether the terminal is ours: restoring twice would be harmless to the modes but not to the
+/// cursor (leaving the alternate screen again restores an old cursor position over the panic
+/// message).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+impl TerminalGuard {
+    pub fn enter() -> io::Result<TerminalGuard> {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            let prev = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                // First the terminal, so the message lands on the normal screen, readable.
+                restore();
+                prev(info);
+            }));
+        });
+        for s in SIGNALS {
+            // SAFETY: the handler only stores to an atomic.
+            unsafe {
+                libc::signal(
+                    s,
+                    on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                );
+            }
+        }
+        enable_raw_mode()?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        // From here a failure drops the guard, which undoes what was done.
+        let guard = TerminalGuard(());
+        execute!(io::stdout(), EnterAlternateScreen, cursor::Hide)?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+        for s in SIGNALS {
+            // SAFETY: restores the default disposition.
+            unsafe {
+                libc::signal(s, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+fn restore() {
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        let _ = disable_raw_mode();
+        let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
+    }
+}

@@ -1,0 +1,241 @@
+//! Frames of fixed states at 80x24 and 200x50, compared with reviewed snapshot files.
+
+mod common;
+
+use std::time::Instant;
+
+use common::{first_state, history, screen, shaped_state};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::Color;
+use tcmon_core::model::Snapshot;
+use tcmon_core::units::Handle;
+use tcmon_tui::App;
+
+fn ch(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+/// The shaped fixture with 1:10 (in debt, deep queue) selected and a minute of history.
+fn on_1_10(with_probes: bool) -> App {
+    let mut a = App::new(shaped_state(with_probes), "router1".into(), true);
+    a.on_key(ch('j'));
+    a.on_key(ch('j'));
+    a.history = history();
+    a
+}
+
+#[test]
+fn shaped_link_80x24() {
+    insta::assert_snapshot!(screen(&mut on_1_10(false), 80, 24));
+}
+
+#[test]
+fn shaped_link_200x50_with_probes() {
+    insta::assert_snapshot!(screen(&mut on_1_10(true), 200, 50));
+}
+
+#[test]
+fn unknown_kind_with_huge_counters_200x50() {
+    let mut a = on_1_10(false);
+    for _ in 0..3 {
+        a.on_key(ch('j'));
+    }
+    assert_eq!(a.selected().unwrap().handle, Handle::new(0x20, 0));
+    insta::assert_snapshot!(screen(&mut a, 200, 50));
+}
+
+#[test]
+fn findings_pane_80x24() {
+    let mut a = on_1_10(false);
+    a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    insta::assert_snapshot!(screen(&mut a, 80, 24));
+}
+
+#[test]
+fn latency_pane_80x24() {
+    let mut a = on_1_10(true);
+    a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    insta::assert_snapshot!(screen(&mut a, 80, 24));
+}
+
+#[test]
+fn help_and_paused_80x24() {
+    let mut a = on_1_10(false);
+    a.on_key(ch('p'));
+    a.on_key(ch('?'));
+    insta::assert_snapshot!(screen(&mut a, 80, 24));
+}
+
+#[test]
+fn filter_prompt_80x24() {
+    let mut a = on_1_10(false);
+    for c in "/pfifo".chars() {
+        a.on_key(ch(c));
+    }
+    insta::assert_snapshot!(screen(&mut a, 80, 24));
+}
+
+#[test]
+fn empty_host_80x24() {
+    let mut a = App::new(
+        first_state(Snapshot::new(Instant::now(), 0)),
+        "h".into(),
+        true,
+    );
+    insta::assert_snapshot!(screen(&mut a, 80, 24));
+}
+
+#[test]
+fn nothing_to_shape_suggests_the_lab_80x24() {
+    let mut s = Snapshot::new(Instant::now(), 0);
+    let mut lo = common::iface("lo", 1);
+    lo.qdiscs.push(common::qdisc(
+        Handle::UNSPEC,
+        Handle::ROOT,
+        "noqueue",
+        None,
+        common::stats(0, 0, 0, 0),
+    ));
+    let mut eth = common::iface("eth0", 2);
+    eth.qdiscs.push(common::qdisc(
+        Handle::UNSPEC,
+        Handle::ROOT,
+        "pfifo_fast",
+        None,
+        common::stats(5_000_000, 4000, 0, 0),
+    ));
+    s.interfaces = vec![lo, eth];
+    let mut a = App::new(first_state(s), "h".into(), true);
+    let text = screen(&mut a, 80, 24);
+    assert!(text.contains("tcmon lab up"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn narrow_terminals_drop_columns_and_tiny_ones_say_so() {
+    let mut a = on_1_10(false);
+    let wide = screen(&mut a, 200, 50);
+    let narrow = screen(&mut a, 80, 24);
+    for col in [
+        "TOKENS",
+        "CTOKENS",
+        "LEND/BOR/s",
+        "OVERL/s",
+        "DROPS/s",
+        "RATE/s",
+    ] {
+        assert!(wide.contains(col), "200 columns show {col}");
+    }
+    for col in ["TOKENS", "LEND/BOR/s"] {
+        assert!(!narrow.contains(col), "80 columns drop {col}");
+    }
+    assert!(narrow.contains("RATE/s") && narrow.contains("DROPS/s"));
+    let tiny = screen(&mut a, 30, 6);
+    assert!(
+        tiny.contains("needs at") && tiny.contains("40x10"),
+        "{tiny}"
+    );
+}
+
+#[test]
+fn no_color_means_no_colors_only_reverse_and_bold() {
+    let colored = |color: bool| {
+        let mut a = on_1_10(false);
+        a.color = color;
+        let buf = common::render(&mut a, 120, 40);
+        buf.content()
+            .iter()
+            .filter(|c| c.fg != Color::Reset || c.bg != Color::Reset)
+            .count()
+    };
+    assert!(colored(true) > 0, "debt, drops and severities are colored");
+    assert_eq!(
+        colored(false),
+        0,
+        "NO_COLOR: no foreground or background colors"
+    );
+}
+
+#[test]
+fn the_tree_scrolls_to_keep_the_cursor_on_screen() {
+    let t0 = Instant::now();
+    let a0 = common::big(t0, 100, 1);
+    let b0 = common::big(t0 + std::time::Duration::from_secs(1), 100, 2);
+    let mut a = App::new(common::state(&a0, b0, vec![], vec![]), "h".into(), true);
+    a.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
+    let text = screen(&mut a, 80, 24);
+    // The last class's leaf qdisc (0x100 + 99 = 0x163) is the last row.
+    assert!(text.contains("163:"), "{text}");
+    assert!(!text.contains("▾ 1:1 "), "the top scrolled away: {text}");
+    assert!(a.scroll(tcmon_tui::Pane::Tree) > 0);
+}
+
+#[test]
+fn scrolling_a_pane_stops_at_its_last_line() {
+    let mut a = on_1_10(false);
+    a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    for _ in 0..500 {
+        a.on_key(ch('j'));
+    }
+    let text = screen(&mut a, 80, 24);
+    let end = a.scroll(tcmon_tui::Pane::Detail);
+    assert!(end > 0 && end < 100, "clamped to the pane's lines: {end}");
+    // The detail's last line (the last xstat) is on screen, and one key back scrolls at once.
+    assert!(text.contains("tokens_ns"), "{text}");
+    a.on_key(ch('k'));
+    assert_eq!(a.scroll(tcmon_tui::Pane::Detail), end - 1);
+}
+
+#[test]
+fn a_tbf_root_shows_its_rate_as_the_bar() {
+    use tcmon_core::model::{QdiscDetail, Tbf};
+    let t0 = Instant::now();
+    let snap = |at, k: u64| {
+        let mut s = Snapshot::new(at, 0);
+        let mut eth = common::iface("eth0", 2);
+        let tbf = Tbf {
+            rate_bytes_per_sec: 250_000,
+            burst_bytes: 10_000,
+            limit_bytes: 500_000,
+            ..Tbf::default()
+        };
+        eth.qdiscs.push(common::qdisc(
+            Handle::new(1, 0),
+            Handle::ROOT,
+            "tbf",
+            Some(QdiscDetail::Tbf(tbf)),
+            common::stats(200_000 * k, 150 * k, 0, 30_000),
+        ));
+        s.interfaces.push(eth);
+        s
+    };
+    let a0 = snap(t0, 1);
+    let b0 = snap(t0 + std::time::Duration::from_secs(1), 2);
+    let mut a = App::new(common::state(&a0, b0, vec![], vec![]), "h".into(), true);
+    let text = screen(&mut a, 80, 24);
+    let row = text.lines().find(|l| l.contains(" tbf ")).unwrap();
+    // 200 kB/s = 1.6 Mbit of the 2 Mbit rate; 30 kB drain in 150 ms at that pace.
+    assert!(row.contains("1.6 Mbit") && row.contains("80%"), "{row}");
+    assert!(row.contains("30kB ~150ms"), "{row}");
+    assert!(text.contains("limit: rate 2 Mbit/s"), "{text}");
+}
+
+#[test]
+fn a_failed_poll_is_said_in_the_footer_over_the_last_good_one() {
+    let good = shaped_state(false);
+    let failed = std::sync::Arc::new(tcmon_agent::State {
+        last_error: Some("dump classes of eth1: No buffer space available".into()),
+        poll_errors_total: 1,
+        ..(*good).clone()
+    });
+    let mut a = App::new(failed, "h".into(), true);
+    let text = screen(&mut a, 120, 30);
+    let footer = text.lines().last().unwrap();
+    assert!(
+        footer.starts_with("poll failed: dump classes of eth1: No buffer space available"),
+        "{footer}"
+    );
+    assert!(text.contains("1:10"), "the last good tree stays: {text}");
+}

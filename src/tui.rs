@@ -1,0 +1,55 @@
+//! `tcmon` without a command: the terminal UI over a running agent.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tcmon_agent::Agent;
+
+use crate::{config, UiArgs};
+
+/// A bad `--interval`, or no terminal to draw on: exit status 2, like other usage errors.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct UsageError(String);
+
+pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
+    let cfg = config::load(args.target.config.as_deref())?;
+    let mut opts = cfg.agent_options(args.target.netns, args.target.devices);
+    if let Some(i) = args.interval {
+        if i < Duration::from_millis(100) {
+            return Err(UsageError("--interval must be at least 100ms".into()).into());
+        }
+        opts.interval = i;
+    }
+    // Checked before the first poll, so `tcmon | less` fails fast and says why.
+    if !tcmon_tui::is_terminal() {
+        return Err(UsageError(tcmon_tui::Error::NotATerminal.to_string()).into());
+    }
+    let agent = match Agent::start(opts) {
+        Ok(a) => a,
+        // The collector's error keeps its type, so a bad --dev/--netns is a usage error.
+        Err(tcmon_agent::Error::Collector(e)) => {
+            return Err(anyhow::Error::new(e).context("start the poller"))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let stopped_by = tcmon_tui::run(
+        &agent,
+        tcmon_tui::RunOptions {
+            host: hostname(),
+            color,
+        },
+    )
+    .context("terminal UI")?;
+    // Killed by a signal: the status a shell gives that signal, though the terminal was restored.
+    Ok(stopped_by.map_or(ExitCode::SUCCESS, |sig| {
+        ExitCode::from(128u8.saturating_add(sig as u8))
+    }))
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "?".into(), |s| s.trim().to_owned())
+}

@@ -48,7 +48,7 @@ impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
             interval: Duration::from_secs(1),
-            history: 300,
+            history: 180,
         }
     }
 }

@@ -46,7 +46,7 @@ impl Default for AgentOptions {
             interval: Duration::from_secs(1),
             filter_refresh: Duration::from_secs(10),
             thresholds: Thresholds::default(),
-            history_len: 300,
+            history_len: 180,
             probes: None,
         }
     }

@@ -176,7 +176,7 @@ fn default_fifo_at_2mbit_is_critical_and_the_fix_bounds_delay() {
 }
 
 /// Locally generated TCP fills a short FIFO with GSO super-packets: a 20-packet queue holds
-/// about a second at 2 Mbit. The finding sees it in the backlog, and its fix (gso_max_segs 1)
+/// up to about a second at 2 Mbit. The finding sees it in the backlog, and its fix (gso_max_segs 1)
 /// brings MTU-sized packets and the FIFO's predicted delay back.
 #[test]
 fn gso_super_packets_in_a_short_fifo_and_the_fix_that_works() {
@@ -201,7 +201,9 @@ fn gso_super_packets_in_a_short_fifo_and_the_fix_that_works() {
         Duration::from_secs(2),
         "1s",
     );
-    assert!(loaded > Duration::from_millis(400), "loaded rtt {loaded:?}");
+    // 20 MTU-sized packets at 2 Mbit hold 121 ms; twice that can only be bigger packets.
+    // (Typically 0.4-1 s; a CPU-starved sender fills less.)
+    assert!(loaded > Duration::from_millis(242), "loaded rtt {loaded:?}");
     assert!(code >= 1, "{report:#}");
     let o = findings(&report, "offload-on-shaped-link");
     assert_eq!(o.len(), 1, "{report:#}");

@@ -63,7 +63,9 @@ pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
                 "  tcmon dump --netns {router} --dev {} --interval 1s --count 10",
                 Lab::SHAPED
             );
-            println!("measure latency under load from node2, through the shaper (grade, bottleneck):");
+            println!(
+                "measure latency under load from node2, through the shaper (grade, bottleneck):"
+            );
             println!(
                 "  ip netns exec {n1} tcmon sink --listen {}:7878 &",
                 Lab::NODE1

@@ -234,3 +234,36 @@ fn tui_in_tmux_at_80x24_drops_columns_and_quits_on_ctrl_c() {
     let s = tmux.screen();
     assert!(s.contains("no interface named 'nope0'"), "{s}");
 }
+
+/// An SSH session or tmux window closed under the UI: the process must end, not spin on a
+/// terminal that reads end-of-file forever (it did: a core, for as long as it ran).
+#[test]
+fn tui_ends_when_its_terminal_goes_away() {
+    if skip_unless_root("tui_ends_when_its_terminal_goes_away") {
+        return;
+    }
+    let (pair, _load) = shaped_pair();
+    let tmux = Tmux::start("hup", 80, 24);
+    // A marker in the command line finds this process and no other.
+    let marker = format!("--dev=veth0 --interval=333ms --netns={}", pair.a.name);
+    tmux.type_line(&format!("exec {} {marker}", env!("CARGO_BIN_EXE_tcmon")));
+    tmux.wait_for("the UI", Duration::from_secs(10), |s| s.contains("HANDLE"));
+    let pid = || {
+        let o = Command::new("pgrep")
+            .args(["-f", "--", &marker])
+            .output()
+            .unwrap();
+        text(&o.stdout).trim().to_owned()
+    };
+    assert!(!pid().is_empty(), "tcmon is running");
+    let _ = tmux.run(&["kill-session", "-t", "t"]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pid().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = pid();
+    if !left.is_empty() {
+        let _ = Command::new("kill").args(["-9", &left]).status();
+        panic!("tcmon {left} still runs after its terminal went away");
+    }
+}

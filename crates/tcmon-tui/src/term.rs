@@ -56,6 +56,10 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
     refresh_history(agent, &mut app);
     let mut dirty = true;
     while STOP.load(Ordering::Relaxed) == 0 {
+        if hung_up() {
+            // Nobody to draw for: end as SIGHUP would.
+            return Ok(Some(libc::SIGHUP));
+        }
         let state = agent.state();
         if !std::ptr::eq(Arc::as_ptr(&state), std::ptr::from_ref(app.state())) {
             app.set_state(state);
@@ -70,7 +74,11 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
         }
         // Every pending event before the next frame, so held keys do not lag behind.
         let mut timeout = TICK;
-        while poll(timeout)? {
+        while match poll(timeout) {
+            Ok(ready) => ready,
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(Some(libc::SIGHUP)),
+            Err(e) => return Err(e.into()),
+        } {
             timeout = Duration::ZERO;
             match event::read()? {
                 Event::Key(k) => {
@@ -97,12 +105,50 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
     Ok(Some(STOP.load(Ordering::Relaxed)))
 }
 
-/// A signal interrupting the wait is not an error: the loop checks [`STOP`] next.
+/// Waits up to `timeout` for input, then lets crossterm parse what there is. The wait is ours,
+/// not crossterm's: on a hung-up terminal crossterm's poll reads end-of-file in a loop and
+/// never returns, whatever its timeout. A signal interrupting the wait is not an error: the
+/// loop checks [`STOP`] next.
 fn poll(timeout: Duration) -> io::Result<bool> {
-    match event::poll(timeout) {
+    if !timeout.is_zero() {
+        let mut fds = libc::pollfd {
+            fd: libc::STDIN_FILENO,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&raw mut fds, 1, ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            };
+        }
+        if fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the terminal hung up",
+            ));
+        }
+    }
+    // Resizes arrive through crossterm's own signal pipe: looked at every tick.
+    match event::poll(Duration::ZERO) {
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
         other => other,
     }
+}
+
+/// Whether the terminal went away (an SSH session or tmux window closed). A hung-up tty keeps
+/// reading as end-of-file, which crossterm polls as ready forever, and SIGHUP does not always
+/// come (a closed tmux session sent none here): the loop would spin a core.
+fn hung_up() -> bool {
+    // SAFETY: termios is plain old data; tcgetattr only writes into it.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: fd 0 and a valid pointer; a hung-up tty answers EIO.
+    unsafe { libc::tcgetattr(libc::STDIN_FILENO, &raw mut t) != 0 }
 }
 
 fn refresh_history(agent: &Agent, app: &mut App) {

@@ -5,7 +5,9 @@ mod check;
 mod config;
 mod dump;
 mod lab;
+mod serve;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,6 +33,9 @@ enum Command {
     /// Diagnose the shaper: findings with evidence and fixes; exit 0 ok, 1 warning,
     /// 2 critical, 3 unknown.
     Check(CheckArgs),
+    /// Poll on an interval and serve Prometheus/OpenMetrics metrics, the snapshot and the
+    /// findings over HTTP.
+    Serve(ServeArgs),
     /// Build the seeds' lab (node1 - router - node2, a shaper on the router) in network
     /// namespaces, to see tcmon on a real shaper. Needs root.
     Lab {
@@ -99,6 +104,15 @@ struct CheckArgs {
     explain: Option<String>,
 }
 
+#[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Address to listen on (default: [serve] listen in the config, else 127.0.0.1:29110).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+}
+
 /// Exit status for a bad argument (`--dev`, `--netns`, config), as distinct from a failure.
 const EXIT_USAGE: u8 = 2;
 
@@ -123,6 +137,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Dump(args) => dump::run(&args),
         Command::Check(args) => return check::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Lab { action } => lab::run(&action),
     };
     match result {

@@ -291,6 +291,33 @@ fn connections_over_the_limit_are_closed_until_slots_free() {
     s.assert_alive();
 }
 
+/// As the systemd unit runs it: an unprivileged user with no capabilities at all.
+#[test]
+fn serves_without_privileges() {
+    if skip_unless_root("serves_without_privileges") {
+        return;
+    }
+    let nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+    ];
+    let mut s = Served::start_under(&nobody, &[]);
+    s.wait_polls(2);
+    let text = s.get("/metrics").body;
+    assert!(
+        text.contains("tcmon_qdisc_bytes_total{device=\"lo\""),
+        "{text}"
+    );
+    assert!(text.contains("tcmon_poll_errors_total 0\n"), "{text}");
+    assert_eq!(s.get("/healthz").status, 200);
+    s.assert_alive();
+}
+
 #[test]
 fn a_bad_listen_address_or_config_is_a_usage_error() {
     let cfg = TempFile::new("bad.toml", "[serve]\nlisten = \"localhost\"\n");

@@ -167,9 +167,32 @@ fn prometheus_rate_of_class_bytes_matches_the_traffic_sent() {
             "{class}: Prometheus says {got:.0} B/s, sent {want:.0} B/s"
         );
     }
-    // The scrape used OpenMetrics and Prometheus took every sample.
+    // Prometheus took every sample of every scrape.
     let targets = get(prom.addr, "/api/v1/targets", &[]).body;
     assert!(targets.contains("\"lastError\":\"\""), "{targets}");
+
+    // The dashboard's queries are valid PromQL, and those about classes find them.
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/packaging/grafana/tcmon-dashboard.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().unwrap();
+            let q = expr
+                .replace("$__rate_interval", "4s")
+                .replace("$instance", ".*")
+                .replace("$device", ".*");
+            let result = prom.query(&q);
+            if expr.contains("tcmon_class_bytes_total") {
+                assert!(!result.is_empty(), "{}: {q} found nothing", panel["title"]);
+            }
+        }
+    }
 }
 
 /// The packaged alert rules are valid, their unit tests (firing and not firing on made-up

@@ -17,7 +17,21 @@ pub struct Served {
 impl Served {
     /// `tcmon serve --listen 127.0.0.1:0 ARGS...`, once it says where it listens.
     pub fn start(args: &[&str]) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tcmon"))
+        Served::start_under(&[], args)
+    }
+
+    /// The same, run by `wrapper` (e.g. `setpriv ...`), when not empty.
+    pub fn start_under(wrapper: &[&str], args: &[&str]) -> Served {
+        let tcmon = env!("CARGO_BIN_EXE_tcmon");
+        let mut cmd = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(tcmon);
+                c
+            }
+            None => Command::new(tcmon),
+        };
+        let mut child = cmd
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
@@ -169,12 +183,34 @@ pub fn parse(raw: &str) -> Option<Reply> {
     let headers = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
+        .collect::<Vec<_>>();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_owned()
+    };
     Some(Reply {
         status,
         headers,
-        body: body.to_owned(),
+        body,
     })
+}
+
+/// `Transfer-Encoding: chunked` (Prometheus's larger answers).
+fn dechunk(mut s: &str) -> Option<String> {
+    let mut out = String::new();
+    loop {
+        let (size, rest) = s.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(out);
+        }
+        out.push_str(rest.get(..size)?);
+        s = rest.get(size + 2..)?;
+    }
 }
 
 /// Writes `text` to a temp file that lives as long as the value.

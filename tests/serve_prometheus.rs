@@ -217,7 +217,7 @@ fn packaged_alert_rules_pass_promtool() {
         ["check", "config", scrape],
     ] {
         let out = Command::new("promtool")
-            .args(&args)
+            .args(args)
             .output()
             .expect("run promtool (Debian package prometheus; .ci/run installs it)");
         assert!(

@@ -173,9 +173,9 @@ fn promtool_accepts_the_metrics_of_a_real_htb_tree_under_load() {
     assert!(om.ends_with("# EOF\n"));
 }
 
-/// 200 clients that never finish their headers, oversized and malformed requests, a body, and
-/// the shaped interface deleted: scrapes keep working, the stalled clients are cut off at the
-/// header timeout, memory stays put, nothing panics.
+/// 150 clients that never finish their headers, 50 that never read their answers, oversized
+/// and malformed requests, a body, and the shaped interface deleted: scrapes keep working, the
+/// stalled clients are cut off at the header timeout, memory stays put, nothing panics.
 #[test]
 fn slow_clients_bad_requests_and_a_vanishing_interface_do_not_stop_it() {
     if skip_unless_root("slow_clients_bad_requests_and_a_vanishing_interface_do_not_stop_it") {
@@ -194,11 +194,20 @@ fn slow_clients_bad_requests_and_a_vanishing_interface_do_not_stop_it() {
     s.get_with("/metrics", &[("Accept", OPENMETRICS_ACCEPT)]);
     let rss_before = s.rss_kb();
 
-    let mut slow: Vec<TcpStream> = (0..200)
+    let mut slow: Vec<TcpStream> = (0..150)
         .map(|_| {
             let mut c = TcpStream::connect(s.addr).unwrap();
             c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
                 .unwrap();
+            c
+        })
+        .collect();
+    // and 50 that ask for everything, pipelined, and never read the answers
+    let request = b"GET /api/v1/snapshot HTTP/1.1\r\nHost: x\r\n\r\n".repeat(20);
+    let deaf: Vec<TcpStream> = (0..50)
+        .map(|_| {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.write_all(&request).unwrap();
             c
         })
         .collect();
@@ -226,6 +235,7 @@ fn slow_clients_bad_requests_and_a_vanishing_interface_do_not_stop_it() {
         );
     }
     drop(slow);
+    drop(deaf);
 
     let big = format!(
         "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",

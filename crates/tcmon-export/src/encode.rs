@@ -5,7 +5,7 @@
 //! for 10,000 classes means building and dropping ~200,000 objects per poll. The formats are
 //! small: what differs between them is confined to [`Encoder::head`] and the sample names.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Type {
@@ -63,7 +63,8 @@ pub(crate) enum Value {
 
 #[derive(Debug)]
 pub(crate) struct Encoder {
-    pub(crate) out: String,
+    /// Bytes, not a `String`: numbers are written as ASCII digits without a UTF-8 check each.
+    pub(crate) out: Vec<u8>,
     pub(crate) openmetrics: bool,
 }
 
@@ -116,35 +117,34 @@ impl Encoder {
         v: Value,
     ) {
         let o = &mut self.out;
-        o.push_str(name);
-        o.push_str(suffix);
+        o.extend_from_slice(name.as_bytes());
+        o.extend_from_slice(suffix.as_bytes());
         if !labels.is_empty() || extra.is_some() {
-            o.push('{');
-            o.push_str(labels);
+            o.push(b'{');
+            o.extend_from_slice(labels.as_bytes());
             if let Some((k, val)) = extra {
                 if !labels.is_empty() {
-                    o.push(',');
+                    o.push(b',');
                 }
-                o.push_str(k);
-                o.push_str("=\"");
-                escape_into(o, val);
-                o.push('"');
+                let mut l = String::new();
+                label(&mut l, k, val);
+                o.extend_from_slice(l.as_bytes());
             }
-            o.push('}');
+            o.push(b'}');
         }
-        o.push(' ');
+        o.push(b' ');
         match v {
             Value::Int(n) => push_u64(o, n),
             Value::Float(x) => push_f64(o, x),
         }
-        o.push('\n');
+        o.push(b'\n');
     }
 
     /// A whole family over `items`, header included, skipped when no item has a value.
-    pub(crate) fn family<T>(
+    pub(crate) fn family<L: AsRef<str>, T>(
         &mut self,
         f: &Family,
-        items: &[(String, T)],
+        items: &[(L, T)],
         value: impl Fn(&T) -> Option<Value>,
     ) {
         let mut headed = false;
@@ -154,14 +154,14 @@ impl Encoder {
                     self.head(f);
                     headed = true;
                 }
-                self.sample(f, labels, v);
+                self.sample(f, labels.as_ref(), v);
             }
         }
     }
 
-    pub(crate) fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> Vec<u8> {
         if self.openmetrics {
-            self.out.push_str("# EOF\n");
+            self.out.extend_from_slice(b"# EOF\n");
         }
         self.out
     }
@@ -195,7 +195,7 @@ pub(crate) fn escape_into(out: &mut String, s: &str) {
 }
 
 // Integers are most of the output; this avoids the formatting machinery per sample.
-fn push_u64(out: &mut String, mut n: u64) {
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {
@@ -206,16 +206,16 @@ fn push_u64(out: &mut String, mut n: u64) {
             break;
         }
     }
-    out.push_str(std::str::from_utf8(&buf[i..]).expect("ASCII digits"));
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// Floats as both formats (Go's `ParseFloat`) read them: shortest round-trip digits, `+Inf`,
 /// `-Inf`, `NaN`.
-pub(crate) fn push_f64(out: &mut String, x: f64) {
+pub(crate) fn push_f64(out: &mut Vec<u8>, x: f64) {
     if x.is_nan() {
-        out.push_str("NaN");
+        out.extend_from_slice(b"NaN");
     } else if x.is_infinite() {
-        out.push_str(if x > 0.0 { "+Inf" } else { "-Inf" });
+        out.extend_from_slice(if x > 0.0 { b"+Inf" } else { b"-Inf" });
     } else {
         let _ = write!(out, "{x}");
     }
@@ -243,15 +243,16 @@ mod tests {
 
     #[test]
     fn numbers_are_spelled_as_go_parses_them() {
-        let mut s = String::new();
+        let mut s = Vec::new();
         for n in [0, 7, 10, u64::MAX] {
             push_u64(&mut s, n);
-            s.push(' ');
+            s.push(b' ');
         }
         for x in [0.5, -1.25e-7, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
             push_f64(&mut s, x);
-            s.push(' ');
+            s.push(b' ');
         }
+        let s = String::from_utf8(s).unwrap();
         assert_eq!(
             s,
             "0 7 10 18446744073709551615 0.5 -0.000000125 +Inf -Inf NaN "

@@ -276,7 +276,7 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
 
 fn render_fixture(format: Format) -> String {
     let (s, findings, probes) = fixture();
-    render(
+    let out = render(
         &Input {
             snapshot: &s,
             findings: &findings,
@@ -286,7 +286,8 @@ fn render_fixture(format: Format) -> String {
             version: "0.1.0",
         },
         format,
-    )
+    );
+    String::from_utf8(out).expect("UTF-8")
 }
 
 #[test]
@@ -370,7 +371,7 @@ fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
     let (mut s, _, _) = fixture();
     s.netns = None;
     s.interfaces.truncate(1);
-    let text = render(
+    let text = String::from_utf8(render(
         &Input {
             snapshot: &s,
             findings: &[],
@@ -380,7 +381,8 @@ fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
             version: "0.1.0",
         },
         Format::Prometheus,
-    );
+    ))
+    .unwrap();
     assert!(!text.contains("netns="));
     for absent in [
         "tcmon_finding",

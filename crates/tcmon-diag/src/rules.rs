@@ -1,6 +1,6 @@
 //! The rules. Each reads the context and pushes findings; none has side effects.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
 use serde_json::{json, Value};
@@ -214,15 +214,19 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     let (Some(before), Some(rates)) = (c.before, c.facts.rates) else {
         return;
     };
+    // Qdiscs that have classes of their own (one pass, not a scan per qdisc).
+    let classful: HashSet<Handle> = c
+        .iface
+        .classes
+        .iter()
+        .filter(|cl| cl.parent.qdisc() == cl.handle.qdisc())
+        .map(|cl| cl.handle.qdisc())
+        .collect();
     for q in &c.iface.qdiscs {
         // Only queues a shaper drains: the leaf under an HTB class, or a TBF. (Unshaped queues
         // such as mq's are drained by the device; a root's backlog is its leaves' sum.)
         let shaped_leaf = htb_parent(c.iface, q).is_some()
-            && !c.iface.classes.iter().any(|cl| {
-                cl.parent.qdisc() == q.handle
-                    && cl.handle.qdisc() == q.handle
-                    && q.handle != Handle::UNSPEC
-            });
+            && !(classful.contains(&q.handle) && q.handle != Handle::UNSPEC);
         let is_tbf = matches!(q.detail, Some(QdiscDetail::Tbf(_)));
         if !(shaped_leaf || is_tbf) || inside_tbf(c.iface, q) {
             continue;
@@ -812,18 +816,20 @@ fn descendants(iface: &Interface, top: Handle) -> Vec<&Class> {
 
 /// Parent/child consistency: bursts, ceils, rate sums.
 fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    // Children by parent in one pass (class order kept): a scan per parent is quadratic.
+    let mut by_parent: HashMap<Handle, Vec<(&Class, &HtbClass)>> = HashMap::new();
+    for k in &c.iface.classes {
+        if let Some(x) = k.htb() {
+            if k.parent != k.handle {
+                by_parent.entry(k.parent).or_default().push((k, x));
+            }
+        }
+    }
     for parent in &c.iface.classes {
         let Some(p) = parent.htb() else { continue };
-        let kids: Vec<(&Class, &HtbClass)> = c
-            .iface
-            .classes
-            .iter()
-            .filter(|k| k.parent == parent.handle && k.handle != parent.handle)
-            .filter_map(|k| k.htb().map(|x| (k, x)))
-            .collect();
-        if kids.is_empty() {
+        let Some(kids) = by_parent.get(&parent.handle) else {
             continue;
-        }
+        };
         let sum: u128 = kids
             .iter()
             .map(|(_, x)| u128::from(x.rate_bytes_per_sec))
@@ -857,7 +863,7 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 fix: plan::commands(c.iface, &c.plan, descendants(c.iface, parent.handle)),
             });
         }
-        for (k, x) in &kids {
+        for (k, x) in kids {
             if x.ceil_bytes_per_sec > p.ceil_bytes_per_sec {
                 out.push(Finding {
                     code: "htb-ceil-exceeds-parent",

@@ -76,6 +76,16 @@ fn ms(ns: f64) -> f64 {
     (ns / 1e4).round() / 100.0
 }
 
+/// Qdiscs by (handle, parent), for finding each one in the poll before without a scan per
+/// qdisc (quadratic on trees of thousands).
+fn by_key(qdiscs: &[Qdisc]) -> HashMap<(Handle, Handle), &Qdisc> {
+    let mut m = HashMap::with_capacity(qdiscs.len());
+    for q in qdiscs {
+        m.entry((q.handle, q.parent)).or_insert(q);
+    }
+    m
+}
+
 /// The HTB class a qdisc hangs under, with the qdisc that owns that class.
 fn htb_parent<'a>(iface: &'a Interface, q: &Qdisc) -> Option<(&'a Class, &'a HtbClass)> {
     let class = iface.class(q.parent)?;
@@ -214,6 +224,7 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     let (Some(before), Some(rates)) = (c.before, c.facts.rates) else {
         return;
     };
+    let old_qdiscs = by_key(&before.qdiscs);
     // Qdiscs that have classes of their own (one pass, not a scan per qdisc).
     let classful: HashSet<Handle> = c
         .iface
@@ -231,11 +242,7 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         if !(shaped_leaf || is_tbf) || inside_tbf(c.iface, q) {
             continue;
         }
-        let Some(old) = before
-            .qdiscs
-            .iter()
-            .find(|o| o.handle == q.handle && o.parent == q.parent)
-        else {
+        let Some(&old) = old_qdiscs.get(&(q.handle, q.parent)) else {
             continue;
         };
         let standing = old.stats.backlog_bytes.min(q.stats.backlog_bytes);
@@ -313,6 +320,7 @@ fn offload(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     let pkt = packet_bytes(c.iface);
     let link = c.facts.links.get(&c.iface.name);
     let mut observed = false;
+    let old_qdiscs = c.before.map(|b| by_key(&b.qdiscs)).unwrap_or_default();
     for q in &c.iface.qdiscs {
         if inside_tbf(c.iface, q) {
             continue;
@@ -323,11 +331,7 @@ fn offload(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             _ => continue,
         }
         .max(1);
-        let old = c.before.and_then(|b| {
-            b.qdiscs
-                .iter()
-                .find(|o| o.handle == q.handle && o.parent == q.parent)
-        });
+        let old = old_qdiscs.get(&(q.handle, q.parent)).copied();
         // the larger of the two averages: the queue may have drained at one end of the window
         let (bytes, packets) = [Some(q), old]
             .into_iter()

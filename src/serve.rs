@@ -72,7 +72,17 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
             "tcmon serve: listening on http://{addr}/metrics (polling every {})",
             humantime::format_duration(interval)
         );
-        accept_loop(listener, Arc::new(App::new(&agent)), &cfg.serve).await;
+        let app = Arc::new(App::new(&agent));
+        // On each poll, let go of the last one's renderings and state at once rather than at
+        // the next request: between scrapes only one poll's worth is held.
+        let mut states = agent.subscribe();
+        let forget = Arc::clone(&app);
+        tokio::spawn(async move {
+            while states.changed().await.is_ok() {
+                forget.rendered();
+            }
+        });
+        accept_loop(listener, app, &cfg.serve).await;
         anyhow::Ok(())
     })?;
     drop(agent);

@@ -17,10 +17,11 @@ use tcmon_agent::facts;
 
 use crate::{config, CheckArgs};
 
+/// The `check --json` document; `/api/v1/findings` serves the same.
 #[derive(Serialize)]
-struct Report<'a> {
-    status: Status,
-    findings: &'a [Finding],
+pub(crate) struct Report<'a> {
+    pub(crate) status: Status,
+    pub(crate) findings: &'a [Finding],
 }
 
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {

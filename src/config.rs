@@ -16,6 +16,8 @@ pub(crate) struct Config {
     pub(crate) probes: ProbesConfig,
     /// Thresholds of `tcmon check` (and of the agent's findings).
     pub(crate) check: tcmon_diag::Thresholds,
+    /// `tcmon serve`.
+    pub(crate) serve: ServeConfig,
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,6 +78,28 @@ impl Default for ProbesConfig {
             timeout: d.timeout,
             baseline_window: d.baseline_window,
             recent: d.recent,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct ServeConfig {
+    /// Address and port to listen on.
+    pub(crate) listen: std::net::SocketAddr,
+    /// Connections served at once; more are closed on accept.
+    pub(crate) max_connections: usize,
+    /// A client must send its request line and headers within this time.
+    #[serde(with = "humantime_serde_compat")]
+    pub(crate) header_timeout: Duration,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            listen: crate::serve::DEFAULT_LISTEN,
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -161,6 +185,12 @@ fn parse(text: &str) -> Result<Config, String> {
     if !(1..=100_000).contains(&cfg.agent.history) {
         return Err("agent.history must be between 1 and 100000 samples".into());
     }
+    if !(1..=65_536).contains(&cfg.serve.max_connections) {
+        return Err("serve.max_connections must be between 1 and 65536".into());
+    }
+    if cfg.serve.header_timeout < Duration::from_millis(100) {
+        return Err("serve.header_timeout must be at least 100ms".into());
+    }
     Ok(cfg)
 }
 
@@ -177,6 +207,10 @@ mod tests {
         );
         assert_eq!(cfg.agent.interval, AgentConfig::default().interval);
         assert_eq!(cfg.agent.history, AgentConfig::default().history);
+        let serve = ServeConfig::default();
+        assert_eq!(cfg.serve.listen, serve.listen);
+        assert_eq!(cfg.serve.max_connections, serve.max_connections);
+        assert_eq!(cfg.serve.header_timeout, serve.header_timeout);
     }
 
     #[test]
@@ -204,5 +238,14 @@ mod tests {
         assert!(e.contains("agent.interval"), "{e}");
         let e = parse("[check]\nsaturated_ratio = -1.0\n").unwrap_err();
         assert!(e.contains("saturated_ratio"), "{e}");
+        let e = parse("[serve]\n\nlisten = \"localhost\"\n").unwrap_err();
+        assert!(e.contains("line 3") && e.contains("socket address"), "{e}");
+        let e = parse("[serve]\nlisten_address = \"127.0.0.1:1\"\n").unwrap_err();
+        assert!(
+            e.contains("line 2") && e.contains("unknown field `listen_address`"),
+            "{e}"
+        );
+        let e = parse("[serve]\nmax_connections = 0\n").unwrap_err();
+        assert!(e.contains("serve.max_connections"), "{e}");
     }
 }

@@ -6,8 +6,10 @@ mod config;
 mod dump;
 mod lab;
 mod probe;
+mod serve;
 mod tui;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -58,6 +60,9 @@ enum Command {
     Probe(ProbeArgs),
     /// Serve the other end of `probe --load`: TCP upload/download streams and UDP echo.
     Sink(SinkArgs),
+    /// Poll on an interval and serve Prometheus/OpenMetrics metrics, the snapshot and the
+    /// findings over HTTP.
+    Serve(ServeArgs),
     /// Build the seeds' lab (node1 - router - node2, a shaper on the router) in network
     /// namespaces, to see tcmon on a real shaper. Needs root.
     Lab {
@@ -192,6 +197,15 @@ struct SinkArgs {
     idle: Duration,
 }
 
+#[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Address to listen on (default: [serve] listen in the config, else 127.0.0.1:29110).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+}
+
 /// Exit status for a bad argument (`--dev`, `--netns`, config), as distinct from a failure.
 const EXIT_USAGE: u8 = 2;
 
@@ -219,6 +233,7 @@ fn main() -> ExitCode {
         Some(Command::Check(args)) => return check::run(&args),
         Some(Command::Probe(args)) => probe::run(&args),
         Some(Command::Sink(args)) => probe::sink(&args),
+        Some(Command::Serve(args)) => serve::run(&args),
         Some(Command::Lab { action }) => lab::run(&action),
     };
     match result {

@@ -82,7 +82,13 @@ pub struct Interface {
 
 impl Interface {
     pub fn class(&self, id: Handle) -> Option<&Class> {
-        self.classes.iter().find(|c| c.handle == id)
+        // Classes are sorted by id (`sort_interface`): a binary search, which the diagnosis
+        // needs on trees of thousands of classes. A miss is checked linearly, so a
+        // hand-built, unsorted interface still finds its classes.
+        match self.classes.binary_search_by_key(&id, |c| c.handle) {
+            Ok(i) => Some(&self.classes[i]),
+            Err(_) => self.classes.iter().find(|c| c.handle == id),
+        }
     }
     pub fn qdisc(&self, handle: Handle) -> Option<&Qdisc> {
         self.qdiscs.iter().find(|q| q.handle == handle)

@@ -1,6 +1,6 @@
 //! The rules. Each reads the context and pushes findings; none has side effects.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
 use serde_json::{json, Value};
@@ -74,6 +74,16 @@ fn ev<const N: usize>(pairs: [(&'static str, Value); N]) -> BTreeMap<&'static st
 
 fn ms(ns: f64) -> f64 {
     (ns / 1e4).round() / 100.0
+}
+
+/// Qdiscs by (handle, parent), for finding each one in the poll before without a scan per
+/// qdisc (quadratic on trees of thousands).
+fn by_key(qdiscs: &[Qdisc]) -> HashMap<(Handle, Handle), &Qdisc> {
+    let mut m = HashMap::with_capacity(qdiscs.len());
+    for q in qdiscs {
+        m.entry((q.handle, q.parent)).or_insert(q);
+    }
+    m
 }
 
 /// The HTB class a qdisc hangs under, with the qdisc that owns that class.
@@ -214,24 +224,25 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     let (Some(before), Some(rates)) = (c.before, c.facts.rates) else {
         return;
     };
+    let old_qdiscs = by_key(&before.qdiscs);
+    // Qdiscs that have classes of their own (one pass, not a scan per qdisc).
+    let classful: HashSet<Handle> = c
+        .iface
+        .classes
+        .iter()
+        .filter(|cl| cl.parent.qdisc() == cl.handle.qdisc())
+        .map(|cl| cl.handle.qdisc())
+        .collect();
     for q in &c.iface.qdiscs {
         // Only queues a shaper drains: the leaf under an HTB class, or a TBF. (Unshaped queues
         // such as mq's are drained by the device; a root's backlog is its leaves' sum.)
         let shaped_leaf = htb_parent(c.iface, q).is_some()
-            && !c.iface.classes.iter().any(|cl| {
-                cl.parent.qdisc() == q.handle
-                    && cl.handle.qdisc() == q.handle
-                    && q.handle != Handle::UNSPEC
-            });
+            && !(classful.contains(&q.handle) && q.handle != Handle::UNSPEC);
         let is_tbf = matches!(q.detail, Some(QdiscDetail::Tbf(_)));
         if !(shaped_leaf || is_tbf) || inside_tbf(c.iface, q) {
             continue;
         }
-        let Some(old) = before
-            .qdiscs
-            .iter()
-            .find(|o| o.handle == q.handle && o.parent == q.parent)
-        else {
+        let Some(&old) = old_qdiscs.get(&(q.handle, q.parent)) else {
             continue;
         };
         let standing = old.stats.backlog_bytes.min(q.stats.backlog_bytes);
@@ -309,6 +320,7 @@ fn offload(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     let pkt = packet_bytes(c.iface);
     let link = c.facts.links.get(&c.iface.name);
     let mut observed = false;
+    let old_qdiscs = c.before.map(|b| by_key(&b.qdiscs)).unwrap_or_default();
     for q in &c.iface.qdiscs {
         if inside_tbf(c.iface, q) {
             continue;
@@ -319,11 +331,7 @@ fn offload(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             _ => continue,
         }
         .max(1);
-        let old = c.before.and_then(|b| {
-            b.qdiscs
-                .iter()
-                .find(|o| o.handle == q.handle && o.parent == q.parent)
-        });
+        let old = old_qdiscs.get(&(q.handle, q.parent)).copied();
         // the larger of the two averages: the queue may have drained at one end of the window
         let (bytes, packets) = [Some(q), old]
             .into_iter()
@@ -812,18 +820,20 @@ fn descendants(iface: &Interface, top: Handle) -> Vec<&Class> {
 
 /// Parent/child consistency: bursts, ceils, rate sums.
 fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    // Children by parent in one pass (class order kept): a scan per parent is quadratic.
+    let mut by_parent: HashMap<Handle, Vec<(&Class, &HtbClass)>> = HashMap::new();
+    for k in &c.iface.classes {
+        if let Some(x) = k.htb() {
+            if k.parent != k.handle {
+                by_parent.entry(k.parent).or_default().push((k, x));
+            }
+        }
+    }
     for parent in &c.iface.classes {
         let Some(p) = parent.htb() else { continue };
-        let kids: Vec<(&Class, &HtbClass)> = c
-            .iface
-            .classes
-            .iter()
-            .filter(|k| k.parent == parent.handle && k.handle != parent.handle)
-            .filter_map(|k| k.htb().map(|x| (k, x)))
-            .collect();
-        if kids.is_empty() {
+        let Some(kids) = by_parent.get(&parent.handle) else {
             continue;
-        }
+        };
         let sum: u128 = kids
             .iter()
             .map(|(_, x)| u128::from(x.rate_bytes_per_sec))
@@ -857,7 +867,7 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 fix: plan::commands(c.iface, &c.plan, descendants(c.iface, parent.handle)),
             });
         }
-        for (k, x) in &kids {
+        for (k, x) in kids {
             if x.ceil_bytes_per_sec > p.ceil_bytes_per_sec {
                 out.push(Finding {
                     code: "htb-ceil-exceeds-parent",

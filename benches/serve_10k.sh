@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Benchmark of `tcmon serve` on a big tree (issue: tcmon serve).
+#
+# Builds 10,000 HTB classes, each with a pfifo leaf, on a veth in a throwaway namespace (as
+# benches/dump_10k.sh does), starts `tcmon serve --netns NS --dev v0` (1 s poll) and, in the
+# same run on the same tree, node_exporter with only its qdisc collector (Debian
+# prometheus-node-exporter; it reports root qdiscs only: one series set per device). Then:
+#   - /metrics response time over SCRAPES scrapes, median and p99, for
+#       tcmon  OpenMetrics (what Prometheus asks for), back to back (mostly cached renderings)
+#       tcmon  OpenMetrics, one scrape after each poll (every scrape renders: Prometheus's case)
+#       tcmon  text 0.0.4, back to back
+#       node_exporter --collector.qdisc, back to back
+#   - tcmon's CPU over CPU_S seconds at the 1 s poll, scraped every 15 s as Prometheus would,
+#     and its RSS (current and peak).
+# Needs root, curl, and prometheus-node-exporter.
+#
+# Usage: benches/serve_10k.sh [CLASSES] [SCRAPES] [CPU_S]     (defaults 10000, 100, 60)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLASSES=${1:-10000}
+SCRAPES=${2:-100}
+CPU_S=${3:-60}
+[ "$(id -u)" = 0 ] || { echo "SKIPPED serve_10k: needs root"; exit 0; }
+command -v prometheus-node-exporter >/dev/null || { echo "install prometheus-node-exporter" >&2; exit 1; }
+
+cargo build --release --quiet --bin tcmon
+TCMON=$PWD/target/release/tcmon
+
+NS=tcmon-bench-serve-$$
+PORT=29210
+NE_PORT=29211
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  ip netns del "$NS" 2>/dev/null || true
+}
+trap cleanup EXIT
+ip netns add "$NS"
+ip -n "$NS" link add v0 type veth peer name v1
+ip -n "$NS" link set v0 up
+ip -n "$NS" link set v1 up
+batch=$(mktemp)
+{
+  echo "qdisc add dev v0 root handle 1: htb default 1"
+  echo "class add dev v0 parent 1: classid 1:1 htb rate 10gbit"
+  for ((i = 2; i <= CLASSES + 1; i++)); do
+    printf 'class add dev v0 parent 1:1 classid 1:%x htb rate 1mbit ceil 10mbit\n' "$i"
+    printf 'qdisc add dev v0 parent 1:%x handle %x: pfifo limit 100\n' "$i" "$i"
+  done
+} >"$batch"
+tc -n "$NS" -batch "$batch"
+rm -f "$batch"
+
+# tcmon reads the namespace from outside (--netns) and listens on the host's loopback;
+# node_exporter has no such option, so it runs inside the namespace, on that loopback.
+"$TCMON" serve --netns "$NS" --dev v0 --listen "127.0.0.1:$PORT" 2>/dev/null &
+TCMON_PID=$!
+pids+=("$TCMON_PID")
+ip netns exec "$NS" ip link set lo up
+ip netns exec "$NS" prometheus-node-exporter --collector.disable-defaults --collector.qdisc \
+  --web.listen-address="127.0.0.1:$NE_PORT" >/dev/null 2>&1 &
+pids+=("$!")
+
+wait_up() { for _ in $(seq 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "not up: $*" >&2; exit 1; }
+wait_up curl -sf "http://127.0.0.1:$PORT/healthz"
+wait_up ip netns exec "$NS" curl -sf "http://127.0.0.1:$NE_PORT/metrics"
+sleep 2
+
+OM='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
+# times NAME PAUSE CMD...: SCRAPES response times in ms, PAUSE seconds apart
+times() {
+  local pause=$1; shift
+  for ((r = 0; r < SCRAPES; r++)); do
+    "$@" -s -o /dev/null -w '%{time_total}\n'
+    [ "$pause" = 0 ] || sleep "$pause"
+  done | awk '{printf "%.3f\n", $1 * 1000}' | sort -n
+}
+stats() { awk '{a[NR]=$1} END {printf "median %7.1f ms   p99 %7.1f ms", a[int((NR+1)/2)], a[int(NR*0.99+0.999)]}'; }
+
+series_tcmon=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | grep -vc '^#')
+bytes_tcmon=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | wc -c)
+series_ne=$(ip netns exec "$NS" curl -s "http://127.0.0.1:$NE_PORT/metrics" | grep -c '^node_qdisc')
+
+t_om=$(times 0 curl -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | stats)
+t_om_fresh=$(times 1.05 curl -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | stats)
+t_text=$(times 0 curl "http://127.0.0.1:$PORT/metrics" | stats)
+t_ne=$(times 0 ip netns exec "$NS" curl "http://127.0.0.1:$NE_PORT/metrics" | stats)
+
+# CPU: utime + stime ticks over CPU_S seconds, scraped every 15 s.
+hz=$(getconf CLK_TCK)
+ticks() { awk '{print $14 + $15}' "/proc/$TCMON_PID/stat"; }
+t0=$(ticks)
+for ((s = 0; s < CPU_S; s += 15)); do
+  curl -s -o /dev/null -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics"
+  sleep $((CPU_S - s < 15 ? CPU_S - s : 15))
+done
+t1=$(ticks)
+cpu=$(awk -v d=$((t1 - t0)) -v hz="$hz" -v s="$CPU_S" 'BEGIN {printf "%.1f", d / hz / s * 100}')
+rss=$(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$TCMON_PID/status")
+hwm=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$TCMON_PID/status")
+poll_s=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^tcmon_poll_duration_seconds/ {print $2}')
+
+echo "tree: $CLASSES HTB classes + pfifo leaves on one veth; $SCRAPES scrapes each"
+echo "tcmon /metrics: $series_tcmon series, $((bytes_tcmon / 1024)) KiB; node_exporter qdisc collector: $series_ne series (root qdiscs only)"
+printf '%-52s %s\n' "tcmon, OpenMetrics, back to back" "$t_om"
+printf '%-52s %s\n' "tcmon, OpenMetrics, first scrape after each poll" "$t_om_fresh"
+printf '%-52s %s\n' "tcmon, text 0.0.4, back to back" "$t_text"
+printf '%-52s %s\n' "node_exporter --collector.qdisc, back to back" "$t_ne"
+echo "tcmon at a 1 s poll, scraped every 15 s, over ${CPU_S} s: CPU $cpu% of a core (target < 5%), RSS $rss MB, peak $hwm MB (target < 64 MB); last poll ${poll_s} s"

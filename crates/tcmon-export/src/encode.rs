@@ -1,0 +1,264 @@
+//! The two text formats, written by hand.
+//!
+//! Why not `prometheus-client`: it writes OpenMetrics only, while `/metrics` must also answer in
+//! the Prometheus text format 0.0.4; and its registry keeps one metric object per series, which
+//! for 10,000 classes means building and dropping ~200,000 objects per poll. The formats are
+//! small: what differs between them is confined to [`Encoder::head`] and the sample names.
+
+use std::io::Write as _;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Type {
+    Counter,
+    Gauge,
+    Histogram,
+    /// OpenMetrics `info`; a gauge named `<name>_info` in 0.0.4.
+    Info,
+}
+
+/// One metric family. `name` is the OpenMetrics family name: without `_total` (counters) or
+/// `_info` (info), which the samples carry.
+#[derive(Debug)]
+pub(crate) struct Family {
+    pub(crate) name: &'static str,
+    pub(crate) ty: Type,
+    /// OpenMetrics `# UNIT`; the name ends with it.
+    pub(crate) unit: Option<&'static str>,
+    pub(crate) help: &'static str,
+}
+
+impl Family {
+    pub(crate) const fn counter(
+        name: &'static str,
+        unit: Option<&'static str>,
+        help: &'static str,
+    ) -> Family {
+        Family {
+            name,
+            ty: Type::Counter,
+            unit,
+            help,
+        }
+    }
+    pub(crate) const fn gauge(
+        name: &'static str,
+        unit: Option<&'static str>,
+        help: &'static str,
+    ) -> Family {
+        Family {
+            name,
+            ty: Type::Gauge,
+            unit,
+            help,
+        }
+    }
+}
+
+/// A sample value. Counters and most gauges are integers and are written as such.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Value {
+    Int(u64),
+    Float(f64),
+}
+
+#[derive(Debug)]
+pub(crate) struct Encoder {
+    /// Bytes, not a `String`: numbers are written as ASCII digits without a UTF-8 check each.
+    pub(crate) out: Vec<u8>,
+    pub(crate) openmetrics: bool,
+}
+
+impl Encoder {
+    pub(crate) fn head(&mut self, f: &Family) {
+        let o = &mut self.out;
+        if self.openmetrics {
+            let ty = match f.ty {
+                Type::Counter => "counter",
+                Type::Gauge => "gauge",
+                Type::Histogram => "histogram",
+                Type::Info => "info",
+            };
+            let _ = writeln!(o, "# TYPE {} {ty}", f.name);
+            if let Some(u) = f.unit {
+                let _ = writeln!(o, "# UNIT {} {u}", f.name);
+            }
+            let _ = writeln!(o, "# HELP {} {}", f.name, f.help);
+        } else {
+            // 0.0.4 has no family names: HELP and TYPE name the sample (`..._total`), except
+            // for histograms, whose samples add their own suffixes.
+            let (suffix, ty) = match f.ty {
+                Type::Counter => ("_total", "counter"),
+                Type::Gauge => ("", "gauge"),
+                Type::Histogram => ("", "histogram"),
+                Type::Info => ("_info", "gauge"),
+            };
+            let _ = writeln!(o, "# HELP {}{suffix} {}", f.name, f.help);
+            let _ = writeln!(o, "# TYPE {}{suffix} {ty}", f.name);
+        }
+    }
+
+    /// One sample of `f`. `labels` are already escaped (`a="x",b="y"`), possibly empty.
+    pub(crate) fn sample(&mut self, f: &Family, labels: &str, v: Value) {
+        let suffix = match f.ty {
+            Type::Counter => "_total",
+            Type::Info => "_info",
+            Type::Gauge | Type::Histogram => "",
+        };
+        self.raw(f.name, suffix, labels, None, v);
+    }
+
+    /// A sample with an explicit suffix and an optional extra label (histogram parts).
+    pub(crate) fn raw(
+        &mut self,
+        name: &str,
+        suffix: &str,
+        labels: &str,
+        extra: Option<(&str, &str)>,
+        v: Value,
+    ) {
+        let o = &mut self.out;
+        o.extend_from_slice(name.as_bytes());
+        o.extend_from_slice(suffix.as_bytes());
+        if !labels.is_empty() || extra.is_some() {
+            o.push(b'{');
+            o.extend_from_slice(labels.as_bytes());
+            if let Some((k, val)) = extra {
+                if !labels.is_empty() {
+                    o.push(b',');
+                }
+                let mut l = String::new();
+                label(&mut l, k, val);
+                o.extend_from_slice(l.as_bytes());
+            }
+            o.push(b'}');
+        }
+        o.push(b' ');
+        match v {
+            Value::Int(n) => push_u64(o, n),
+            Value::Float(x) => push_f64(o, x),
+        }
+        o.push(b'\n');
+    }
+
+    /// A whole family over `items`, header included, skipped when no item has a value.
+    pub(crate) fn family<L: AsRef<str>, T>(
+        &mut self,
+        f: &Family,
+        items: &[(L, T)],
+        value: impl Fn(&T) -> Option<Value>,
+    ) {
+        let mut headed = false;
+        for (labels, item) in items {
+            if let Some(v) = value(item) {
+                if !headed {
+                    self.head(f);
+                    headed = true;
+                }
+                self.sample(f, labels.as_ref(), v);
+            }
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        if self.openmetrics {
+            self.out.extend_from_slice(b"# EOF\n");
+        }
+        self.out
+    }
+}
+
+/// Appends `key="value"` (with a leading comma unless `out` is empty).
+pub(crate) fn label(out: &mut String, key: &str, value: &str) {
+    if !out.is_empty() {
+        out.push(',');
+    }
+    out.push_str(key);
+    out.push_str("=\"");
+    escape_into(out, value);
+    out.push('"');
+}
+
+/// Label-value escaping, the same in both formats: backslash, double quote, line feed.
+pub(crate) fn escape_into(out: &mut String, s: &str) {
+    if !s.contains(['\\', '"', '\n']) {
+        out.push_str(s);
+        return;
+    }
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+// Integers are most of the output; this avoids the formatting machinery per sample.
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Floats as both formats (Go's `ParseFloat`) read them: shortest round-trip digits, `+Inf`,
+/// `-Inf`, `NaN`.
+pub(crate) fn push_f64(out: &mut Vec<u8>, x: f64) {
+    if x.is_nan() {
+        out.extend_from_slice(b"NaN");
+    } else if x.is_infinite() {
+        out.extend_from_slice(if x > 0.0 { b"+Inf" } else { b"-Inf" });
+    } else {
+        let _ = write!(out, "{x}");
+    }
+}
+
+/// A histogram bound for `le`: OpenMetrics wants floats spelled as floats (`1.0`, not `1`).
+pub(crate) fn le(x: f64) -> String {
+    if x.is_infinite() && x > 0.0 {
+        "+Inf".to_owned()
+    } else {
+        format!("{x:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_backslash_quote_and_newline_only() {
+        let mut s = String::new();
+        escape_into(&mut s, "a\\b\"c\nd\te");
+        assert_eq!(s, "a\\\\b\\\"c\\nd\te");
+    }
+
+    #[test]
+    fn numbers_are_spelled_as_go_parses_them() {
+        let mut s = Vec::new();
+        for n in [0, 7, 10, u64::MAX] {
+            push_u64(&mut s, n);
+            s.push(b' ');
+        }
+        for x in [0.5, -1.25e-7, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            push_f64(&mut s, x);
+            s.push(b' ');
+        }
+        let s = String::from_utf8(s).unwrap();
+        assert_eq!(
+            s,
+            "0 7 10 18446744073709551615 0.5 -0.000000125 +Inf -Inf NaN "
+        );
+        assert_eq!(le(1.0), "1.0");
+        assert_eq!(le(0.005), "0.005");
+        assert_eq!(le(f64::INFINITY), "+Inf");
+    }
+}

@@ -1,0 +1,767 @@
+//! The `/metrics` exposition of `tcmon serve`: a snapshot, its findings, the probes and the
+//! poller's own counters as Prometheus text 0.0.4 or OpenMetrics 1.0. Pure functions: no I/O.
+//!
+//! Series are emitted family by family, each family's series in snapshot order (interfaces by
+//! ifindex, qdiscs by (parent, handle), classes by id), so the output is deterministic.
+//! Labels: `device`, `kind`, `handle`, `parent` for qdiscs and classes, with `netns` first when
+//! the snapshot is of a named namespace. Counters the kernel does not report for an object
+//! (HTB xstats absent, cake's optional fields) are left out rather than written as zero.
+
+mod encode;
+mod negotiate;
+
+use tcmon_core::aqm::{Cake, CakeTin, FqCodelStats};
+use tcmon_core::model::{Class, HtbClass, HtbQdisc, Qdisc, QdiscDetail, Stats, Tbf};
+use tcmon_core::Snapshot;
+use tcmon_diag::Finding;
+use tcmon_probe::TargetStatus;
+
+use encode::{label, le, Encoder, Family, Type, Value};
+pub use negotiate::Format;
+
+/// What one exposition shows: the parts of the agent's state.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    pub snapshot: &'a Snapshot,
+    pub findings: &'a [Finding],
+    pub probes: &'a [TargetStatus],
+    /// Successful polls since start.
+    pub polls_total: u64,
+    pub poll_errors_total: u64,
+    /// `tcmon_build_info{version}`.
+    pub version: &'a str,
+}
+
+/// The whole exposition in `format` (UTF-8), ending with `# EOF` for OpenMetrics.
+pub fn render(input: &Input<'_>, format: Format) -> Vec<u8> {
+    let mut e = Encoder {
+        out: Vec::with_capacity(16 * 1024),
+        openmetrics: format == Format::OpenMetrics,
+    };
+    let ns = input.snapshot.netns.as_deref();
+    let mut base = String::new();
+    if let Some(n) = ns {
+        label(&mut base, "netns", n);
+    }
+    process(&mut e, input, &base);
+    tree(&mut e, input.snapshot, &base);
+    findings(&mut e, input.findings, &base);
+    probes(&mut e, input.probes, &base);
+    e.finish()
+}
+
+/// Room for `families` samples of each item: its labels plus a name, a value and punctuation
+/// (48 bytes covers the names and values seen in practice). Reserving up front keeps a big
+/// tree's tens of megabytes from being copied as the buffer doubles, and from leaving a buffer
+/// twice the size it needs.
+fn room<L: AsRef<str>, T>(items: &[(L, T)], families: usize) -> usize {
+    items
+        .iter()
+        .map(|(l, _)| l.as_ref().len() + 48)
+        .sum::<usize>()
+        * families
+}
+
+const BUILD: Family = Family {
+    name: "tcmon_build",
+    ty: Type::Info,
+    unit: None,
+    help: "tcmon's version; the value is always 1.",
+};
+const POLLS: Family = Family::counter(
+    "tcmon_polls",
+    None,
+    "Successful polls of the tc tree since start.",
+);
+const POLL_ERRORS: Family = Family::counter(
+    "tcmon_poll_errors",
+    None,
+    "Polls that failed since start; the metrics then stay those of the last good poll.",
+);
+const POLL_DURATION: Family = Family::gauge(
+    "tcmon_poll_duration_seconds",
+    Some("seconds"),
+    "How long the last good poll (netlink dumps and decoding) took.",
+);
+const POLL_TIME: Family = Family::gauge(
+    "tcmon_last_poll_timestamp_seconds",
+    Some("seconds"),
+    "Unix time of the last good poll.",
+);
+
+fn process(e: &mut Encoder, input: &Input<'_>, base: &str) {
+    let mut l = base.to_owned();
+    label(&mut l, "version", input.version);
+    e.head(&BUILD);
+    e.sample(&BUILD, &l, Value::Int(1));
+    let s = input.snapshot;
+    for (f, v) in [
+        (&POLLS, Value::Int(input.polls_total)),
+        (&POLL_ERRORS, Value::Int(input.poll_errors_total)),
+        (
+            &POLL_DURATION,
+            Value::Float(s.poll_duration_ns as f64 / 1e9),
+        ),
+        (&POLL_TIME, Value::Float(s.timestamp_ms as f64 / 1e3)),
+    ] {
+        e.head(f);
+        e.sample(f, base, v);
+    }
+}
+
+type StatsValue = fn(&Stats) -> u64;
+/// A family and how to read its value from a `T`; `None`: the object has no such value.
+type Metric<T> = (Family, fn(&T) -> Option<Value>);
+
+/// The families every qdisc and class has (`TCA_STATS2`), as (qdisc family, class family).
+const STATS: [(Family, Family, StatsValue); 7] = [
+    (
+        Family::counter("tcmon_qdisc_bytes", Some("bytes"), "Bytes the qdisc sent."),
+        Family::counter("tcmon_class_bytes", Some("bytes"), "Bytes the class sent."),
+        |s| s.bytes,
+    ),
+    (
+        Family::counter("tcmon_qdisc_packets", None, "Packets the qdisc sent."),
+        Family::counter("tcmon_class_packets", None, "Packets the class sent."),
+        |s| s.packets,
+    ),
+    (
+        Family::counter("tcmon_qdisc_drops", None, "Packets the qdisc dropped."),
+        Family::counter("tcmon_class_drops", None, "Packets the class dropped."),
+        |s| s.drops,
+    ),
+    (
+        Family::counter(
+            "tcmon_qdisc_overlimits",
+            None,
+            "Times the qdisc was over its limit: a packet throttled (shapers) or dropped.",
+        ),
+        Family::counter(
+            "tcmon_class_overlimits",
+            None,
+            "Times the class was over its limit (HTB: a packet had to wait for tokens).",
+        ),
+        |s| s.overlimits,
+    ),
+    (
+        Family::counter(
+            "tcmon_qdisc_requeues",
+            None,
+            "Packets the driver gave back to the qdisc.",
+        ),
+        Family::counter(
+            "tcmon_class_requeues",
+            None,
+            "Packets requeued in the class.",
+        ),
+        |s| s.requeues,
+    ),
+    (
+        Family::gauge(
+            "tcmon_qdisc_backlog_bytes",
+            Some("bytes"),
+            "Bytes queued in the qdisc now.",
+        ),
+        Family::gauge(
+            "tcmon_class_backlog_bytes",
+            Some("bytes"),
+            "Bytes queued in the class now.",
+        ),
+        |s| s.backlog_bytes,
+    ),
+    (
+        Family::gauge(
+            "tcmon_qdisc_backlog_packets",
+            None,
+            "Packets queued in the qdisc now.",
+        ),
+        Family::gauge(
+            "tcmon_class_backlog_packets",
+            None,
+            "Packets queued in the class now.",
+        ),
+        |s| s.backlog_packets,
+    ),
+];
+
+const HTB_DIRECT: Family = Family::counter(
+    "tcmon_htb_direct_packets",
+    None,
+    "Packets HTB sent unshaped through its direct queue (no class matched and no default class).",
+);
+
+type HtbValue = fn(&HtbClass) -> Value;
+
+// Only classes whose xstats arrived (`has_xstats`) get the last five.
+const HTB_CLASS: [(Family, HtbValue, bool); 10] = [
+    (
+        Family::gauge(
+            "tcmon_htb_class_rate_bytes_per_second",
+            None,
+            "Configured HTB rate: what the class is guaranteed.",
+        ),
+        |h| Value::Int(h.rate_bytes_per_sec),
+        false,
+    ),
+    (
+        Family::gauge(
+            "tcmon_htb_class_ceil_bytes_per_second",
+            None,
+            "Configured HTB ceil: the most the class may send, borrowing.",
+        ),
+        |h| Value::Int(h.ceil_bytes_per_sec),
+        false,
+    ),
+    (
+        Family::gauge(
+            "tcmon_htb_class_burst_bytes",
+            Some("bytes"),
+            "Configured HTB burst: bucket size at the rate.",
+        ),
+        |h| Value::Int(h.burst_bytes),
+        false,
+    ),
+    (
+        Family::gauge(
+            "tcmon_htb_class_cburst_bytes",
+            Some("bytes"),
+            "Configured HTB cburst: bucket size at the ceil.",
+        ),
+        |h| Value::Int(h.cburst_bytes),
+        false,
+    ),
+    (
+        Family::gauge(
+            "tcmon_htb_class_quantum_bytes",
+            Some("bytes"),
+            "Effective HTB DRR quantum.",
+        ),
+        |h| Value::Int(u64::from(h.quantum_bytes)),
+        false,
+    ),
+    (
+        Family::counter(
+            "tcmon_htb_class_lends",
+            None,
+            "Times the HTB class sent within its own rate (tc: lended).",
+        ),
+        |h| Value::Int(u64::from(h.lends)),
+        true,
+    ),
+    (
+        Family::counter(
+            "tcmon_htb_class_borrows",
+            None,
+            "Times the HTB class borrowed from its parent.",
+        ),
+        |h| Value::Int(u64::from(h.borrows)),
+        true,
+    ),
+    (
+        Family::counter(
+            "tcmon_htb_class_giants",
+            None,
+            "Packets larger than the HTB class mtu.",
+        ),
+        |h| Value::Int(u64::from(h.giants)),
+        true,
+    ),
+    (
+        Family::gauge(
+            "tcmon_htb_class_tokens_seconds",
+            Some("seconds"),
+            "HTB rate bucket level as transmission time at the rate; negative while in debt.",
+        ),
+        |h| Value::Float(h.tokens_ns as f64 / 1e9),
+        true,
+    ),
+    (
+        Family::gauge(
+            "tcmon_htb_class_ctokens_seconds",
+            Some("seconds"),
+            "HTB ceil bucket level as transmission time at the ceil; negative while in debt.",
+        ),
+        |h| Value::Float(h.ctokens_ns as f64 / 1e9),
+        true,
+    ),
+];
+
+const TBF: [Metric<Tbf>; 3] = [
+    (
+        Family::gauge(
+            "tcmon_tbf_rate_bytes_per_second",
+            None,
+            "Configured TBF rate.",
+        ),
+        |t| Some(Value::Int(t.rate_bytes_per_sec)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_tbf_burst_bytes",
+            Some("bytes"),
+            "Configured TBF bucket size.",
+        ),
+        |t| Some(Value::Int(t.burst_bytes)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_tbf_limit_bytes",
+            Some("bytes"),
+            "Configured TBF queue limit.",
+        ),
+        |t| Some(int(t.limit_bytes)),
+    ),
+];
+
+fn int(n: u32) -> Value {
+    Value::Int(u64::from(n))
+}
+
+const FQ_CODEL: [Metric<FqCodelStats>; 9] = [
+    (
+        Family::gauge(
+            "tcmon_fq_codel_maxpacket_bytes",
+            Some("bytes"),
+            "Largest packet fq_codel has seen.",
+        ),
+        |x| Some(int(x.maxpacket_bytes)),
+    ),
+    (
+        Family::counter(
+            "tcmon_fq_codel_overlimit_drops",
+            None,
+            "Packets fq_codel dropped because it hit its packet limit.",
+        ),
+        |x| Some(int(x.drop_overlimit_packets)),
+    ),
+    (
+        Family::counter(
+            "tcmon_fq_codel_overmemory_drops",
+            None,
+            "Packets fq_codel dropped because it hit its memory limit.",
+        ),
+        |x| x.drop_overmemory_packets.map(int),
+    ),
+    (
+        Family::counter(
+            "tcmon_fq_codel_ecn_marks",
+            None,
+            "Packets fq_codel ECN-marked instead of dropping.",
+        ),
+        |x| Some(int(x.ecn_mark_packets)),
+    ),
+    (
+        Family::counter(
+            "tcmon_fq_codel_ce_marks",
+            None,
+            "Packets fq_codel CE-marked above ce_threshold.",
+        ),
+        |x| x.ce_mark_packets.map(int),
+    ),
+    (
+        Family::counter(
+            "tcmon_fq_codel_new_flows",
+            None,
+            "Times a packet started a new fq_codel flow.",
+        ),
+        |x| Some(int(x.new_flow_count)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_fq_codel_new_flows_len",
+            None,
+            "Flows in fq_codel's new-flows list now.",
+        ),
+        |x| Some(int(x.new_flows_len)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_fq_codel_old_flows_len",
+            None,
+            "Flows in fq_codel's old-flows list now.",
+        ),
+        |x| Some(int(x.old_flows_len)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_fq_codel_memory_usage_bytes",
+            Some("bytes"),
+            "Memory fq_codel uses for queued packets.",
+        ),
+        |x| x.memory_usage_bytes.map(int),
+    ),
+];
+
+const CAKE: [Metric<Cake>; 3] = [
+    (
+        Family::gauge(
+            "tcmon_cake_capacity_estimate_bytes_per_second",
+            None,
+            "cake's estimate of the link capacity (what autorate-ingress follows).",
+        ),
+        |c| c.capacity_estimate_bytes_per_sec.map(Value::Int),
+    ),
+    (
+        Family::gauge(
+            "tcmon_cake_memory_used_bytes",
+            Some("bytes"),
+            "High-water mark of cake's buffer memory.",
+        ),
+        |c| c.memory_used_bytes.map(int),
+    ),
+    (
+        Family::gauge(
+            "tcmon_cake_memory_limit_bytes",
+            Some("bytes"),
+            "cake's buffer limit in force.",
+        ),
+        |c| c.effective_memory_limit_bytes.map(int),
+    ),
+];
+
+fn us(n: u32) -> Value {
+    Value::Float(f64::from(n) / 1e6)
+}
+
+const CAKE_TIN: [Metric<CakeTin>; 12] = [
+    (
+        Family::counter(
+            "tcmon_cake_tin_sent_bytes",
+            Some("bytes"),
+            "Bytes the cake tin sent.",
+        ),
+        |t| Some(Value::Int(t.sent_bytes)),
+    ),
+    (
+        Family::counter(
+            "tcmon_cake_tin_sent_packets",
+            None,
+            "Packets the cake tin sent.",
+        ),
+        |t| Some(int(t.sent_packets)),
+    ),
+    (
+        Family::counter(
+            "tcmon_cake_tin_drops",
+            None,
+            "Packets the cake tin dropped.",
+        ),
+        |t| Some(int(t.dropped_packets)),
+    ),
+    (
+        Family::counter(
+            "tcmon_cake_tin_ecn_marks",
+            None,
+            "Packets the cake tin ECN-marked.",
+        ),
+        |t| Some(int(t.ecn_marked_packets)),
+    ),
+    (
+        Family::counter(
+            "tcmon_cake_tin_ack_drops",
+            None,
+            "ACKs the cake tin's ACK filter dropped.",
+        ),
+        |t| Some(int(t.acks_dropped_packets)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_cake_tin_backlog_bytes",
+            Some("bytes"),
+            "Bytes queued in the cake tin now.",
+        ),
+        |t| Some(int(t.backlog_bytes)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_cake_tin_threshold_rate_bytes_per_second",
+            None,
+            "The cake tin's share of the shaper rate.",
+        ),
+        |t| Some(Value::Int(t.threshold_rate_bytes_per_sec)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_cake_tin_peak_delay_seconds",
+            Some("seconds"),
+            "Peak queueing delay in the cake tin.",
+        ),
+        |t| Some(us(t.peak_delay_us)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_cake_tin_avg_delay_seconds",
+            Some("seconds"),
+            "Average queueing delay in the cake tin.",
+        ),
+        |t| Some(us(t.avg_delay_us)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_cake_tin_base_delay_seconds",
+            Some("seconds"),
+            "Queueing delay sparse flows see in the cake tin (tc: sp_delay).",
+        ),
+        |t| Some(us(t.base_delay_us)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_cake_tin_sparse_flows",
+            None,
+            "Sparse flows in the cake tin now.",
+        ),
+        |t| Some(int(t.sparse_flows)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_cake_tin_bulk_flows",
+            None,
+            "Bulk flows in the cake tin now.",
+        ),
+        |t| Some(int(t.bulk_flows)),
+    ),
+];
+
+const FILTER_CHAIN: Family = Family::gauge(
+    "tcmon_filter_chain_rules",
+    None,
+    "Filter rules at one (parent, prio, protocol, kind, chain): the kernel tries them in turn.",
+);
+
+fn object_labels(base: &str, device: &str, kind: &str, handle: &str, parent: &str) -> String {
+    let mut l = String::with_capacity(base.len() + device.len() + 48);
+    l.push_str(base);
+    label(&mut l, "device", device);
+    label(&mut l, "kind", kind);
+    label(&mut l, "handle", handle);
+    label(&mut l, "parent", parent);
+    l
+}
+
+fn tree(e: &mut Encoder, s: &Snapshot, base: &str) {
+    let mut qdiscs: Vec<(String, &Qdisc)> = Vec::new();
+    let mut classes: Vec<(String, &Class)> = Vec::new();
+    let mut chains = Vec::new();
+    for i in &s.interfaces {
+        for q in &i.qdiscs {
+            let l = object_labels(
+                base,
+                &i.name,
+                &q.kind,
+                &q.handle.to_string(),
+                &q.parent.to_string(),
+            );
+            qdiscs.push((l, q));
+        }
+        for c in &i.classes {
+            let l = object_labels(
+                base,
+                &i.name,
+                &c.kind,
+                &c.handle.to_string(),
+                &c.parent.to_string(),
+            );
+            classes.push((l, c));
+        }
+        for c in &i.filter_chains {
+            let mut l = base.to_owned();
+            label(&mut l, "device", &i.name);
+            label(&mut l, "parent", &c.parent.to_string());
+            label(&mut l, "prio", &c.prio.to_string());
+            label(&mut l, "protocol", &c.protocol);
+            label(&mut l, "kind", &c.kind);
+            label(&mut l, "chain", &c.chain.to_string());
+            chains.push((l, c.rules));
+        }
+    }
+    let htb_classes = classes.iter().filter(|(_, c)| c.htb().is_some()).count();
+    e.out.reserve(
+        room(&qdiscs, STATS.len() + 1)
+            + room(&classes, STATS.len())
+            + htb_classes * (classes.first().map_or(0, |(l, _)| l.len()) + 48) * HTB_CLASS.len()
+            + room(&chains, 1),
+    );
+    for (qf, _, get) in &STATS {
+        e.family(qf, &qdiscs, |q| Some(Value::Int(get(&q.stats))));
+    }
+    for (_, cf, get) in &STATS {
+        e.family(cf, &classes, |c| Some(Value::Int(get(&c.stats))));
+    }
+    let htb_q: Vec<(&str, &HtbQdisc)> = qdiscs
+        .iter()
+        .filter_map(|(l, q)| match &q.detail {
+            Some(QdiscDetail::Htb(h)) => Some((l.as_str(), h)),
+            _ => None,
+        })
+        .collect();
+    e.family(&HTB_DIRECT, &htb_q, |h| {
+        Some(Value::Int(u64::from(h.direct_packets)))
+    });
+    let htb_c: Vec<(&str, &HtbClass)> = classes
+        .iter()
+        .filter_map(|(l, c)| c.htb().map(|h| (l.as_str(), h)))
+        .collect();
+    for (f, get, xstats) in &HTB_CLASS {
+        e.family(f, &htb_c, |h| (!xstats || h.has_xstats).then(|| get(h)));
+    }
+    let tbf: Vec<(&str, &Tbf)> = qdiscs
+        .iter()
+        .filter_map(|(l, q)| match &q.detail {
+            Some(QdiscDetail::Tbf(t)) => Some((l.as_str(), t)),
+            _ => None,
+        })
+        .collect();
+    for (f, get) in &TBF {
+        e.family(f, &tbf, |t| get(t));
+    }
+    let fq_codel: Vec<(&str, &FqCodelStats)> = qdiscs
+        .iter()
+        .filter_map(|(l, q)| match &q.detail {
+            Some(QdiscDetail::FqCodel(f)) => f.xstats.as_ref().map(|x| (l.as_str(), x)),
+            _ => None,
+        })
+        .collect();
+    for (f, get) in &FQ_CODEL {
+        e.family(f, &fq_codel, |x| get(x));
+    }
+    let cake: Vec<(&str, &Cake)> = qdiscs
+        .iter()
+        .filter_map(|(l, q)| match &q.detail {
+            Some(QdiscDetail::Cake(c)) => Some((l.as_str(), &**c)),
+            _ => None,
+        })
+        .collect();
+    for (f, get) in &CAKE {
+        e.family(f, &cake, |c| get(c));
+    }
+    // Tins are named in the diffserv modes that name them, numbered from 0 otherwise.
+    let tins: Vec<(String, &CakeTin)> = cake
+        .iter()
+        .flat_map(|(l, c)| {
+            c.tins.iter().enumerate().map(move |(n, t)| {
+                let mut l = (*l).to_owned();
+                label(
+                    &mut l,
+                    "tin",
+                    &t.name.map_or_else(|| n.to_string(), str::to_owned),
+                );
+                (l, t)
+            })
+        })
+        .collect();
+    for (f, get) in &CAKE_TIN {
+        e.family(f, &tins, |t| get(t));
+    }
+    e.family(&FILTER_CHAIN, &chains, |n| Some(Value::Int(u64::from(*n))));
+}
+
+const FINDING: Family = Family::gauge(
+    "tcmon_finding",
+    None,
+    "1 for each active finding of the diagnosis (tcmon check --explain CODE says what it means).",
+);
+
+fn findings(e: &mut Encoder, findings: &[Finding], base: &str) {
+    let mut items: Vec<(String, ())> = findings
+        .iter()
+        .map(|f| {
+            let mut l = base.to_owned();
+            label(&mut l, "code", f.code);
+            label(&mut l, "severity", &f.severity.to_string());
+            label(&mut l, "device", &f.interface);
+            label(&mut l, "object", &f.object);
+            (l, ())
+        })
+        .collect();
+    // One series per label set, in a fixed order, whatever order the rules produced.
+    items.sort();
+    items.dedup();
+    e.out.reserve(room(&items, 1));
+    e.family(&FINDING, &items, |()| Some(Value::Int(1)));
+}
+
+const PROBE_RTT: Family = Family {
+    name: "tcmon_probe_rtt_seconds",
+    ty: Type::Histogram,
+    unit: Some("seconds"),
+    help: "Round-trip times of the answered probes since start.",
+};
+
+const PROBE: [Metric<TargetStatus>; 6] = [
+    (
+        Family::gauge(
+            "tcmon_probe_last_rtt_seconds",
+            Some("seconds"),
+            "Round-trip time of the last answered probe.",
+        ),
+        |t| t.last_rtt_ms.map(|ms| Value::Float(ms / 1e3)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_probe_loss_ratio",
+            None,
+            "Share of the recent probes that got no answer, 0 to 1.",
+        ),
+        |t| Some(Value::Float(t.loss_ratio)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_probe_baseline_seconds",
+            Some("seconds"),
+            "Minimum round-trip time over the baseline window: the path without queueing.",
+        ),
+        |t| t.baseline_ms.map(|ms| Value::Float(ms / 1e3)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_probe_latency_increase_seconds",
+            Some("seconds"),
+            "Median of the recent round-trip times minus the baseline: queueing delay now.",
+        ),
+        |t| t.increase_ms.map(|ms| Value::Float(ms / 1e3)),
+    ),
+    (
+        Family::counter("tcmon_probe_sent", None, "Probes sent since start."),
+        |t| Some(Value::Int(t.sent_total)),
+    ),
+    (
+        Family::counter("tcmon_probe_received", None, "Probes answered since start."),
+        |t| Some(Value::Int(t.received_total)),
+    ),
+];
+
+fn probes(e: &mut Encoder, probes: &[TargetStatus], base: &str) {
+    let items: Vec<(String, &TargetStatus)> = probes
+        .iter()
+        .map(|t| {
+            let mut l = base.to_owned();
+            label(&mut l, "target", &t.target);
+            label(&mut l, "kind", &t.kind.to_string());
+            (l, t)
+        })
+        .collect();
+    if !items.is_empty() {
+        e.head(&PROBE_RTT);
+    }
+    for (l, t) in &items {
+        let name = PROBE_RTT.name;
+        let mut count = 0;
+        for &(bound, n) in &t.rtt_buckets {
+            e.raw(name, "_bucket", l, Some(("le", &le(bound))), Value::Int(n));
+            count = n;
+        }
+        // Both formats require the +Inf bucket; it holds every answer.
+        if !t.rtt_buckets.last().is_some_and(|b| b.0 == f64::INFINITY) {
+            count = count.max(t.received_total);
+            e.raw(name, "_bucket", l, Some(("le", "+Inf")), Value::Int(count));
+        }
+        e.raw(name, "_sum", l, None, Value::Float(t.rtt_sum_seconds));
+        e.raw(name, "_count", l, None, Value::Int(count));
+    }
+    for (f, get) in &PROBE {
+        e.family(f, &items, |t| get(t));
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,398 @@
+use std::collections::{BTreeMap, HashSet};
+use std::time::Instant;
+
+use tcmon_core::aqm::{Cake, CakeTin, FqCodel, FqCodelStats};
+use tcmon_core::model::{
+    Class, ClassDetail, Fifo, FilterChain, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail,
+    Stats, Tbf, Undecoded,
+};
+use tcmon_core::{Handle, Snapshot};
+use tcmon_diag::{Finding, Severity};
+use tcmon_probe::{ProbeKind, TargetStatus};
+
+use super::*;
+
+fn stats(bytes: u64, packets: u64, drops: u64, backlog_bytes: u64) -> Stats {
+    Stats {
+        bytes,
+        packets,
+        drops,
+        overlimits: drops * 3,
+        requeues: 1,
+        backlog_bytes,
+        backlog_packets: backlog_bytes / 1514,
+        packets_64bit: true,
+        rate_estimator: None,
+    }
+}
+
+fn qdisc(
+    handle: Handle,
+    parent: Handle,
+    kind: &str,
+    s: Stats,
+    detail: Option<QdiscDetail>,
+) -> Qdisc {
+    Qdisc {
+        handle,
+        parent,
+        kind: kind.into(),
+        stats: s,
+        detail,
+        undecoded: Undecoded::default(),
+    }
+}
+
+fn htb_class(minor: u16, parent: Handle, rate: u64, tokens_ns: i64, s: Stats) -> Class {
+    Class {
+        handle: Handle::new(1, minor),
+        parent,
+        kind: "htb".into(),
+        leaf_qdisc: None,
+        stats: s,
+        detail: Some(ClassDetail::Htb(HtbClass {
+            rate_bytes_per_sec: rate,
+            ceil_bytes_per_sec: rate * 2,
+            burst_bytes: 1600,
+            cburst_bytes: 1600,
+            burst_ns: 6_400_000,
+            cburst_ns: 3_200_000,
+            quantum_bytes: 1514,
+            lends: 10,
+            borrows: 4,
+            giants: 0,
+            tokens_ns,
+            ctokens_ns: 1_250_000,
+            has_xstats: true,
+            linklayer: "ethernet",
+            ..HtbClass::default()
+        })),
+        undecoded: Undecoded::default(),
+    }
+}
+
+/// One of each: an HTB tree with a TBF and a pfifo leaf, fq_codel and cake roots, a filter
+/// chain, a finding whose object needs escaping, and two probes.
+fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
+    let mut s = Snapshot::new(Instant::now(), 1_700_000_000_123);
+    s.netns = Some("lab".into());
+    s.poll_duration_ns = 2_500_000;
+    let root = Handle::new(1, 0);
+    let veth = Interface {
+        name: "veth0".into(),
+        ifindex: 2,
+        mtu: 1500,
+        txqueuelen: 1000,
+        operstate: "up".into(),
+        root_qdisc: Some(root),
+        qdiscs: vec![
+            qdisc(
+                root,
+                Handle::ROOT,
+                "htb",
+                stats(9_000_000, 6000, 12, 3028),
+                Some(QdiscDetail::Htb(HtbQdisc {
+                    version: "3.17".into(),
+                    r2q: 10,
+                    default_minor: 0x10,
+                    default_class: Some(Handle::new(1, 0x10)),
+                    direct_packets: 3,
+                    direct_qlen: Some(1000),
+                    offload: false,
+                })),
+            ),
+            qdisc(
+                Handle::new(0x10, 0),
+                Handle::new(1, 0x10),
+                "tbf",
+                stats(5_000_000, 3400, 12, 3028),
+                Some(QdiscDetail::Tbf(Tbf {
+                    rate_bytes_per_sec: 250_000,
+                    burst_bytes: 5000,
+                    limit_bytes: 15_000,
+                    linklayer: "ethernet",
+                    ..Tbf::default()
+                })),
+            ),
+            qdisc(
+                Handle::new(0x20, 0),
+                Handle::new(1, 0x20),
+                "pfifo",
+                stats(4_000_000, 2600, 0, 0),
+                Some(QdiscDetail::Pfifo(Fifo { limit: 100 })),
+            ),
+        ],
+        classes: vec![
+            htb_class(1, root, 1_250_000, 800_000, stats(9_000_000, 6000, 0, 0)),
+            // In debt: tokens go negative.
+            htb_class(
+                0x10,
+                Handle::new(1, 1),
+                250_000,
+                -4_257_326,
+                stats(5_000_000, 3400, 12, 3028),
+            ),
+            htb_class(
+                0x20,
+                Handle::new(1, 1),
+                125_000,
+                0,
+                stats(4_000_000, 2600, 0, 0),
+            ),
+        ],
+        filters: Vec::new(),
+        filter_chains: vec![FilterChain {
+            parent: root,
+            prio: 1,
+            protocol: "ip".into(),
+            kind: "u32".into(),
+            chain: 0,
+            rules: 2,
+        }],
+        ..Interface::default()
+    };
+    let mut tins = Vec::new();
+    for (n, name) in [(0u32, "Bulk"), (1, "Best Effort")] {
+        tins.push(CakeTin {
+            name: Some(name),
+            threshold_rate_bytes_per_sec: 1_000_000 >> n,
+            sent_bytes: 1000 * u64::from(n + 1),
+            sent_packets: 10 * (n + 1),
+            dropped_packets: n,
+            backlog_bytes: 1514 * n,
+            peak_delay_us: 5000 + n,
+            avg_delay_us: 1200,
+            base_delay_us: 30,
+            sparse_flows: 1,
+            bulk_flows: n,
+            ..CakeTin::default()
+        });
+    }
+    let wan = Interface {
+        name: "wan\"0".into(),
+        ifindex: 3,
+        qdiscs: vec![
+            qdisc(
+                Handle::new(0x8001, 0),
+                Handle::ROOT,
+                "cake",
+                stats(3000, 30, 1, 1514),
+                Some(QdiscDetail::Cake(Box::new(Cake {
+                    capacity_estimate_bytes_per_sec: Some(1_000_000),
+                    memory_used_bytes: Some(65_536),
+                    effective_memory_limit_bytes: Some(4_194_304),
+                    tins,
+                    ..Cake::default()
+                }))),
+            ),
+            qdisc(
+                Handle::INGRESS.qdisc(),
+                Handle::INGRESS,
+                "ingress",
+                Stats::default(),
+                None,
+            ),
+        ],
+        ..Interface::default()
+    };
+    let lan = Interface {
+        name: "lan0".into(),
+        ifindex: 4,
+        qdiscs: vec![qdisc(
+            Handle::new(0x8002, 0),
+            Handle::ROOT,
+            "fq_codel",
+            stats(70_000, 50, 2, 0),
+            Some(QdiscDetail::FqCodel(Box::new(FqCodel {
+                xstats: Some(FqCodelStats {
+                    maxpacket_bytes: 1514,
+                    drop_overlimit_packets: 2,
+                    ecn_mark_packets: 5,
+                    new_flow_count: 7,
+                    new_flows_len: 1,
+                    old_flows_len: 2,
+                    ce_mark_packets: Some(0),
+                    memory_usage_bytes: Some(4096),
+                    drop_overmemory_packets: None,
+                }),
+                ..FqCodel::default()
+            }))),
+        )],
+        ..Interface::default()
+    };
+    s.interfaces = vec![veth, wan, lan];
+    let finding = |code, severity, interface: &str, object: &str| Finding {
+        code,
+        severity,
+        interface: interface.into(),
+        object: object.into(),
+        message: String::new(),
+        evidence: BTreeMap::new(),
+        fix: Vec::new(),
+    };
+    let findings = vec![
+        finding("queue-too-deep", Severity::Critical, "veth0", "1:10"),
+        finding("htb-quantum-small", Severity::Info, "veth0", "1:20"),
+        // duplicate label set: one series
+        finding("htb-quantum-small", Severity::Info, "veth0", "1:20"),
+        finding(
+            "offload-on-shaped-link",
+            Severity::Warning,
+            "wan\"0",
+            "back\\slash\nnewline",
+        ),
+    ];
+    let probes = vec![
+        TargetStatus {
+            target: "10.0.0.1".into(),
+            kind: ProbeKind::Icmp,
+            last_rtt_ms: Some(12.5),
+            baseline_ms: Some(0.25),
+            increase_ms: Some(11.75),
+            loss_ratio: 0.1,
+            sent_total: 100,
+            received_total: 90,
+            rtt_buckets: vec![(0.001, 10), (0.01, 60), (0.1, 89), (f64::INFINITY, 90)],
+            rtt_sum_seconds: 1.5,
+            recent_ms: vec![Some(12.5), None],
+        },
+        // Nothing answered yet; no +Inf bucket given.
+        TargetStatus {
+            target: "sink.example:7878".into(),
+            kind: ProbeKind::Udp,
+            last_rtt_ms: None,
+            baseline_ms: None,
+            increase_ms: None,
+            loss_ratio: 1.0,
+            sent_total: 3,
+            received_total: 0,
+            rtt_buckets: vec![(0.001, 0)],
+            rtt_sum_seconds: 0.0,
+            recent_ms: vec![None, None, None],
+        },
+    ];
+    (s, findings, probes)
+}
+
+fn render_fixture(format: Format) -> String {
+    let (s, findings, probes) = fixture();
+    let out = render(
+        &Input {
+            snapshot: &s,
+            findings: &findings,
+            probes: &probes,
+            polls_total: 42,
+            poll_errors_total: 1,
+            version: "0.1.0",
+        },
+        format,
+    );
+    String::from_utf8(out).expect("UTF-8")
+}
+
+#[test]
+fn openmetrics_golden() {
+    insta::assert_snapshot!(render_fixture(Format::OpenMetrics));
+}
+
+#[test]
+fn prometheus_text_golden() {
+    insta::assert_snapshot!(render_fixture(Format::Prometheus));
+}
+
+/// The rules both formats share, checked line by line, so that a golden file accepted by
+/// mistake still cannot hold a malformed exposition.
+#[test]
+fn every_family_is_declared_once_with_help_and_every_series_is_unique() {
+    for format in [Format::OpenMetrics, Format::Prometheus] {
+        let text = render_fixture(format);
+        let om = format == Format::OpenMetrics;
+        assert_eq!(text.ends_with("# EOF\n"), om, "{format:?}");
+        let mut typed = HashSet::new();
+        let mut helped = HashSet::new();
+        let mut series = HashSet::new();
+        let mut current: Option<(String, String)> = None;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, ty) = rest.split_once(' ').unwrap();
+                assert!(
+                    typed.insert(name.to_owned()),
+                    "{format:?}: {name} typed twice"
+                );
+                current = Some((name.to_owned(), ty.to_owned()));
+            } else if let Some(rest) = line.strip_prefix("# HELP ") {
+                helped.insert(rest.split_once(' ').unwrap().0.to_owned());
+            } else if let Some(rest) = line.strip_prefix("# UNIT ") {
+                assert!(om, "UNIT in 0.0.4");
+                let (name, unit) = rest.split_once(' ').unwrap();
+                assert!(name.ends_with(&format!("_{unit}")), "{line}");
+            } else if line != "# EOF" {
+                let (name_labels, value) = line.rsplit_once(' ').unwrap();
+                assert!(
+                    value.parse::<f64>().is_ok() || value == "+Inf" || value == "NaN",
+                    "{line}"
+                );
+                assert!(
+                    series.insert(name_labels.to_owned()),
+                    "{format:?}: duplicate {line}"
+                );
+                let name = name_labels.split('{').next().unwrap();
+                let (family, ty) = current.as_ref().expect("sample before TYPE");
+                let ok = match ty.as_str() {
+                    "counter" if om => name == format!("{family}_total"),
+                    "info" => name == format!("{family}_info"),
+                    "histogram" => ["_bucket", "_sum", "_count"]
+                        .iter()
+                        .any(|s| name == format!("{family}{s}")),
+                    _ => name == family,
+                };
+                assert!(ok, "{format:?}: {name} under # TYPE {family} {ty}");
+                assert!(name.starts_with("tcmon_"), "{name}");
+            }
+        }
+        assert_eq!(typed, helped, "{format:?}: HELP on everything");
+    }
+}
+
+#[test]
+fn labels_are_escaped_and_netns_is_set() {
+    let text = render_fixture(Format::Prometheus);
+    assert!(text.contains(
+        r#"tcmon_finding{netns="lab",code="offload-on-shaped-link",severity="warning",device="wan\"0",object="back\\slash\nnewline"} 1"#
+    ));
+    assert!(text.contains(
+        r#"tcmon_htb_class_tokens_seconds{netns="lab",device="veth0",kind="htb",handle="1:10",parent="1:1"} -0.004257326"#
+    ));
+    assert!(text.contains("tcmon_cake_tin_sent_bytes_total{netns=\"lab\",device=\"wan\\\"0\",kind=\"cake\",handle=\"8001:\",parent=\"root\",tin=\"Best Effort\"} 2000"));
+}
+
+#[test]
+fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
+    let (mut s, _, _) = fixture();
+    s.netns = None;
+    s.interfaces.truncate(1);
+    let text = String::from_utf8(render(
+        &Input {
+            snapshot: &s,
+            findings: &[],
+            probes: &[],
+            polls_total: 1,
+            poll_errors_total: 0,
+            version: "0.1.0",
+        },
+        Format::Prometheus,
+    ))
+    .unwrap();
+    assert!(!text.contains("netns="));
+    for absent in [
+        "tcmon_finding",
+        "tcmon_probe_",
+        "tcmon_cake_",
+        "tcmon_fq_codel_",
+    ] {
+        assert!(!text.contains(absent), "{absent}");
+    }
+    assert!(text.contains(
+        "tcmon_class_bytes_total{device=\"veth0\",kind=\"htb\",handle=\"1:20\",parent=\"1:1\"} 4000000\n"
+    ));
+}

@@ -1,0 +1,343 @@
+//! `tcmon serve`: the agent polls on its own thread; this serves what it last published.
+//!
+//! A request never causes a netlink dump. Each document (`/metrics` in either format, the JSON
+//! snapshot and findings) is rendered at most once per poll, by the first request that wants
+//! it, and then handed out as shared bytes: the cost of a scrape does not grow with the number
+//! of scrapers, and formats nobody asks for cost nothing (on a 10,000-class tree one rendering
+//! is tens of milliseconds; doing all four every second would exceed the agent's CPU budget).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::{Body, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::Serialize;
+use tcmon_agent::{Agent, State};
+use tcmon_export::Format;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, OnceCell, Semaphore};
+
+use crate::config::ServeConfig;
+use crate::{config, ServeArgs};
+
+/// Request line and headers together; a scraper sends a few hundred bytes.
+const MAX_HEADER_BYTES: usize = 16 * 1024;
+/// A connection is closed after this long whatever it is doing, so that a client reading a
+/// response very slowly cannot pin an old poll's rendering in memory for long. Scrapers that
+/// keep connections alive simply reconnect.
+const CONNECTION_MAX_AGE: Duration = Duration::from_secs(60);
+
+pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
+    let cfg = config::load(args.target.config.as_deref())?;
+    let listen = args.listen.unwrap_or(cfg.serve.listen);
+    // Bound before the first poll, so a port in use fails at once.
+    let listener =
+        std::net::TcpListener::bind(listen).with_context(|| format!("listen on {listen}"))?;
+    listener
+        .set_nonblocking(true)
+        .context("set the listening socket non-blocking")?;
+    let mut opts = cfg.agent_options(args.target.netns.clone(), args.target.devices.clone());
+    // No sparklines here: nobody draws them (minutes of samples of 20,000 objects are tens of
+    // MB).
+    opts.history_len = 0;
+    let interval = opts.interval;
+    let agent = match Agent::start(opts) {
+        Ok(a) => a,
+        // A bad --dev or --netns is the collector's (usage) error; keep it as such.
+        Err(tcmon_agent::Error::Collector(e)) => return Err(e.into()),
+        Err(e) => return Err(e).context("start the poller"),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("tcmon-http")
+        .enable_all()
+        .build()
+        .context("start the HTTP runtime")?;
+    runtime.block_on(async {
+        let listener = TcpListener::from_std(listener).context("register the listening socket")?;
+        let addr = listener
+            .local_addr()
+            .context("read the listening address")?;
+        eprintln!(
+            "tcmon serve: listening on http://{addr}/metrics (polling every {})",
+            humantime::format_duration(interval)
+        );
+        let app = Arc::new(App::new(&agent));
+        // On each poll, let go of the last one's renderings and state at once rather than at
+        // the next request: between scrapes only one poll's worth is held.
+        let mut states = agent.subscribe();
+        let forget = Arc::clone(&app);
+        tokio::spawn(async move {
+            while states.changed().await.is_ok() {
+                forget.rendered();
+            }
+        });
+        accept_loop(listener, app, &cfg.serve).await;
+        anyhow::Ok(())
+    })?;
+    drop(agent);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn accept_loop(listener: TcpListener, app: Arc<App>, cfg: &ServeConfig) {
+    let slots = Arc::new(Semaphore::new(cfg.max_connections));
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(cfg.header_timeout)
+        .max_header_size(MAX_HEADER_BYTES)
+        .max_buf_size(4 * MAX_HEADER_BYTES)
+        .keep_alive(true);
+    let mut stop = std::pin::pin!(shutdown());
+    loop {
+        let (stream, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(e) => {
+                    // Out of descriptors or a connection reset before accept: wait, go on.
+                    eprintln!("tcmon serve: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => return,
+        };
+        // Over the limit the connection is closed at once: it costs nothing to hold.
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let app = Arc::clone(&app);
+        let conn = http.serve_connection(
+            TokioIo::new(stream),
+            service_fn(move |req| {
+                let app = Arc::clone(&app);
+                async move { Ok::<_, Infallible>(app.handle(&req).await) }
+            }),
+        );
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(CONNECTION_MAX_AGE, conn).await;
+            drop(slot);
+        });
+    }
+}
+
+async fn shutdown() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Doc {
+    Metrics(Format),
+    Snapshot,
+    Findings,
+}
+
+/// The documents of one published state, each rendered on first use.
+#[derive(Debug)]
+struct Rendered {
+    state: Arc<State>,
+    openmetrics: OnceCell<Bytes>,
+    prometheus: OnceCell<Bytes>,
+    snapshot: OnceCell<Bytes>,
+    findings: OnceCell<Bytes>,
+}
+
+impl Rendered {
+    fn new(state: Arc<State>) -> Rendered {
+        Rendered {
+            state,
+            openmetrics: OnceCell::new(),
+            prometheus: OnceCell::new(),
+            snapshot: OnceCell::new(),
+            findings: OnceCell::new(),
+        }
+    }
+
+    fn cell(&self, doc: Doc) -> &OnceCell<Bytes> {
+        match doc {
+            Doc::Metrics(Format::OpenMetrics) => &self.openmetrics,
+            Doc::Metrics(Format::Prometheus) => &self.prometheus,
+            Doc::Snapshot => &self.snapshot,
+            Doc::Findings => &self.findings,
+        }
+    }
+
+    fn render(&self, doc: Doc) -> Bytes {
+        let s = &self.state;
+        match doc {
+            Doc::Metrics(format) => tcmon_export::render(
+                &tcmon_export::Input {
+                    snapshot: &s.snapshot,
+                    findings: &s.findings,
+                    probes: &s.probes,
+                    polls_total: s.polls_total,
+                    poll_errors_total: s.poll_errors_total,
+                    version: env!("CARGO_PKG_VERSION"),
+                },
+                format,
+            )
+            .into(),
+            Doc::Snapshot => json(&*s.snapshot),
+            Doc::Findings => json(&crate::check::Report {
+                status: s.status,
+                findings: &s.findings,
+            }),
+        }
+    }
+}
+
+fn json<T: Serialize + ?Sized>(v: &T) -> Bytes {
+    let mut out = serde_json::to_vec(v).expect("the model serializes to JSON");
+    out.push(b'\n');
+    out.into()
+}
+
+#[derive(Debug)]
+struct App {
+    states: watch::Receiver<Arc<State>>,
+    current: Mutex<Arc<Rendered>>,
+}
+
+impl App {
+    fn new(agent: &Agent) -> App {
+        App {
+            current: Mutex::new(Arc::new(Rendered::new(agent.state()))),
+            states: agent.subscribe(),
+        }
+    }
+
+    /// The renderings of the latest state; the previous poll's go when its last reader is done.
+    fn rendered(&self) -> Arc<Rendered> {
+        let state = Arc::clone(&self.states.borrow());
+        let mut cur = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if !Arc::ptr_eq(&cur.state, &state) {
+            *cur = Arc::new(Rendered::new(state));
+        }
+        Arc::clone(&cur)
+    }
+
+    async fn doc(&self, doc: Doc) -> Bytes {
+        let r = self.rendered();
+        r.cell(doc)
+            .get_or_init(|| {
+                let r = Arc::clone(&r);
+                async move {
+                    // Off the I/O threads: a big tree takes tens of milliseconds.
+                    tokio::task::spawn_blocking(move || r.render(doc))
+                        .await
+                        .expect("rendering does not panic")
+                }
+            })
+            .await
+            .clone()
+    }
+
+    async fn handle(&self, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+        // Nothing here takes a body: refuse one rather than read it.
+        if req.body().size_hint().lower() > 0
+            || req.headers().contains_key(header::TRANSFER_ENCODING)
+        {
+            let mut r = text(StatusCode::PAYLOAD_TOO_LARGE, "no request body accepted\n");
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return r;
+        }
+        match req.uri().path() {
+            "/metrics" => {
+                let accept = req
+                    .headers()
+                    .get(header::ACCEPT)
+                    .and_then(|v| v.to_str().ok());
+                let format = Format::negotiate(accept);
+                ok(format.content_type(), self.doc(Doc::Metrics(format)).await)
+            }
+            "/api/v1/snapshot" => ok("application/json", self.doc(Doc::Snapshot).await),
+            "/api/v1/findings" => ok("application/json", self.doc(Doc::Findings).await),
+            "/healthz" => self.health(),
+            "/" => text(
+                StatusCode::OK,
+                "tcmon serve\n/metrics            Prometheus text 0.0.4 or OpenMetrics 1.0\n\
+                 /api/v1/snapshot    the last poll (tcmon dump --json)\n\
+                 /api/v1/findings    the diagnosis (tcmon check --json)\n\
+                 /healthz            200 while polls succeed\n",
+            ),
+            _ => text(StatusCode::NOT_FOUND, "not found: see /\n"),
+        }
+    }
+
+    /// Healthy while the last good poll is recent: a few intervals, so one slow or failed poll
+    /// does not flap it.
+    fn health(&self) -> Response<Full<Bytes>> {
+        let s = Arc::clone(&self.states.borrow());
+        let age = s.snapshot.taken_at.elapsed();
+        let limit = s.interval * 3 + Duration::from_secs(1);
+        if s.paused || age <= limit {
+            return text(
+                StatusCode::OK,
+                format!(
+                    "ok: last poll {:.1}s ago, {} polls, {} failed\n",
+                    age.as_secs_f64(),
+                    s.polls_total,
+                    s.poll_errors_total
+                ),
+            );
+        }
+        text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "stale: last good poll {:.1}s ago; last error: {}\n",
+                age.as_secs_f64(),
+                s.last_error.as_deref().unwrap_or("none")
+            ),
+        )
+    }
+}
+
+fn ok(content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = ok("text/plain; charset=utf-8", body.into());
+    *r.status_mut() = status;
+    r
+}
+
+/// The `serve` defaults, for config.rs.
+pub(crate) const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+    DEFAULT_PORT,
+);
+/// See README "tcmon serve" for how it was chosen.
+pub(crate) const DEFAULT_PORT: u16 = 29110;

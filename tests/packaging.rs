@@ -1,0 +1,97 @@
+//! The packaged examples use metrics tcmon exports, under the names it exports them.
+
+use std::collections::BTreeSet;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(format!("{ROOT}/{path}")).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every `tcmon_...` identifier in `text`.
+fn metric_names(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("tcmon_") {
+        // not part of a longer identifier (`job="tcmon"` is not a metric)
+        let before = rest[..i].chars().next_back();
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            out.insert(tail[..end].to_owned());
+        }
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// The sample names of the golden 0.0.4 exposition, which has every family.
+fn exported() -> BTreeSet<String> {
+    read("crates/tcmon-export/src/snapshots/tcmon_export__tests__prometheus_text_golden.snap")
+        .lines()
+        .filter(|l| l.starts_with("tcmon_"))
+        .map(|l| l.split(['{', ' ']).next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn dashboard_and_rules_use_only_exported_metrics() {
+    let exported = exported();
+    assert!(exported.len() > 50, "golden file read: {}", exported.len());
+    let dashboard = read("packaging/grafana/tcmon-dashboard.json");
+    let json: serde_json::Value = serde_json::from_str(&dashboard).expect("dashboard is JSON");
+    let exprs: Vec<&str> = json["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["targets"].as_array())
+        .flatten()
+        .map(|t| t["expr"].as_str().unwrap())
+        .collect();
+    assert!(exprs.len() >= 10, "{exprs:?}");
+    for (file, text) in [
+        ("dashboard", exprs.join("\n")),
+        ("rules", read("packaging/prometheus/tcmon-rules.yml")),
+    ] {
+        let used = metric_names(&text);
+        assert!(!used.is_empty(), "{file}");
+        let unknown: Vec<_> = used.difference(&exported).collect();
+        assert!(
+            unknown.is_empty(),
+            "{file} uses metrics tcmon does not export: {unknown:?}"
+        );
+    }
+}
+
+#[test]
+fn the_systemd_unit_runs_unprivileged_and_the_deb_ships_it() {
+    let unit = read("packaging/systemd/tcmon.service");
+    for line in [
+        "DynamicUser=yes",
+        "CapabilityBoundingSet=CAP_NET_RAW",
+        "AmbientCapabilities=CAP_NET_RAW",
+        "ProtectSystem=strict",
+        "NoNewPrivileges=yes",
+        "ExecStart=/usr/bin/tcmon serve --config /etc/tcmon/config.toml",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "unit lacks {line}");
+    }
+    assert!(!unit.contains("User=root"));
+    let cargo: toml::Value = toml::from_str(&read("Cargo.toml")).unwrap();
+    let deb = &cargo["package"]["metadata"]["deb"];
+    assert_eq!(
+        deb["systemd-units"]["unit-scripts"].as_str(),
+        Some("packaging/systemd")
+    );
+    for asset in deb["assets"].as_array().unwrap() {
+        let src = asset[0].as_str().unwrap();
+        if !src.starts_with("target/") {
+            assert!(
+                std::path::Path::new(ROOT).join(src).exists(),
+                "deb asset {src} missing"
+            );
+        }
+    }
+}

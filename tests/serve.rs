@@ -1,0 +1,384 @@
+//! `tcmon serve` as a scraper and a hostile client see it: real processes, real sockets, real
+//! kernel trees, real promtool.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::server::{exchange, parse, run_with_stdin, Served, TempFile};
+use common::tcmon;
+use tcmon_lab::{skip_unless_root, Pair, UdpLoad};
+
+const OPENMETRICS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+fn keys(v: &serde_json::Value) -> BTreeSet<String> {
+    v.as_object().expect("an object").keys().cloned().collect()
+}
+
+/// A value of one series, by exact name and label set.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn endpoints_answer_in_both_formats_and_the_dump_and_check_schemas() {
+    let s = Served::start(&[]);
+    s.wait_polls(2);
+
+    let h = s.get("/healthz");
+    assert_eq!(h.status, 200, "{}", h.body);
+    assert!(h.body.starts_with("ok"), "{}", h.body);
+
+    let text = s.get("/metrics");
+    assert_eq!(text.status, 200);
+    assert_eq!(
+        text.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert!(text.body.contains("# TYPE tcmon_polls_total counter\n"));
+    assert!(!text.body.contains("# EOF"));
+
+    let om = s.get_with("/metrics", &[("Accept", OPENMETRICS_ACCEPT)]);
+    assert_eq!(
+        om.header("content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    assert!(om.body.contains("# TYPE tcmon_polls counter\n"));
+    assert!(om.body.ends_with("\n# EOF\n"), "{}", om.body);
+
+    let snap: serde_json::Value = serde_json::from_str(&s.get("/api/v1/snapshot").body).unwrap();
+    let dump = common::dump_json(&[]);
+    assert_eq!(keys(&snap), keys(&dump));
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&snap), names(&dump));
+    assert_eq!(
+        keys(&snap["interfaces"][0]),
+        keys(&dump["interfaces"][0]),
+        "same interface schema"
+    );
+
+    let findings = s.get("/api/v1/findings");
+    assert_eq!(findings.header("content-type"), Some("application/json"));
+    let findings: serde_json::Value = serde_json::from_str(&findings.body).unwrap();
+    let check = tcmon(&["check", "--json", "--window", "100ms"]);
+    let check: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(keys(&findings), keys(&check));
+    assert!(findings["findings"].is_array());
+
+    assert_eq!(s.get("/nope").status, 404);
+    let head = parse(&exchange(
+        s.addr,
+        b"HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    ))
+    .unwrap();
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty(), "HEAD has no body");
+    let post = parse(&exchange(
+        s.addr,
+        b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc",
+    ))
+    .unwrap();
+    assert_eq!(post.status, 405);
+    assert_eq!(post.header("allow"), Some("GET, HEAD"));
+}
+
+/// HTB with three shaped classes and TBF, pfifo and bfifo leaves, a u32 chain, UDP flowing into
+/// each class: promtool finds nothing to say about the exposition, and the numbers are there.
+#[test]
+fn promtool_accepts_the_metrics_of_a_real_htb_tree_under_load() {
+    if skip_unless_root("promtool_accepts_the_metrics_of_a_real_htb_tree_under_load") {
+        return;
+    }
+    let pair = Pair::create("srvtree").unwrap();
+    for cmd in [
+        "qdisc add root handle 1: htb default 30",
+        "class add parent 1: classid 1:1 htb rate 100mbit",
+        "class add parent 1:1 classid 1:10 htb rate 10mbit ceil 20mbit",
+        "class add parent 1:1 classid 1:20 htb rate 5mbit",
+        "class add parent 1:1 classid 1:30 htb rate 2mbit",
+        "qdisc add parent 1:10 handle 10: tbf rate 10mbit burst 20k latency 50ms",
+        "qdisc add parent 1:20 handle 20: pfifo limit 50",
+        "qdisc add parent 1:30 handle 30: bfifo limit 30000",
+        "filter add parent 1: protocol ip prio 1 u32 match ip dport 5001 0xffff flowid 1:10",
+        "filter add parent 1: protocol ip prio 1 u32 match ip dport 5002 0xffff flowid 1:20",
+    ] {
+        pair.tc_a(cmd).unwrap();
+    }
+    let dst = |port: u16| -> SocketAddr { format!("{}:{port}", Pair::ADDR_B).parse().unwrap() };
+    let _load: Vec<UdpLoad> = [(5001, 200_000), (5002, 100_000), (5003, 50_000)]
+        .into_iter()
+        .map(|(port, rate)| UdpLoad::start(&pair.a.name, dst(port), 1000, rate).unwrap())
+        .collect();
+    let s = Served::start(&["--netns", &pair.a.name, "--dev", &pair.dev_a]);
+    s.wait_polls(3);
+
+    let text = s.get("/metrics").body;
+    let (ok, out) = run_with_stdin("promtool", &["check", "metrics"], &text, "prometheus");
+    assert!(
+        ok && out.trim().is_empty(),
+        "promtool check metrics:\n{out}"
+    );
+
+    let labels = |kind: &str, handle: &str, parent: &str| {
+        format!(
+            "{{netns=\"{}\",device=\"{}\",kind=\"{kind}\",handle=\"{handle}\",parent=\"{parent}\"}}",
+            pair.a.name, pair.dev_a
+        )
+    };
+    for (handle, parent) in [("1:10", "1:1"), ("1:20", "1:1"), ("1:30", "1:1")] {
+        let l = labels("htb", handle, parent);
+        let bytes = value(&text, &format!("tcmon_class_bytes_total{l}")).unwrap();
+        assert!(bytes > 10_000.0, "{handle}: {bytes} bytes");
+        assert!(value(&text, &format!("tcmon_htb_class_tokens_seconds{l}")).is_some());
+    }
+    let l = labels("htb", "1:10", "1:1");
+    assert_eq!(
+        value(&text, &format!("tcmon_htb_class_ceil_bytes_per_second{l}")),
+        Some(2_500_000.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            &format!(
+                "tcmon_tbf_rate_bytes_per_second{}",
+                labels("tbf", "10:", "1:10")
+            )
+        ),
+        Some(1_250_000.0)
+    );
+    assert!(value(
+        &text,
+        &format!("tcmon_qdisc_bytes_total{}", labels("bfifo", "30:", "1:30"))
+    )
+    .is_some_and(|b| b > 0.0));
+    assert!(text.contains("tcmon_filter_chain_rules{"), "filter chains");
+    assert!(text.contains("tcmon_htb_direct_packets_total{"));
+
+    let om = s
+        .get_with("/metrics", &[("Accept", OPENMETRICS_ACCEPT)])
+        .body;
+    assert!(om.contains("# TYPE tcmon_class_bytes counter\n# UNIT tcmon_class_bytes bytes\n"));
+    assert!(om.ends_with("# EOF\n"));
+}
+
+/// 150 clients that never finish their headers, 50 that never read their answers, oversized
+/// and malformed requests, a body, and the shaped interface deleted: scrapes keep working, the
+/// stalled clients are cut off at the header timeout, memory stays put, nothing panics.
+#[test]
+fn slow_clients_bad_requests_and_a_vanishing_interface_do_not_stop_it() {
+    if skip_unless_root("slow_clients_bad_requests_and_a_vanishing_interface_do_not_stop_it") {
+        return;
+    }
+    let pair = Pair::create("srvrobust").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 10mbit")
+        .unwrap();
+    let cfg = TempFile::new("robust.toml", "[serve]\nheader_timeout = \"1s\"\n");
+    let mut s = Served::start(&["--netns", &pair.a.name, "--config", cfg.path()]);
+    s.wait_polls(1);
+    // warm: both renderings exist before the baseline
+    s.get("/metrics");
+    s.get_with("/metrics", &[("Accept", OPENMETRICS_ACCEPT)]);
+    let rss_before = s.rss_kb();
+
+    let mut slow: Vec<TcpStream> = (0..150)
+        .map(|_| {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+                .unwrap();
+            c
+        })
+        .collect();
+    // and 50 that ask for everything, pipelined, and never read the answers
+    let request = b"GET /api/v1/snapshot HTTP/1.1\r\nHost: x\r\n\r\n".repeat(20);
+    let deaf: Vec<TcpStream> = (0..50)
+        .map(|_| {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.write_all(&request).unwrap();
+            c
+        })
+        .collect();
+    let start = Instant::now();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let r = s.get("/metrics");
+        assert_eq!(r.status, 200);
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "scrape took {:?}",
+            t.elapsed()
+        );
+    }
+    // Header timeout 1 s: by 3 s every stalled client has been closed.
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(start.elapsed()));
+    for c in &mut slow {
+        c.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        let mut buf = [0u8; 256];
+        // closed: EOF (possibly after a 408), or a reset; never a timeout
+        let r = c.read(&mut buf);
+        assert!(
+            !matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut),
+            "a stalled client is still connected"
+        );
+    }
+    drop(slow);
+    drop(deaf);
+
+    let big = format!(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(64 * 1024)
+    );
+    let r = exchange(s.addr, big.as_bytes());
+    assert!(
+        r.is_empty() || r.starts_with("HTTP/1.1 431"),
+        "oversized: {r:?}"
+    );
+    let r = exchange(s.addr, b"BLAH\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 400"), "malformed: {r:?}");
+    let r = exchange(
+        s.addr,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\nabc",
+    );
+    assert!(r.starts_with("HTTP/1.1 413"), "body: {r:?}");
+
+    pair.a.ip(&["link", "del", &pair.dev_a]).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let r = s.get("/metrics");
+    assert_eq!(r.status, 200);
+    assert!(
+        !r.body.contains(&format!("device=\"{}\"", pair.dev_a)),
+        "the deleted device's series are gone"
+    );
+    assert_eq!(s.get("/healthz").status, 200);
+
+    let rss_after = s.rss_kb();
+    assert!(
+        rss_after < rss_before + 16 * 1024,
+        "RSS grew from {rss_before} kB to {rss_after} kB"
+    );
+    s.assert_alive();
+}
+
+/// Over `max_connections` a new connection is closed at once; once the stalled ones time out,
+/// scrapes get through again.
+#[test]
+fn connections_over_the_limit_are_closed_until_slots_free() {
+    let cfg = TempFile::new(
+        "limit.toml",
+        "[serve]\nmax_connections = 4\nheader_timeout = \"1s\"\n",
+    );
+    let mut s = Served::start(&["--config", cfg.path()]);
+    s.wait_polls(1);
+    let idle: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(s.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let r = exchange(
+        s.addr,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(r.is_empty(), "served over the limit: {r:?}");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        s.get("/healthz").status,
+        200,
+        "slots freed by the header timeout"
+    );
+    drop(idle);
+    s.assert_alive();
+}
+
+/// As the systemd unit runs it: an unprivileged user with no capabilities at all.
+#[test]
+fn serves_without_privileges() {
+    if skip_unless_root("serves_without_privileges") {
+        return;
+    }
+    let nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+    ];
+    let mut s = Served::start_under(&nobody, &[]);
+    s.wait_polls(2);
+    let text = s.get("/metrics").body;
+    assert!(
+        text.contains("tcmon_qdisc_bytes_total{device=\"lo\""),
+        "{text}"
+    );
+    assert!(text.contains("tcmon_poll_errors_total 0\n"), "{text}");
+    assert_eq!(s.get("/healthz").status, 200);
+    s.assert_alive();
+}
+
+#[test]
+fn a_bad_listen_address_or_config_is_a_usage_error() {
+    let cfg = TempFile::new("bad.toml", "[serve]\nlisten = \"localhost\"\n");
+    let o = tcmon(&["serve", "--config", cfg.path()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = common::stderr(&o);
+    assert!(err.contains(cfg.path()) && err.contains("line 2"), "{err}");
+    let o = tcmon(&["serve", "--listen", "nowhere"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// `[probes]` in the config: the agent probes continuously and the exporter shows each target
+/// as a histogram of round trips with its baseline, increase, loss and counts.
+#[test]
+fn continuous_probes_are_exported() {
+    let sink = tcmon_probe::Sink::start(
+        tcmon_probe::SinkOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            ..tcmon_probe::SinkOptions::default()
+        },
+        |_| {},
+    )
+    .unwrap();
+    let target = format!("udp:{}", sink.local_addr());
+    let cfg = TempFile::new(
+        "probes.toml",
+        &format!("[probes]\ntargets = [\"{target}\"]\ninterval = \"50ms\"\n"),
+    );
+    let s = Served::start(&["--config", cfg.path(), "--dev", "lo"]);
+    let labels = format!("target=\"{target}\",kind=\"udp\"");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let body = s.get("/metrics").body;
+        if value(&body, &format!("tcmon_probe_received_total{{{labels}}}")).unwrap_or(0.0) >= 5.0 {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no probe answers exported:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let count = value(&body, &format!("tcmon_probe_rtt_seconds_count{{{labels}}}")).unwrap();
+    assert!(count >= 5.0, "{body}");
+    let baseline = value(&body, &format!("tcmon_probe_baseline_seconds{{{labels}}}")).unwrap();
+    assert!(baseline > 0.0 && baseline < 0.05, "loopback: {baseline}");
+    assert_eq!(
+        value(&body, &format!("tcmon_probe_loss_ratio{{{labels}}}")),
+        Some(0.0)
+    );
+    assert!(body.contains(&format!(
+        "tcmon_probe_rtt_seconds_bucket{{{labels},le=\"+Inf\"}}"
+    )));
+}

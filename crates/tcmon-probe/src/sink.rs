@@ -198,7 +198,13 @@ async fn serve(
             .await
         {
             Ok(Ok(0) | Err(_)) => return (mode, bytes, "closed by client"),
-            Ok(Ok(n)) => bytes += n as u64,
+            Ok(Ok(n)) => {
+                bytes += n as u64;
+                // A stream that always has data to move never times out: check here too.
+                if tokio::time::Instant::now() >= deadline {
+                    return (mode, bytes, "stream duration limit");
+                }
+            }
             Err(_) if tokio::time::Instant::now() >= deadline => {
                 return (mode, bytes, "stream duration limit")
             }

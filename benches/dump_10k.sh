@@ -11,6 +11,7 @@
 # Usage: benches/dump_10k.sh [CLASSES] [RUNS]     (defaults 10000 and 21)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/big_tree.sh
 CLASSES=${1:-10000}
 RUNS=${2:-21}
 [ "$(id -u)" = 0 ] || { echo "SKIPPED dump_10k: needs root"; exit 0; }
@@ -24,22 +25,7 @@ POLL=$PWD/target/release/examples/poll
 NS=tcmon-bench-$$
 cleanup() { ip netns del "$NS" 2>/dev/null || true; }
 trap cleanup EXIT
-ip netns add "$NS"
-ip -n "$NS" link add v0 type veth peer name v1
-ip -n "$NS" link set v0 up
-ip -n "$NS" link set v1 up
-
-batch=$(mktemp)
-{
-  echo "qdisc add dev v0 root handle 1: htb default 1"
-  echo "class add dev v0 parent 1: classid 1:1 htb rate 10gbit"
-  for ((i = 2; i <= CLASSES + 1; i++)); do
-    printf 'class add dev v0 parent 1:1 classid 1:%x htb rate 1mbit ceil 10mbit\n' "$i"
-    printf 'qdisc add dev v0 parent 1:%x handle %x: pfifo limit 100\n' "$i" "$i"
-  done
-} >"$batch"
-tc -n "$NS" -batch "$batch"
-rm -f "$batch"
+big_tree "$NS" "$CLASSES"
 IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
 
 tc_both() { tc -s -d class show dev v0; tc -s qdisc show dev v0; }

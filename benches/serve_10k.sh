@@ -17,6 +17,7 @@
 # Usage: benches/serve_10k.sh [CLASSES] [SCRAPES] [CPU_S]     (defaults 10000, 100, 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/big_tree.sh
 CLASSES=${1:-10000}
 SCRAPES=${2:-100}
 CPU_S=${3:-60}
@@ -35,21 +36,7 @@ cleanup() {
   ip netns del "$NS" 2>/dev/null || true
 }
 trap cleanup EXIT
-ip netns add "$NS"
-ip -n "$NS" link add v0 type veth peer name v1
-ip -n "$NS" link set v0 up
-ip -n "$NS" link set v1 up
-batch=$(mktemp)
-{
-  echo "qdisc add dev v0 root handle 1: htb default 1"
-  echo "class add dev v0 parent 1: classid 1:1 htb rate 10gbit"
-  for ((i = 2; i <= CLASSES + 1; i++)); do
-    printf 'class add dev v0 parent 1:1 classid 1:%x htb rate 1mbit ceil 10mbit\n' "$i"
-    printf 'qdisc add dev v0 parent 1:%x handle %x: pfifo limit 100\n' "$i" "$i"
-  done
-} >"$batch"
-tc -n "$NS" -batch "$batch"
-rm -f "$batch"
+big_tree "$NS" "$CLASSES"
 
 # tcmon reads the namespace from outside (--netns) and listens on the host's loopback;
 # node_exporter has no such option, so it runs inside the namespace, on that loopback.

@@ -26,7 +26,16 @@ pub struct History {
     len: usize,
     /// Poll times, oldest first; an object's ring lines up with the last entries.
     times: VecDeque<u64>,
-    by_object: HashMap<ObjectKey, VecDeque<Compact>>,
+    /// Polls recorded, to mark which rings the latest one touched.
+    polls: u64,
+    by_object: HashMap<ObjectKey, Ring>,
+}
+
+#[derive(Debug)]
+struct Ring {
+    samples: VecDeque<Compact>,
+    /// The poll that last added a sample.
+    seen: u64,
 }
 
 /// `NaN` for a rate that restarted.
@@ -43,6 +52,7 @@ impl History {
         History {
             len,
             times: VecDeque::with_capacity(len),
+            polls: 0,
             by_object: HashMap::new(),
         }
     }
@@ -51,11 +61,11 @@ impl History {
         let Some(ring) = self.by_object.get(key) else {
             return Vec::new();
         };
-        let skip = self.times.len().saturating_sub(ring.len());
+        let skip = self.times.len().saturating_sub(ring.samples.len());
         self.times
             .iter()
             .skip(skip)
-            .zip(ring)
+            .zip(&ring.samples)
             .map(|(&t, c)| expand(t, *c))
             .collect()
     }
@@ -68,7 +78,8 @@ impl History {
             self.times.pop_front();
         }
         self.times.push_back(snap.timestamp_ms);
-        let mut seen = HashMap::with_capacity(self.by_object.len());
+        self.polls += 1;
+        let poll = self.polls;
         for iface in &snap.interfaces {
             let objects = iface
                 .qdiscs
@@ -82,18 +93,20 @@ impl History {
                 );
             for (key, stats) in objects {
                 let r = rates.get(&key).copied().unwrap_or_default();
-                let mut ring = self
-                    .by_object
-                    .remove(&key)
-                    .unwrap_or_else(|| VecDeque::with_capacity(self.len));
-                if ring.len() == self.len {
-                    ring.pop_front();
+                let len = self.len;
+                let ring = self.by_object.entry(key).or_insert_with(|| Ring {
+                    samples: VecDeque::with_capacity(len),
+                    seen: poll,
+                });
+                if ring.samples.len() == len {
+                    ring.samples.pop_front();
                 }
-                ring.push_back(compact(&r, stats.backlog_bytes));
-                seen.insert(key, ring);
+                ring.samples.push_back(compact(&r, stats.backlog_bytes));
+                ring.seen = poll;
             }
         }
-        self.by_object = seen;
+        // Updated in place; what this poll did not see is gone.
+        self.by_object.retain(|_, ring| ring.seen == poll);
     }
 }
 

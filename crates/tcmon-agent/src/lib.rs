@@ -285,7 +285,8 @@ impl Poller {
             self.links = facts::links(&snap, self.opts.netns.as_deref());
             self.links_read = Some(Instant::now());
         }
-        let mut findings = diagnose(
+        // Worst first already: `diagnose` sorts.
+        let findings = diagnose(
             &Facts {
                 snapshot: &snap,
                 before: self.prev.as_deref(),
@@ -296,13 +297,6 @@ impl Poller {
             },
             &self.opts.thresholds,
         );
-        findings.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then_with(|| a.interface.cmp(&b.interface))
-                .then_with(|| a.object.cmp(&b.object))
-                .then_with(|| a.code.cmp(b.code))
-        });
         if let Some(r) = &rates {
             self.history
                 .lock()

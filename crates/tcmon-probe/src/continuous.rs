@@ -45,6 +45,9 @@ pub const RTT_BUCKETS_SECONDS: [f64; 13] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
 
+/// How often the statuses are brought up to date.
+const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+
 /// Running continuous probes; stop when dropped.
 #[derive(Debug)]
 pub struct Continuous {
@@ -55,37 +58,37 @@ pub struct Continuous {
 
 impl Continuous {
     pub fn start(opts: ContinuousOptions) -> Result<Continuous, ProbeError> {
-        let specs: Vec<ProbeSpec> = opts
-            .targets
-            .iter()
-            .map(|&target| ProbeSpec {
-                target,
-                interval: opts.interval,
-                timeout: opts.timeout,
-            })
-            .collect();
+        let specs = ProbeSpec::all(&opts.targets, opts.interval, opts.timeout);
         let engine = Engine::start_in(&specs, opts.netns.as_deref())?;
         let mut tracks: Vec<Track> = opts.targets.iter().map(|&t| Track::new(t)).collect();
-        let status = Arc::new(Mutex::new(Arc::new(
-            tracks.iter().map(|t| t.status(&opts)).collect::<Vec<_>>(),
-        )));
+        let mut current: Vec<TargetStatus> = tracks.iter().map(Track::status).collect();
+        let status = Arc::new(Mutex::new(Arc::new(current.clone())));
         let stop = Arc::new(AtomicBool::new(false));
         let (status_t, stop_t) = (Arc::clone(&status), Arc::clone(&stop));
         let thread = std::thread::Builder::new()
             .name("tcmon-probe-agg".into())
             .spawn(move || {
+                let mut dirty = vec![false; tracks.len()];
                 while !stop_t.load(Ordering::Relaxed) {
-                    let Ok(first) = engine.outcomes().recv_timeout(Duration::from_millis(100))
-                    else {
-                        continue;
-                    };
-                    for o in std::iter::once(first).chain(engine.outcomes().try_iter()) {
+                    // Outcomes of one publishing period at a time: a status per target per
+                    // outcome would be thousands a second with many targets.
+                    std::thread::sleep(PUBLISH_EVERY);
+                    for o in engine.outcomes().try_iter() {
                         if let Some(t) = tracks.get_mut(o.target) {
                             t.record(o.sent, &o.reply, &opts);
+                            dirty[o.target] = true;
                         }
                     }
-                    let now: Vec<TargetStatus> = tracks.iter().map(|t| t.status(&opts)).collect();
-                    *status_t.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(now);
+                    if !dirty.contains(&true) {
+                        continue;
+                    }
+                    for (i, d) in dirty.iter_mut().enumerate() {
+                        if std::mem::take(d) {
+                            current[i] = tracks[i].status();
+                        }
+                    }
+                    *status_t.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Arc::new(current.clone());
                 }
             })
             .map_err(ProbeError::Runtime)?;
@@ -158,7 +161,7 @@ impl Track {
         }
     }
 
-    fn status(&self, _opts: &ContinuousOptions) -> TargetStatus {
+    fn status(&self) -> TargetStatus {
         let baseline_ms = self.window.iter().map(|(_, ms)| *ms).reduce(f64::min);
         let mut answered: Vec<f64> = self.recent.iter().filter_map(|(_, r)| *r).collect();
         answered.sort_by(f64::total_cmp);
@@ -208,13 +211,13 @@ mod tests {
         for (i, ms) in [50, 60, 70].into_iter().enumerate() {
             t.record(t0 + Duration::from_secs(i as u64 + 1), &rtt(ms), &opts);
         }
-        let s = t.status(&opts);
+        let s = t.status();
         assert_eq!(s.baseline_ms, Some(10.0));
         assert_eq!(s.increase_ms, Some(50.0), "median of 50, 60, 70 over 10");
         assert_eq!(s.recent_ms, vec![Some(50.0), Some(60.0), Some(70.0)]);
         // The 10 ms answer leaves the window; a loss enters the recent probes.
         t.record(t0 + Duration::from_secs(12), &Reply::Lost, &opts);
-        let s = t.status(&opts);
+        let s = t.status();
         assert_eq!(s.baseline_ms, Some(60.0));
         assert!((s.loss_ratio - 1.0 / 3.0).abs() < 1e-9);
         assert_eq!((s.sent_total, s.received_total), (5, 4));
@@ -229,6 +232,6 @@ mod tests {
         t.record(t0 + Duration::from_secs(1), &rtt(5), &opts);
         // sent earlier, lost, reported after its timeout
         t.record(t0, &Reply::Lost, &opts);
-        assert_eq!(t.status(&opts).recent_ms, vec![None, Some(5.0)]);
+        assert_eq!(t.status().recent_ms, vec![None, Some(5.0)]);
     }
 }

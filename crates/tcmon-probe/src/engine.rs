@@ -32,6 +32,20 @@ pub struct ProbeSpec {
     pub timeout: Duration,
 }
 
+impl ProbeSpec {
+    /// The same interval and timeout for every target.
+    pub fn all(targets: &[Target], interval: Duration, timeout: Duration) -> Vec<ProbeSpec> {
+        targets
+            .iter()
+            .map(|&target| ProbeSpec {
+                target,
+                interval,
+                timeout,
+            })
+            .collect()
+    }
+}
+
 /// What became of one probe.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {

@@ -76,6 +76,7 @@ pub struct Load {
     direction: Direction,
     started: Instant,
     stop: Arc<AtomicBool>,
+    /// Read by the download streams.
     bytes: Arc<AtomicU64>,
     streams: Vec<(TcpStream, JoinHandle<()>)>,
 }
@@ -141,7 +142,7 @@ impl Load {
             let handle = std::thread::Builder::new()
                 .name("tcmon-load".into())
                 .spawn(move || match direction {
-                    Direction::Upload => upload(worker, &stop, &bytes),
+                    Direction::Upload => upload(worker, &stop),
                     Direction::Download => download(worker, &stop, &bytes),
                 })
                 .map_err(ProbeError::Runtime)?;
@@ -165,13 +166,11 @@ impl Load {
     pub fn delivered_bytes(&self) -> u64 {
         match self.direction {
             Direction::Download => self.bytes.load(Ordering::Relaxed),
-            // Acknowledged can never exceed written: a value above it is not a count.
             Direction::Upload => self
                 .streams
                 .iter()
                 .map(|(s, _)| bytes_acked(s).unwrap_or(0))
-                .sum::<u64>()
-                .min(self.bytes.load(Ordering::Relaxed)),
+                .sum(),
         }
     }
 
@@ -199,14 +198,12 @@ impl Drop for Load {
     }
 }
 
-fn upload(mut s: TcpStream, stop: &AtomicBool, bytes: &AtomicU64) {
+/// Goodput is what the sink acknowledged (`TCP_INFO`), so nothing is counted here.
+fn upload(mut s: TcpStream, stop: &AtomicBool) {
     let buf = vec![0x5au8; 64 * 1024];
     while !stop.load(Ordering::Relaxed) {
-        match s.write(&buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                bytes.fetch_add(n as u64, Ordering::Relaxed);
-            }
+        if matches!(s.write(&buf), Ok(0) | Err(_)) {
+            return;
         }
     }
 }

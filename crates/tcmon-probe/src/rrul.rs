@@ -61,15 +61,7 @@ pub fn run<F>(opts: &TestOptions, sample: F) -> Result<Report, ProbeError>
 where
     F: FnMut() -> Option<Snapshot> + Send + 'static,
 {
-    let specs: Vec<ProbeSpec> = opts
-        .targets
-        .iter()
-        .map(|&target| ProbeSpec {
-            target,
-            interval: opts.interval,
-            timeout: opts.timeout,
-        })
-        .collect();
+    let specs = ProbeSpec::all(&opts.targets, opts.interval, opts.timeout);
     let names: Vec<&'static str> = if opts.load.is_some() {
         vec!["idle", "download", "upload", "both", "idle"]
     } else {

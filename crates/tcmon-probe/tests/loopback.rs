@@ -174,3 +174,57 @@ fn a_target_that_does_not_answer_times_out_per_probe() {
         .iter()
         .all(|o| matches!(o.reply, Reply::Lost | Reply::Error(_))));
 }
+
+/// An echo that answers every probe twice and swaps each pair of answers: duplicates and
+/// reordering are counted from the sequence numbers.
+#[test]
+fn udp_duplicates_and_reordering_are_counted() {
+    let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_echo = Arc::clone(&stop);
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut held: Option<(Vec<u8>, std::net::SocketAddr)> = None;
+        while !stop_echo.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((n, peer)) = server.recv_from(&mut buf) else {
+                continue;
+            };
+            let answer = |b: &[u8], to| {
+                server.send_to(b, to).unwrap();
+                server.send_to(b, to).unwrap();
+            };
+            match held.take() {
+                None => held = Some((buf[..n].to_vec(), peer)),
+                Some((first, to)) => {
+                    answer(&buf[..n], peer);
+                    answer(&first, to);
+                }
+            }
+        }
+    });
+    let spec = ProbeSpec {
+        target: Target::Udp(addr),
+        interval: Duration::from_millis(20),
+        timeout: Duration::from_millis(500),
+    };
+    let engine = Engine::start(&[spec]).unwrap();
+    let got = collect(&engine, 20, Duration::from_secs(5));
+    drop(engine);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    echo.join().unwrap();
+    let mut stats = TargetStats::default();
+    for o in &got {
+        stats.record(&o.reply);
+    }
+    assert!(stats.received >= 6, "{got:?}");
+    assert_eq!(
+        stats.duplicates, stats.received,
+        "every answer came twice: {got:?}"
+    );
+    // The earlier probe of each pair is answered after the later one.
+    assert_eq!(stats.reordered * 2, stats.received, "{got:?}");
+}

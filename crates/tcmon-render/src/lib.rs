@@ -260,8 +260,18 @@ fn qdisc_options(d: &QdiscDetail, iface: &Interface) -> String {
 
 /// Kinds without a hand-made line show their decoded fields as `key=value`.
 fn compact_json<T: Serialize>(v: &T) -> String {
+    let value = serde_value(v);
     let mut s = String::new();
-    flatten(&serde_value(v), "", &mut s);
+    for (k, v) in leaves(&value) {
+        match v {
+            Value::String(text) => {
+                let _ = write!(s, "{k}={text} ");
+            }
+            other => {
+                let _ = write!(s, "{k}={other} ");
+            }
+        }
+    }
     s.trim_end().to_owned()
 }
 
@@ -269,31 +279,33 @@ fn serde_value<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-fn flatten(v: &Value, prefix: &str, out: &mut String) {
-    match v {
-        Value::Object(entries) => {
-            for (k, v) in entries {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(v, &key, out);
+/// The leaves of a decoded object with their paths (`tins[0].sent_bytes`), in order; nulls
+/// (absent options) left out. Shared by every view that lists decoded fields.
+pub fn leaves(v: &Value) -> Vec<(String, &Value)> {
+    fn walk<'v>(v: &'v Value, prefix: &str, out: &mut Vec<(String, &'v Value)>) {
+        match v {
+            Value::Object(entries) => {
+                for (k, v) in entries {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(v, &key, out);
+                }
             }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                flatten(v, &format!("{prefix}[{i}]"), out);
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(v, &format!("{prefix}[{i}]"), out);
+                }
             }
-        }
-        Value::Null => {}
-        Value::String(s) => {
-            let _ = write!(out, "{prefix}={s} ");
-        }
-        other => {
-            let _ = write!(out, "{prefix}={other} ");
+            Value::Null => {}
+            leaf => out.push((prefix.to_owned(), leaf)),
         }
     }
+    let mut out = Vec::new();
+    walk(v, "", &mut out);
+    out
 }
 
 /// One `tcmon dump --interval --json` line.

@@ -56,10 +56,6 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
     refresh_history(agent, &mut app);
     let mut dirty = true;
     while STOP.load(Ordering::Relaxed) == 0 {
-        if hung_up() {
-            // Nobody to draw for: end as SIGHUP would.
-            return Ok(Some(libc::SIGHUP));
-        }
         let state = agent.state();
         if !std::ptr::eq(Arc::as_ptr(&state), std::ptr::from_ref(app.state())) {
             app.set_state(state);
@@ -106,8 +102,9 @@ pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
 }
 
 /// Waits up to `timeout` for input, then lets crossterm parse what there is. The wait is ours,
-/// not crossterm's: on a hung-up terminal crossterm's poll reads end-of-file in a loop and
-/// never returns, whatever its timeout. A signal interrupting the wait is not an error: the
+/// not crossterm's: on a hung-up terminal (an SSH session or tmux window closed; SIGHUP does
+/// not always come) crossterm's poll reads end-of-file in a loop and never returns, whatever
+/// its timeout. A hang-up ends the UI as SIGHUP would. A signal interrupting the wait is not an error: the
 /// loop checks [`STOP`] next.
 fn poll(timeout: Duration) -> io::Result<bool> {
     if !timeout.is_zero() {
@@ -139,16 +136,6 @@ fn poll(timeout: Duration) -> io::Result<bool> {
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
         other => other,
     }
-}
-
-/// Whether the terminal went away (an SSH session or tmux window closed). A hung-up tty keeps
-/// reading as end-of-file, which crossterm polls as ready forever, and SIGHUP does not always
-/// come (a closed tmux session sent none here): the loop would spin a core.
-fn hung_up() -> bool {
-    // SAFETY: termios is plain old data; tcgetattr only writes into it.
-    let mut t: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: fd 0 and a valid pointer; a hung-up tty answers EIO.
-    unsafe { libc::tcgetattr(libc::STDIN_FILENO, &raw mut t) != 0 }
 }
 
 fn refresh_history(agent: &Agent, app: &mut App) {

@@ -852,16 +852,19 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
     match detail {
         Some(Ok(v)) => {
             lines.push(Line::styled("options and xstats", Theme::bold()));
-            let mut fields = Vec::new();
             // The outer object names the kind, already in the title.
-            match v {
-                Value::Object(m) if m.len() == 1 => {
-                    for (_, inner) in m {
-                        flatten(&inner, "", &mut fields);
-                    }
-                }
-                other => flatten(&other, "", &mut fields),
+            let v = match v {
+                Value::Object(m) if m.len() == 1 => m.into_iter().next().map(|(_, x)| x),
+                other => Some(other),
             }
+            .unwrap_or(Value::Null);
+            let fields: Vec<(String, String)> = tcmon_render::leaves(&v)
+                .into_iter()
+                .map(|(k, x)| {
+                    let h = human(&k, x);
+                    (k, h)
+                })
+                .collect();
             for (k, v) in fields {
                 let style = if k.contains("tokens") && v.starts_with('-') {
                     t.bad()
@@ -902,49 +905,32 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
     lines
 }
 
-/// `key = value` pairs of a decoded kind object, values in human units by their name's suffix.
-fn flatten(v: &Value, prefix: &str, out: &mut Vec<(String, String)>) {
+/// A decoded leaf in human units, by its name's suffix.
+fn human(name: &str, v: &Value) -> String {
     match v {
-        Value::Object(m) => {
-            for (k, v) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(v, &key, out);
-            }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                flatten(v, &format!("{prefix}[{i}]"), out);
-            }
-        }
-        Value::Null => {}
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or(0.0);
-            let human = if prefix.ends_with("_bytes_per_sec") {
+            if name.ends_with("_bytes_per_sec") {
                 format!("{}/s", fmt_bits_per_sec(x * 8.0))
-            } else if prefix.ends_with("_bytes") && x.abs() >= 1000.0 {
+            } else if name.ends_with("_bytes") && x.abs() >= 1000.0 {
                 format!("{} ({n} B)", fmt_bytes(x))
-            } else if prefix.ends_with("_bytes") {
+            } else if name.ends_with("_bytes") {
                 format!("{n} B")
-            } else if prefix.ends_with("_ns") {
+            } else if name.ends_with("_ns") {
                 let s = fmt_ns(x as i64);
                 if x < 0.0 {
                     format!("{s} (debt)")
                 } else {
                     s
                 }
-            } else if prefix.ends_with("_us") {
+            } else if name.ends_with("_us") {
                 fmt_ns((x * 1000.0) as i64)
             } else {
                 n.to_string()
-            };
-            out.push((prefix.to_owned(), human));
+            }
         }
-        Value::String(s) => out.push((prefix.to_owned(), s.clone())),
-        Value::Bool(b) => out.push((prefix.to_owned(), b.to_string())),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -971,7 +957,7 @@ fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
     let mut lines = Vec::new();
     if probes.is_empty() {
         lines.push(Line::styled(
-            "no continuous probes configured ([probe] targets in the config)",
+            "no continuous probes configured ([probes] targets in the config)",
             t.dim(),
         ));
     } else {

@@ -19,9 +19,9 @@ use crate::{config, CheckArgs};
 
 /// The `check --json` document; `/api/v1/findings` serves the same.
 #[derive(Serialize)]
-pub(crate) struct Report<'a> {
+pub(crate) struct Report<'a, F: Serialize + ?Sized> {
     pub(crate) status: Status,
-    pub(crate) findings: &'a [Finding],
+    pub(crate) findings: &'a F,
 }
 
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {
@@ -141,7 +141,7 @@ fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Finding>
         Grade::C => Severity::Warning,
         Grade::D | Grade::F => Severity::Critical,
     };
-    let mut evidence = BTreeMap::new();
+    let mut evidence = tcmon_diag::Evidence::new();
     evidence.insert("latency_increase_ms", serde_json::json!(inc));
     evidence.insert("grade", serde_json::json!(grade.to_string()));
     evidence.insert("rpm", serde_json::json!(r.rpm));

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use tcmon_core::rates::{ObjectKey, Rates};
 use tcmon_core::Snapshot;
-use tcmon_diag::{diagnose, Facts, Finding, LinkFacts, Status, Thresholds};
+use tcmon_diag::{
+    diagnose_config, diagnose_traffic, Facts, Finding, Findings, LinkFacts, Status, Thresholds,
+};
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 use tcmon_probe::{Continuous, ContinuousOptions, TargetStatus};
 use tokio::sync::watch;
@@ -60,7 +62,7 @@ pub struct State {
     /// Since the previous good poll; `None` after the first.
     pub rates: Option<Arc<Rates>>,
     /// Worst first.
-    pub findings: Arc<Vec<Finding>>,
+    pub findings: Findings,
     pub status: Status,
     /// Continuous probes, in configured order.
     pub probes: Arc<Vec<TargetStatus>>,
@@ -142,6 +144,7 @@ impl Agent {
             paused: false,
             history: Arc::clone(&history),
             continuous,
+            config_findings: None,
         };
         let state = poller.step(first);
         let (tx, rx) = watch::channel(Arc::new(state));
@@ -213,6 +216,10 @@ struct Poller {
     paused: bool,
     history: Arc<Mutex<History>>,
     continuous: Option<Continuous>,
+    /// Findings of the configuration rules, and the collector's configuration generation and
+    /// link facts they were computed from: on big trees they are thousands of findings that
+    /// stay the same from poll to poll.
+    config_findings: Option<(u64, BTreeMap<String, LinkFacts>, Arc<Vec<Finding>>)>,
 }
 
 impl Poller {
@@ -285,18 +292,24 @@ impl Poller {
             self.links = facts::links(&snap, self.opts.netns.as_deref());
             self.links_read = Some(Instant::now());
         }
-        // Worst first already: `diagnose` sorts.
-        let findings = diagnose(
-            &Facts {
-                snapshot: &snap,
-                before: self.prev.as_deref(),
-                rates: rates.as_deref(),
-                links: &self.links,
-                htb_hysteresis: self.htb_hysteresis,
-                fq_codel_available: self.fq_codel_available,
-            },
-            &self.opts.thresholds,
-        );
+        let facts = Facts {
+            snapshot: &snap,
+            before: self.prev.as_deref(),
+            rates: rates.as_deref(),
+            links: &self.links,
+            htb_hysteresis: self.htb_hysteresis,
+            fq_codel_available: self.fq_codel_available,
+        };
+        let generation = self.collector.config_generation();
+        let config = match &self.config_findings {
+            Some((g, links, f)) if *g == generation && *links == self.links => Arc::clone(f),
+            _ => {
+                let f = Arc::new(diagnose_config(&facts, &self.opts.thresholds));
+                self.config_findings = Some((generation, self.links.clone(), Arc::clone(&f)));
+                f
+            }
+        };
+        let findings = Findings::new(config, diagnose_traffic(&facts, &self.opts.thresholds));
         if let Some(r) = &rates {
             self.history
                 .lock()
@@ -305,10 +318,10 @@ impl Poller {
         }
         self.prev = Some(Arc::clone(&snap));
         State {
-            status: Status::of(&findings),
+            status: findings.status(),
             snapshot: snap,
             rates,
-            findings: Arc::new(findings),
+            findings,
             probes: self
                 .continuous
                 .as_ref()

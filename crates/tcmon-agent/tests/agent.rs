@@ -76,6 +76,59 @@ fn agent_polls_rates_history_pause_and_vanished_interfaces() {
     wait_for(&agent, "still polling", |s| s.polls_total > polls + 2);
 }
 
+/// The agent keeps configuration findings between polls; a change to the tree must still show
+/// on the next poll, and traffic findings must follow the counters.
+#[test]
+fn findings_follow_tree_changes_between_polls() {
+    if skip_unless_root("findings_follow_tree_changes_between_polls") {
+        return;
+    }
+    let pair = Pair::create("agentcfg").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 2mbit")
+        .unwrap();
+    let agent = Agent::start(AgentOptions {
+        netns: Some(pair.a.name.clone()),
+        interval: Duration::from_millis(200),
+        history_len: 0,
+        ..AgentOptions::default()
+    })
+    .unwrap();
+    let deep = |s: &tcmon_agent::State| {
+        s.findings
+            .iter()
+            .any(|f| f.code == "queue-too-deep" && f.object == "1:10")
+    };
+    assert!(deep(&agent.state()));
+    // same tree for a few polls: the findings stay
+    let polls = agent.state().polls_total;
+    wait_for(&agent, "three more polls", |s| s.polls_total >= polls + 3);
+    assert!(deep(&agent.state()));
+    // a short FIFO under the class: gone at the next poll
+    pair.tc_a("qdisc add parent 1:10 handle 10: pfifo limit 10")
+        .unwrap();
+    wait_for(&agent, "queue-too-deep gone", |s| !deep(s));
+    // the class slowed down so that 10 packets are a long queue again
+    pair.tc_a("class change parent 1: classid 1:10 htb rate 64kbit")
+        .unwrap();
+    wait_for(&agent, "queue-too-deep back at 64 kbit", |s| {
+        s.findings
+            .iter()
+            .any(|f| f.code == "queue-too-deep" && f.object == "10:")
+    });
+    // traffic rules still run on every poll: without its default class, packets pass
+    // through the direct queue
+    pair.tc_a("class del parent 1: classid 1:10").unwrap();
+    let dst: SocketAddr = format!("{}:9", Pair::ADDR_B).parse().unwrap();
+    let _load = UdpLoad::start(&pair.a.name, dst, 1000, 250_000).unwrap();
+    wait_for(&agent, "unclassified traffic flagged critical", |s| {
+        s.findings.iter().any(|f| {
+            f.code == "htb-default-class-missing" && f.severity == tcmon_diag::Severity::Critical
+        })
+    });
+}
+
 #[test]
 fn continuous_probes_run_in_the_agents_namespace_and_track_the_queue() {
     if skip_unless_root("continuous_probes_run_in_the_agents_namespace_and_track_the_queue") {

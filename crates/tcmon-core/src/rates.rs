@@ -7,8 +7,6 @@
 //! counters the kernel keeps in 32 bits may wrap, and a wrap is taken only when the wrapped
 //! delta is plausible (under half the range).
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use crate::model::{Class, Interface, Qdisc, Snapshot, Stats};
@@ -69,7 +67,16 @@ pub struct ObjectRates {
 #[derive(Debug, Clone, Default)]
 pub struct Rates {
     pub interval_ns: u64,
-    by_object: HashMap<ObjectKey, ObjectRates>,
+    /// Per interface, objects in key order: looked up by binary search. Smaller than a hash
+    /// map (no per-entry key, no spare buckets), which counts on trees of 10,000 classes.
+    ifaces: Vec<IfaceRates>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct IfaceRates {
+    ifindex: u32,
+    qdiscs: Vec<((Handle, Handle), ObjectRates)>,
+    classes: Vec<((Handle, Handle), ObjectRates)>,
 }
 
 impl Rates {
@@ -77,51 +84,59 @@ impl Rates {
     pub fn between(prev: &Snapshot, cur: &Snapshot) -> Rates {
         let interval = cur.taken_at.saturating_duration_since(prev.taken_at);
         let secs = interval.as_secs_f64();
-        let mut by_object = HashMap::new();
+        let mut ifaces = Vec::with_capacity(cur.interfaces.len());
         for iface in &cur.interfaces {
             let before = prev
                 .interfaces
                 .iter()
                 .find(|i| i.ifindex == iface.ifindex && i.name == iface.name);
-            // Indexed once: matching 10,000 classes by a scan each would be quadratic.
-            let old_qdiscs: HashMap<(Handle, Handle), &Qdisc> = before
-                .map(|b| b.qdiscs.iter().map(|q| ((q.handle, q.parent), q)).collect())
-                .unwrap_or_default();
-            let old_classes: HashMap<(Handle, Handle), &Class> = before
-                .map(|b| {
-                    b.classes
-                        .iter()
-                        .map(|c| ((c.handle, c.parent), c))
-                        .collect()
+            // Matched by walking both sides in key order (snapshots come sorted, so the sorts
+            // below only check that): no per-object lookup on trees of 10,000 classes.
+            let old_qdiscs = before.map_or_else(Vec::new, |b| sorted(&b.qdiscs, qdisc_key));
+            let qdiscs = join(sorted(&iface.qdiscs, qdisc_key), &old_qdiscs, qdisc_key)
+                .map(|(q, old)| {
+                    let old = old.filter(|o| o.kind == q.kind);
+                    let r = object_rates(old.map(|o| (&o.stats, None)), (&q.stats, None), secs);
+                    (qdisc_key(q), r)
                 })
-                .unwrap_or_default();
-            for q in &iface.qdiscs {
-                let old = old_qdiscs
-                    .get(&(q.handle, q.parent))
-                    .filter(|o| o.kind == q.kind);
-                let r = object_rates(old.map(|o| (&o.stats, None)), (&q.stats, None), secs);
-                by_object.insert(key(iface, ObjectType::Qdisc, q.handle, q.parent), r);
-            }
-            for c in &iface.classes {
-                let old = old_classes
-                    .get(&(c.handle, c.parent))
-                    .filter(|o| o.kind == c.kind);
-                let r = object_rates(
-                    old.map(|o| (&o.stats, htb_counters(o))),
-                    (&c.stats, htb_counters(c)),
-                    secs,
-                );
-                by_object.insert(key(iface, ObjectType::Class, c.handle, c.parent), r);
-            }
+                .collect();
+            let old_classes = before.map_or_else(Vec::new, |b| sorted(&b.classes, class_key));
+            let classes = join(sorted(&iface.classes, class_key), &old_classes, class_key)
+                .map(|(c, old)| {
+                    let old = old.filter(|o| o.kind == c.kind);
+                    let r = object_rates(
+                        old.map(|o| (&o.stats, htb_counters(o))),
+                        (&c.stats, htb_counters(c)),
+                        secs,
+                    );
+                    (class_key(c), r)
+                })
+                .collect();
+            ifaces.push(IfaceRates {
+                ifindex: iface.ifindex,
+                qdiscs,
+                classes,
+            });
         }
+        ifaces.sort_by_key(|i| i.ifindex);
         Rates {
             interval_ns: interval.as_nanos() as u64,
-            by_object,
+            ifaces,
         }
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<&ObjectRates> {
-        self.by_object.get(key)
+        let i = self
+            .ifaces
+            .binary_search_by_key(&key.ifindex, |i| i.ifindex)
+            .ok()?;
+        let objects = match key.object {
+            ObjectType::Qdisc => &self.ifaces[i].qdiscs,
+            ObjectType::Class => &self.ifaces[i].classes,
+        };
+        let k = (key.handle, key.parent);
+        let j = objects.binary_search_by_key(&k, |(k, _)| *k).ok()?;
+        Some(&objects[j].1)
     }
 
     pub fn qdisc(&self, iface: &Interface, q: &Qdisc) -> Option<&ObjectRates> {
@@ -131,6 +146,39 @@ impl Rates {
     pub fn class(&self, iface: &Interface, c: &Class) -> Option<&ObjectRates> {
         self.get(&key(iface, ObjectType::Class, c.handle, c.parent))
     }
+}
+
+fn qdisc_key(q: &Qdisc) -> (Handle, Handle) {
+    (q.handle, q.parent)
+}
+
+fn class_key(c: &Class) -> (Handle, Handle) {
+    (c.handle, c.parent)
+}
+
+/// References to `v` in key order; duplicates keep their order.
+fn sorted<T, K: Ord>(v: &[T], key: impl Fn(&T) -> K) -> Vec<&T> {
+    let mut r: Vec<&T> = v.iter().collect();
+    if !r.is_sorted_by_key(|x| key(x)) {
+        r.sort_by_key(|x| key(x));
+    }
+    r
+}
+
+/// Each of `cur` with the first of `old` that has its key, both in key order.
+fn join<'a, T, K: Ord>(
+    cur: Vec<&'a T>,
+    old: &'a [&'a T],
+    key: impl Fn(&T) -> K + 'a,
+) -> impl Iterator<Item = (&'a T, Option<&'a T>)> + 'a {
+    let mut i = 0;
+    cur.into_iter().map(move |c| {
+        let k = key(c);
+        while i < old.len() && key(old[i]) < k {
+            i += 1;
+        }
+        (c, old.get(i).copied().filter(|o| key(o) == k))
+    })
 }
 
 fn key(iface: &Interface, object: ObjectType, handle: Handle, parent: Handle) -> ObjectKey {
@@ -301,6 +349,39 @@ mod tests {
             vec![],
         );
         *Rates::between(&a, &b).get(&qk(3)).unwrap()
+    }
+
+    #[test]
+    fn objects_match_in_any_order_and_only_their_own() {
+        let t0 = Instant::now();
+        let q = |h: u32, b: u64| qdisc(h, "pfifo", stats(b, b / 100, 0));
+        let prev_q: Vec<Qdisc> = (1..=50).map(|h| q(h << 16, 1000 * u64::from(h))).collect();
+        // now: reversed, one gone (7:), one new (99:), each grew by its own handle's major
+        let mut cur_q: Vec<Qdisc> = (1..=50)
+            .filter(|h| *h != 7)
+            .chain([99])
+            .map(|h| q(h << 16, 1000 * u64::from(h) + 8 * u64::from(h)))
+            .collect();
+        cur_q.reverse();
+        let prev = snap(t0, 3, prev_q, vec![]);
+        let cur = snap(t0 + Duration::from_secs(1), 3, cur_q, vec![]);
+        let r = Rates::between(&prev, &cur);
+        let get = |h: u32| {
+            r.get(&ObjectKey {
+                handle: Handle(h << 16),
+                ..qk(3)
+            })
+            .copied()
+        };
+        for h in (1..=50).filter(|h| *h != 7) {
+            assert_eq!(
+                get(h).unwrap().bits_per_sec,
+                Some(64.0 * f64::from(h)),
+                "{h}:"
+            );
+        }
+        assert!(get(99).unwrap().fresh);
+        assert!(get(7).is_none());
     }
 
     #[test]

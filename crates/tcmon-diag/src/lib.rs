@@ -13,7 +13,9 @@ mod plan;
 mod rules;
 mod thresholds;
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -52,9 +54,78 @@ pub struct Finding {
     /// One line, with the numbers, in the user's terms.
     pub message: String,
     /// The values the rule used.
-    pub evidence: BTreeMap<&'static str, Value>,
+    pub evidence: Evidence,
     /// Commands that would resolve it.
     pub fix: Vec<String>,
+}
+
+/// The values a rule used, by name: a JSON object in name order. A sorted list rather than a
+/// map: agents hold one per finding, tens of thousands on big trees.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence(Vec<(&'static str, Value)>);
+
+impl Evidence {
+    pub fn new() -> Evidence {
+        Evidence::default()
+    }
+
+    /// Sets `name`, replacing an earlier value.
+    pub fn insert(&mut self, name: &'static str, value: Value) {
+        match self.0.binary_search_by_key(&name, |(k, _)| k) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (name, value)),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        let i = self.0.binary_search_by_key(&name, |(k, _)| k).ok()?;
+        Some(&self.0[i].1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &Value)> + '_ {
+        self.0.iter().map(|(k, v)| (*k, v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// `Null` for a name it does not have, as `serde_json::Value` indexes.
+impl std::ops::Index<&str> for Evidence {
+    type Output = Value;
+
+    fn index(&self, name: &str) -> &Value {
+        static NULL: Value = Value::Null;
+        self.get(name).unwrap_or(&NULL)
+    }
+}
+
+/// A later value for the same name wins.
+impl FromIterator<(&'static str, Value)> for Evidence {
+    fn from_iter<I: IntoIterator<Item = (&'static str, Value)>>(iter: I) -> Evidence {
+        let mut v: Vec<(&'static str, Value)> = iter.into_iter().collect();
+        // stable: equal names keep their order, and the last of each is kept below
+        v.sort_by_key(|(k, _)| *k);
+        let mut out: Vec<(&'static str, Value)> = Vec::with_capacity(v.len());
+        for (k, val) in v {
+            match out.last_mut() {
+                Some(last) if last.0 == k => last.1 = val,
+                _ => out.push((k, val)),
+            }
+        }
+        Evidence(out)
+    }
+}
+
+impl Serialize for Evidence {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
 }
 
 /// What is known about a link beyond its tc tree.
@@ -85,26 +156,153 @@ pub struct Facts<'a> {
 
 /// Runs every rule. Findings come sorted: worst first, then by interface, object and code.
 pub fn diagnose(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
+    Findings::new(
+        Arc::new(diagnose_config(facts, t)),
+        diagnose_traffic(facts, t),
+    )
+    .into_vec()
+}
+
+/// The rules that read only configuration (the tree's options, link facts, thresholds), sorted.
+/// Their findings stay valid until the tree or the facts change, so a long-running agent keeps
+/// them between polls and runs only [`diagnose_traffic`] on each.
+pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
     let mut out = Vec::new();
     for iface in &facts.snapshot.interfaces {
-        let ctx = rules::Ctx {
-            plan: plan::plan(iface, t),
-            facts,
-            iface,
-            t,
-            before: before_of(facts, iface),
-        };
-        rules::run(&ctx, &mut out);
+        rules::run_config(&rules::Ctx::new(facts, iface, t, None), &mut out);
     }
     rules::host(facts, t, &mut out);
-    out.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then_with(|| a.interface.cmp(&b.interface))
-            .then_with(|| a.object.cmp(&b.object))
-            .then_with(|| a.code.cmp(b.code))
-    });
+    out.sort_by(order);
+    // kept for as long as the configuration lasts
+    out.shrink_to_fit();
     out
+}
+
+/// The rules that read counters, backlog and rates (and the poll before), sorted.
+pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for iface in &facts.snapshot.interfaces {
+        let ctx = rules::Ctx::new(facts, iface, t, before_of(facts, iface));
+        rules::run_traffic(&ctx, &mut out);
+    }
+    out.sort_by(order);
+    out
+}
+
+/// Worst first, then by interface, object and code.
+fn order(a: &Finding, b: &Finding) -> Ordering {
+    b.severity
+        .cmp(&a.severity)
+        .then_with(|| a.interface.cmp(&b.interface))
+        .then_with(|| a.object.cmp(&b.object))
+        .then_with(|| a.code.cmp(b.code))
+}
+
+/// One poll's findings: the configuration part, shared (`Arc`) between polls while the tree is
+/// unchanged, and the traffic part of this poll. Cloning is cheap; iteration is in [`diagnose`]'s
+/// order without building a merged list, which on trees of thousands of findings per poll
+/// would be most of the agent's work.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Findings {
+    config: Arc<Vec<Finding>>,
+    traffic: Vec<Finding>,
+    /// Interfaces where an observed `offload-on-shaped-link` supersedes the predicted one.
+    offload_seen: Vec<String>,
+    len: usize,
+}
+
+const OFFLOAD: &str = "offload-on-shaped-link";
+
+impl Findings {
+    /// Both parts sorted as [`diagnose_config`] and [`diagnose_traffic`] return them.
+    pub fn new(config: Arc<Vec<Finding>>, traffic: Vec<Finding>) -> Findings {
+        let mut offload_seen: Vec<String> = traffic
+            .iter()
+            .filter(|f| f.code == OFFLOAD)
+            .map(|f| f.interface.clone())
+            .collect();
+        offload_seen.sort();
+        offload_seen.dedup();
+        let mut f = Findings {
+            config,
+            traffic,
+            offload_seen,
+            len: 0,
+        };
+        f.len = f.config.iter().filter(|x| !f.hidden(x)).count() + f.traffic.len();
+        f
+    }
+
+    fn hidden(&self, f: &Finding) -> bool {
+        f.code == OFFLOAD && self.offload_seen.binary_search(&f.interface).is_ok()
+    }
+
+    /// The configuration part, to hand to the next poll's `Findings::new` while unchanged.
+    pub fn config(&self) -> &Arc<Vec<Finding>> {
+        &self.config
+    }
+
+    /// Worst first, then by interface, object and code.
+    pub fn iter(&self) -> impl Iterator<Item = &Finding> + '_ {
+        Merge {
+            a: self.config.iter().filter(|f| !self.hidden(f)).peekable(),
+            b: self.traffic.iter().peekable(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn status(&self) -> Status {
+        status_of(self.iter())
+    }
+
+    pub fn into_vec(self) -> Vec<Finding> {
+        if self.offload_seen.is_empty() && self.config.is_empty() {
+            return self.traffic;
+        }
+        self.iter().cloned().collect()
+    }
+}
+
+/// Any order in: sorted for [`Findings`].
+impl From<Vec<Finding>> for Findings {
+    fn from(mut v: Vec<Finding>) -> Findings {
+        v.sort_by(order);
+        Findings::new(Arc::new(v), Vec::new())
+    }
+}
+
+impl Serialize for Findings {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+struct Merge<A: Iterator, B: Iterator> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+}
+
+impl<'a, A, B> Iterator for Merge<A, B>
+where
+    A: Iterator<Item = &'a Finding>,
+    B: Iterator<Item = &'a Finding>,
+{
+    type Item = &'a Finding;
+
+    fn next(&mut self) -> Option<&'a Finding> {
+        match (self.a.peek(), self.b.peek()) {
+            (Some(x), Some(y)) if order(y, x) == Ordering::Less => self.b.next(),
+            (Some(_), _) => self.a.next(),
+            (None, _) => self.b.next(),
+        }
+    }
 }
 
 fn before_of<'a>(facts: &Facts<'a>, iface: &Interface) -> Option<&'a Interface> {
@@ -127,11 +325,7 @@ pub enum Status {
 
 impl Status {
     pub fn of(findings: &[Finding]) -> Status {
-        match findings.iter().map(|f| f.severity).max() {
-            Some(Severity::Critical) => Status::Critical,
-            Some(Severity::Warning) => Status::Warning,
-            _ => Status::Ok,
-        }
+        status_of(findings.iter())
     }
 
     /// 0 ok, 1 warning, 2 critical, 3 unknown.
@@ -142,6 +336,14 @@ impl Status {
             Status::Critical => 2,
             Status::Unknown => 3,
         }
+    }
+}
+
+fn status_of<'a>(findings: impl Iterator<Item = &'a Finding>) -> Status {
+    match findings.map(|f| f.severity).max() {
+        Some(Severity::Critical) => Status::Critical,
+        Some(Severity::Warning) => Status::Warning,
+        _ => Status::Ok,
     }
 }
 

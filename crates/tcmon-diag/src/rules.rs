@@ -1,33 +1,54 @@
 //! The rules. Each reads the context and pushes findings; none has side effects.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::cell::OnceCell;
 use std::fmt::Write;
 
 use serde_json::{json, Value};
 use tcmon_core::model::{Class, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
-use crate::plan::{self, packet_bytes, rate_arg};
-use crate::{Facts, Finding, Severity, Thresholds};
+use crate::plan::{self, packet_bytes, rate_arg, Plan};
+use crate::{Evidence, Facts, Finding, Severity, Thresholds};
 
 pub(crate) struct Ctx<'a> {
-    pub(crate) plan: crate::plan::Plan,
+    /// The tree after the class fixes; built on first use (traffic rules rarely need it).
+    plan: OnceCell<Plan>,
     pub(crate) facts: &'a Facts<'a>,
     pub(crate) iface: &'a Interface,
     pub(crate) t: &'a Thresholds,
     pub(crate) before: Option<&'a Interface>,
 }
 
-pub(crate) fn run(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(
+        facts: &'a Facts<'a>,
+        iface: &'a Interface,
+        t: &'a Thresholds,
+        before: Option<&'a Interface>,
+    ) -> Self {
+        Ctx {
+            plan: OnceCell::new(),
+            facts,
+            iface,
+            t,
+            before,
+        }
+    }
+
+    fn plan(&self) -> &Plan {
+        self.plan.get_or_init(|| plan::plan(self.iface, self.t))
+    }
+}
+
+/// Rules that read only configuration: the tree's options, link facts and thresholds. Never
+/// counters, rates or the poll before, so their findings hold until the configuration changes.
+pub(crate) fn run_config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     queue_depth(c, out);
-    standing_queue(c, out);
-    offload(c, out);
+    offload_predicted(c, out);
     for q in &c.iface.qdiscs {
         match &q.detail {
-            Some(QdiscDetail::Htb(h)) => {
-                htb_default(c, q, h, out);
-                htb_quantum(c, q, h, out);
-            }
+            Some(QdiscDetail::Htb(h)) => htb_quantum(c, q, h, out),
             Some(QdiscDetail::Tbf(_)) => tbf(c, q, out),
             _ => {}
         }
@@ -41,6 +62,22 @@ pub(crate) fn run(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     filter_chains(c, out);
     unshaped_root(c, out);
     bql(c, out);
+}
+
+/// Rules that read counters, backlog and rates: run on every poll.
+pub(crate) fn run_traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    standing_queue(c, out);
+    offload_observed(c, out);
+    for q in &c.iface.qdiscs {
+        if let Some(QdiscDetail::Htb(h)) = &q.detail {
+            htb_default(c, q, h, out);
+        }
+    }
+    for cl in &c.iface.classes {
+        if let Some(h) = cl.htb() {
+            htb_class_traffic(c, cl, h, out);
+        }
+    }
 }
 
 /// Findings about the host rather than one interface.
@@ -68,7 +105,7 @@ pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Vec<Finding>) {
     }
 }
 
-fn ev<const N: usize>(pairs: [(&'static str, Value); N]) -> BTreeMap<&'static str, Value> {
+fn ev<const N: usize>(pairs: [(&'static str, Value); N]) -> Evidence {
     pairs.into_iter().collect()
 }
 
@@ -79,7 +116,7 @@ fn ms(ns: f64) -> f64 {
 /// Qdiscs by (handle, parent), for finding each one in the poll before without a scan per
 /// qdisc (quadratic on trees of thousands).
 fn by_key(qdiscs: &[Qdisc]) -> HashMap<(Handle, Handle), &Qdisc> {
-    let mut m = HashMap::with_capacity(qdiscs.len());
+    let mut m = HashMap::with_capacity_and_hasher(qdiscs.len(), rustc_hash::FxBuildHasher);
     for q in qdiscs {
         m.entry((q.handle, q.parent)).or_insert(q);
     }
@@ -173,7 +210,7 @@ fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         };
         // the narrowest ceil above the queue, after the class fixes: the fix must fit those
         let _ = h;
-        let ceil = plan::effective_ceil(c.iface, &c.plan, class.handle).max(1);
+        let ceil = plan::effective_ceil(c.iface, c.plan(), class.handle).max(1);
         let delay_ns = capacity_bytes as f64 * 1e9 / ceil as f64;
         let severity = if delay_ns / 1e6 >= c.t.queue_delay_critical_ms {
             Severity::Critical
@@ -224,6 +261,10 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     let (Some(before), Some(rates)) = (c.before, c.facts.rates) else {
         return;
     };
+    // Most polls have no backlog anywhere: skip building the lookups.
+    if !c.iface.qdiscs.iter().any(|q| q.stats.backlog_bytes > 0) {
+        return;
+    }
     let old_qdiscs = by_key(&before.qdiscs);
     // Qdiscs that have classes of their own (one pass, not a scan per qdisc).
     let classful: HashSet<Handle> = c
@@ -305,7 +346,7 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     c,
                     q,
                     class.handle,
-                    plan::effective_ceil(c.iface, &c.plan, class.handle).max(1),
+                    plan::effective_ceil(c.iface, c.plan(), class.handle).max(1),
                 ),
                 _ => Vec::new(),
             },
@@ -315,11 +356,16 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
 
 /// `offload-on-shaped-link`: a software shaper's queue holding GSO/GRO super-packets, each of
 /// which takes long at the class rate. Seen in the backlog (bytes per queued packet far above
-/// the MTU) it is a warning; predicted from the link's GSO limits it is information.
-fn offload(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+/// the MTU) it is a warning; predicted from the link's GSO limits it is information, and an
+/// observed one supersedes it (see [`crate::Findings`]).
+fn offload_observed(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     let pkt = packet_bytes(c.iface);
     let link = c.facts.links.get(&c.iface.name);
-    let mut observed = false;
+    // Most polls have no queue of two packets anywhere: skip building the lookup.
+    let queued = |qs: &[Qdisc]| qs.iter().any(|q| q.stats.backlog_packets >= 2);
+    if !queued(&c.iface.qdiscs) && !c.before.is_some_and(|b| queued(&b.qdiscs)) {
+        return;
+    }
     let old_qdiscs = c.before.map(|b| by_key(&b.qdiscs)).unwrap_or_default();
     for q in &c.iface.qdiscs {
         if inside_tbf(c.iface, q) {
@@ -343,7 +389,6 @@ fn offload(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         if packets == 0 || bytes / packets <= 2 * pkt {
             continue;
         }
-        observed = true;
         let avg = bytes / packets;
         let one_ns = avg as f64 * 1e9 / rate as f64;
         let queue_ns = bytes as f64 * 1e9 / rate as f64;
@@ -378,10 +423,12 @@ fn offload(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             fix: offload_fix(c),
         });
     }
-    if observed {
-        return;
-    }
-    // Predicted: a shaped class slow enough that one GSO packet is already a long delay.
+}
+
+/// Predicted: a shaped class slow enough that one GSO packet is already a long delay.
+fn offload_predicted(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let pkt = packet_bytes(c.iface);
+    let link = c.facts.links.get(&c.iface.name);
     let segs = c.iface.gso_max_segs.unwrap_or(0);
     let size = u64::from(c.iface.gso_max_size.unwrap_or(0));
     // Not gated on the gso/tso features: local TCP builds super-packets with them off too
@@ -431,7 +478,7 @@ fn offload_evidence<const N: usize>(
     c: &Ctx<'_>,
     link: Option<&crate::LinkFacts>,
     extra: [(&'static str, Value); N],
-) -> BTreeMap<&'static str, Value> {
+) -> Evidence {
     let mut e = ev(extra);
     e.insert("gso_max_size", json!(c.iface.gso_max_size));
     e.insert("gso_max_segs", json!(c.iface.gso_max_segs));
@@ -613,7 +660,7 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
 /// `htb-quantum-small` / `htb-quantum-big`: the fix applies one r2q to every leaf of the qdisc
 /// (so spare bandwidth stays shared by rate), or explicit quanta where no r2q fits.
 fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
-    let Some(qp) = c.plan.quantum.get(&q.handle) else {
+    let Some(qp) = c.plan().quantum.get(&q.handle) else {
         return;
     };
     let mtu = packet_bytes(c.iface) - 14;
@@ -632,10 +679,10 @@ fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
         }
         let computed = x.rate_bytes_per_sec / r2q;
         // own command first, then the other leaves that change with the common r2q
-        let mut fix = plan::commands(c.iface, &c.plan, [*cl]);
+        let mut fix = plan::commands(c.iface, c.plan(), [*cl]);
         fix.extend(plan::commands(
             c.iface,
-            &c.plan,
+            c.plan(),
             leaves.iter().copied().filter(|o| o.handle != cl.handle),
         ));
         let consequence = if is_small {
@@ -674,11 +721,12 @@ fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
     }
 }
 
-/// Per-class HTB checks: burst, cburst, rate vs ceil, giants, saturation.
+/// Per-class HTB checks on configuration: burst, cburst, rate vs ceil.
 fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
     let pkt = packet_bytes(c.iface);
-    let fix: Vec<String> = plan::commands(c.iface, &c.plan, [cl]);
-    let target = c.plan.targets.get(&cl.handle).copied();
+    // Built only for a finding: most classes have none.
+    let fix = || plan::commands(c.iface, c.plan(), [cl]);
+    let target = c.plan().targets.get(&cl.handle).copied();
     for (code, what, bytes, ns, rate, want) in [
         (
             "htb-burst-small",
@@ -725,7 +773,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("packet_bytes", json!(pkt)),
                 ("proposed_bytes", json!(want)),
             ]),
-            fix: fix.clone(),
+            fix: fix(),
         });
     }
     if h.rate_bytes_per_sec > h.ceil_bytes_per_sec {
@@ -744,9 +792,13 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("rate_bytes_per_sec", json!(h.rate_bytes_per_sec)),
                 ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
             ]),
-            fix: fix.clone(),
+            fix: fix(),
         });
     }
+}
+
+/// Per-class HTB checks on counters and rates: giants, saturation.
+fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
     if h.giants > 0 {
         out.push(Finding {
             code: "htb-giants",
@@ -821,7 +873,7 @@ fn descendants(iface: &Interface, top: Handle) -> Vec<&Class> {
 /// Parent/child consistency: bursts, ceils, rate sums.
 fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     // Children by parent in one pass (class order kept): a scan per parent is quadratic.
-    let mut by_parent: HashMap<Handle, Vec<(&Class, &HtbClass)>> = HashMap::new();
+    let mut by_parent: HashMap<Handle, Vec<(&Class, &HtbClass)>> = HashMap::default();
     for k in &c.iface.classes {
         if let Some(x) = k.htb() {
             if k.parent != k.handle {
@@ -864,7 +916,7 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ]),
                 // the children scaled down to fit, in proportion, and below them whatever that
                 // scaling pushes over its own parent
-                fix: plan::commands(c.iface, &c.plan, descendants(c.iface, parent.handle)),
+                fix: plan::commands(c.iface, c.plan(), descendants(c.iface, parent.handle)),
             });
         }
         for (k, x) in kids {
@@ -886,7 +938,7 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                         ("ceil_bytes_per_sec", json!(x.ceil_bytes_per_sec)),
                         ("parent_ceil_bytes_per_sec", json!(p.ceil_bytes_per_sec)),
                     ]),
-                    fix: plan::commands(c.iface, &c.plan, [*k]),
+                    fix: plan::commands(c.iface, c.plan(), [*k]),
                 });
             }
             let exceeds = |child: u64, parent: u64| plan::bucket_below(parent, child);
@@ -912,7 +964,7 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                         ("parent_burst_bytes", json!(p.burst_bytes)),
                         ("parent_cburst_bytes", json!(p.cburst_bytes)),
                     ]),
-                    fix: plan::commands(c.iface, &c.plan, [parent]),
+                    fix: plan::commands(c.iface, c.plan(), [parent]),
                 });
             }
         }

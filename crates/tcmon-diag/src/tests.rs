@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use serde_json::json;
 use tcmon_core::model::{
     sort_interface, Class, ClassDetail, Fifo, Filter, HtbClass, HtbQdisc, Interface, Qdisc,
     QdiscDetail, Snapshot, Stats, Tbf, Undecoded,
@@ -647,4 +648,160 @@ fn gso_super_packets_in_a_shaped_queue() {
     // after the fix
     i.gso_max_segs = Some(1);
     assert!(!codes(&check(&snap(t0, i))).contains(&"offload-on-shaped-link"));
+}
+
+/// Every counter of the tree set from `seed`: what the configuration rules must not read.
+fn scramble(i: &mut Interface, seed: u64) {
+    let mut x = seed | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for q in &mut i.qdiscs {
+        q.stats = Stats {
+            bytes: next(),
+            packets: next(),
+            drops: next(),
+            overlimits: next(),
+            requeues: next(),
+            backlog_bytes: next() % 1_000_000,
+            backlog_packets: next() % 1000,
+            ..Stats::default()
+        };
+        if let Some(QdiscDetail::Htb(h)) = &mut q.detail {
+            h.direct_packets = next() as u32;
+        }
+    }
+    for c in &mut i.classes {
+        c.stats.backlog_bytes = next() % 1_000_000;
+        c.stats.drops = next();
+        if let Some(ClassDetail::Htb(h)) = &mut c.detail {
+            h.giants = next() as u32;
+            h.lends = next() as u32;
+            h.borrows = next() as u32;
+            h.tokens_ns = next() as i64;
+            h.ctokens_ns = next() as i64;
+        }
+    }
+}
+
+#[test]
+fn configuration_rules_read_no_counters() {
+    // A tree with findings from most rules: deep and medium FIFOs, r2q, oversubscription,
+    // a missing default class, GSO limits.
+    let t0 = Instant::now();
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 1000)));
+    i.qdiscs[0] = htb_qdisc(10, 0x99, 0);
+    i.classes
+        .push(class("1:20", "1:1", 900 * MBIT, 900 * MBIT, 10, 0));
+    i.classes.push(class("1:30", "1:1", 8_000, 8_000, 10, 0));
+    i.qdiscs.push(fifo("30:", "1:30", "bfifo", 100_000));
+    i.gso_max_size = Some(65536);
+    i.gso_max_segs = Some(65535);
+    sort_interface(&mut i);
+    let links = BTreeMap::new();
+    let config = |s: &Snapshot, before: Option<&Snapshot>, rates: Option<&Rates>| {
+        diagnose_config(
+            &Facts {
+                snapshot: s,
+                before,
+                rates,
+                links: &links,
+                htb_hysteresis: Some(true),
+                fq_codel_available: Some(true),
+            },
+            &Thresholds::default(),
+        )
+    };
+    let base = config(&snap(t0, i.clone()), None, None);
+    assert!(base.len() >= 5, "{:?}", codes(&base));
+    for seed in 1..20 {
+        let mut a = i.clone();
+        let mut b = i.clone();
+        scramble(&mut a, seed);
+        scramble(&mut b, seed * 7919);
+        let (before, now) = (snap(t0, a), snap(t0 + Duration::from_secs(1), b));
+        let rates = Rates::between(&before, &now);
+        assert_eq!(
+            config(&now, Some(&before), Some(&rates)),
+            base,
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn findings_merge_in_diagnose_order_and_observed_offload_wins() {
+    let t0 = Instant::now();
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
+    i.gso_max_size = Some(65536);
+    i.gso_max_segs = Some(65535);
+    let mut before = i.clone();
+    for x in [&mut i, &mut before] {
+        let q = x.qdiscs.iter_mut().find(|q| q.handle == h("10:")).unwrap();
+        q.stats.backlog_bytes = 216_502;
+        q.stats.backlog_packets = 9;
+    }
+    let (s0, s1) = (
+        snap(t0, before),
+        snap(t0 + Duration::from_secs(1), i.clone()),
+    );
+    let rates = Rates::between(&s0, &s1);
+    let links = BTreeMap::new();
+    let facts = Facts {
+        snapshot: &s1,
+        before: Some(&s0),
+        rates: Some(&rates),
+        links: &links,
+        htb_hysteresis: Some(true),
+        fq_codel_available: Some(true),
+    };
+    let t = Thresholds::default();
+    let (config, traffic) = (diagnose_config(&facts, &t), diagnose_traffic(&facts, &t));
+    assert!(codes(&config).contains(&"offload-on-shaped-link"));
+    assert!(codes(&traffic).contains(&"offload-on-shaped-link"));
+    let all = Findings::new(Arc::new(config.clone()), traffic.clone());
+    // the predicted finding is superseded by the one seen in the backlog
+    let offload: Vec<&Finding> = all
+        .iter()
+        .filter(|f| f.code == "offload-on-shaped-link")
+        .collect();
+    assert_eq!(offload.len(), 1);
+    assert_eq!(offload[0].severity, Severity::Warning);
+    // merged = everything else, fully sorted
+    let mut want: Vec<Finding> = config
+        .into_iter()
+        .filter(|f| f.code != "offload-on-shaped-link")
+        .chain(traffic)
+        .collect();
+    want.sort_by(order);
+    let got: Vec<Finding> = all.iter().cloned().collect();
+    assert_eq!(got, want);
+    assert_eq!(all.len(), want.len());
+    assert_eq!(all.status(), Status::of(&want));
+    assert_eq!(diagnose(&facts, &t), want);
+    assert_eq!(
+        serde_json::to_value(&all).unwrap(),
+        serde_json::to_value(&want).unwrap()
+    );
+    assert_eq!(Findings::from(want.clone()).into_vec(), want);
+}
+
+#[test]
+fn evidence_is_a_sorted_map() {
+    let mut e: Evidence = [("b", json!(1)), ("a", json!("x")), ("b", json!(2))]
+        .into_iter()
+        .collect();
+    assert_eq!(e.len(), 2);
+    assert_eq!(e["b"], 2, "the later value wins");
+    e.insert("c", json!(null));
+    e.insert("a", json!(3.5));
+    assert_eq!(e["a"], 3.5);
+    assert_eq!(e["missing"], Value::Null);
+    assert_eq!(
+        serde_json::to_string(&e).unwrap(),
+        r#"{"a":3.5,"b":2,"c":null}"#
+    );
 }

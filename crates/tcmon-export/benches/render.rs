@@ -1,7 +1,6 @@
 //! Rendering `/metrics` for the benchmark tree of benches/serve_10k.sh: 10,000 HTB classes,
 //! each with a pfifo leaf, in a named namespace, every class with two findings.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -9,7 +8,7 @@ use tcmon_core::model::{
     Class, ClassDetail, Fifo, HtbClass, Interface, Qdisc, QdiscDetail, Stats, Undecoded,
 };
 use tcmon_core::{Handle, Snapshot};
-use tcmon_diag::{Finding, Severity};
+use tcmon_diag::{Evidence, Finding, Severity};
 use tcmon_export::{render, Format, Input};
 
 fn tree(classes: u16) -> (Snapshot, Vec<Finding>) {
@@ -67,7 +66,7 @@ fn tree(classes: u16) -> (Snapshot, Vec<Finding>) {
                 interface: "v0".into(),
                 object: id.to_string(),
                 message: String::new(),
-                evidence: BTreeMap::new(),
+                evidence: Evidence::default(),
                 fix: Vec::new(),
             });
         }
@@ -78,6 +77,7 @@ fn tree(classes: u16) -> (Snapshot, Vec<Finding>) {
 
 fn bench(c: &mut Criterion) {
     let (snap, findings) = tree(10_000);
+    let findings = findings.into();
     let input = Input {
         snapshot: &snap,
         findings: &findings,

@@ -5,7 +5,7 @@
 //! for 10,000 classes means building and dropping ~200,000 objects per poll. The formats are
 //! small: what differs between them is confined to [`Encoder::head`] and the sample names.
 
-use std::io::Write as _;
+use std::io::{self, Write};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Type {
@@ -61,15 +61,46 @@ pub(crate) enum Value {
     Float(f64),
 }
 
-#[derive(Debug)]
-pub(crate) struct Encoder {
+/// With a sink, text is handed on at a family boundary once this much is buffered, so a big
+/// tree's tens of megabytes never sit in memory at once.
+const SPILL_BYTES: usize = 256 * 1024;
+
+pub(crate) struct Encoder<'w> {
     /// Bytes, not a `String`: numbers are written as ASCII digits without a UTF-8 check each.
     pub(crate) out: Vec<u8>,
     pub(crate) openmetrics: bool,
+    pub(crate) sink: Option<&'w mut dyn Write>,
+    /// The first error of the sink; later output is dropped.
+    pub(crate) error: Option<io::Error>,
 }
 
-impl Encoder {
+impl std::fmt::Debug for Encoder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder")
+            .field("buffered", &self.out.len())
+            .field("openmetrics", &self.openmetrics)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Encoder<'_> {
+    fn spill(&mut self, at_least: usize) {
+        let Some(sink) = self.sink.as_mut() else {
+            return;
+        };
+        if self.out.len() < at_least {
+            return;
+        }
+        if self.error.is_none() {
+            if let Err(e) = sink.write_all(&self.out) {
+                self.error = Some(e);
+            }
+        }
+        self.out.clear();
+    }
+
     pub(crate) fn head(&mut self, f: &Family) {
+        self.spill(SPILL_BYTES);
         let o = &mut self.out;
         if self.openmetrics {
             let ty = match f.ty {
@@ -159,11 +190,16 @@ impl Encoder {
         }
     }
 
-    pub(crate) fn finish(mut self) -> Vec<u8> {
+    /// The whole text, or with a sink what it has not taken yet (nothing, unless it failed).
+    pub(crate) fn finish(mut self) -> io::Result<Vec<u8>> {
         if self.openmetrics {
             self.out.extend_from_slice(b"# EOF\n");
         }
-        self.out
+        self.spill(0);
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.out),
+        }
     }
 }
 

@@ -13,7 +13,7 @@ mod negotiate;
 use tcmon_core::aqm::{Cake, CakeTin, FqCodelStats};
 use tcmon_core::model::{Class, HtbClass, HtbQdisc, Qdisc, QdiscDetail, Stats, Tbf};
 use tcmon_core::Snapshot;
-use tcmon_diag::Finding;
+use tcmon_diag::Findings;
 use tcmon_probe::TargetStatus;
 
 use encode::{label, le, Encoder, Family, Type, Value};
@@ -23,7 +23,7 @@ pub use negotiate::Format;
 #[derive(Debug, Clone, Copy)]
 pub struct Input<'a> {
     pub snapshot: &'a Snapshot,
-    pub findings: &'a [Finding],
+    pub findings: &'a Findings,
     pub probes: &'a [TargetStatus],
     /// Successful polls since start.
     pub polls_total: u64,
@@ -34,10 +34,35 @@ pub struct Input<'a> {
 
 /// The whole exposition in `format` (UTF-8), ending with `# EOF` for OpenMetrics.
 pub fn render(input: &Input<'_>, format: Format) -> Vec<u8> {
-    let mut e = Encoder {
+    let e = Encoder {
         out: Vec::with_capacity(16 * 1024),
         openmetrics: format == Format::OpenMetrics,
+        sink: None,
+        error: None,
     };
+    encode(e, input).finish().expect("no sink, so no I/O error")
+}
+
+/// The same text written to `w` a few hundred kilobytes at a time (say, into a compressor), so
+/// that the whole of it is never in memory.
+///
+/// # Errors
+/// The first error `w` returns.
+pub fn render_to(
+    input: &Input<'_>,
+    format: Format,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let e = Encoder {
+        out: Vec::with_capacity(16 * 1024),
+        openmetrics: format == Format::OpenMetrics,
+        sink: Some(w),
+        error: None,
+    };
+    encode(e, input).finish().map(drop)
+}
+
+fn encode<'w>(mut e: Encoder<'w>, input: &Input<'_>) -> Encoder<'w> {
     let ns = input.snapshot.netns.as_deref();
     let mut base = String::new();
     if let Some(n) = ns {
@@ -47,7 +72,7 @@ pub fn render(input: &Input<'_>, format: Format) -> Vec<u8> {
     tree(&mut e, input.snapshot, &base);
     findings(&mut e, input.findings, &base);
     probes(&mut e, input.probes, &base);
-    e.finish()
+    e
 }
 
 /// Room for `families` samples of each item: its labels plus a name, a value and punctuation
@@ -661,7 +686,7 @@ const FINDING: Family = Family::gauge(
     "1 for each active finding of the diagnosis (tcmon check --explain CODE says what it means).",
 );
 
-fn findings(e: &mut Encoder, findings: &[Finding], base: &str) {
+fn findings(e: &mut Encoder, findings: &Findings, base: &str) {
     let mut items: Vec<(String, ())> = findings
         .iter()
         .map(|f| {

@@ -1,4 +1,4 @@
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::time::Instant;
 
 use tcmon_core::aqm::{Cake, CakeTin, FqCodel, FqCodelStats};
@@ -7,7 +7,7 @@ use tcmon_core::model::{
     Stats, Tbf, Undecoded,
 };
 use tcmon_core::{Handle, Snapshot};
-use tcmon_diag::{Finding, Severity};
+use tcmon_diag::{Evidence, Finding, Severity};
 use tcmon_probe::{ProbeKind, TargetStatus};
 
 use super::*;
@@ -227,7 +227,7 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
         interface: interface.into(),
         object: object.into(),
         message: String::new(),
-        evidence: BTreeMap::new(),
+        evidence: Evidence::default(),
         fix: Vec::new(),
     };
     let findings = vec![
@@ -276,6 +276,7 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
 
 fn render_fixture(format: Format) -> String {
     let (s, findings, probes) = fixture();
+    let findings = findings.into();
     let out = render(
         &Input {
             snapshot: &s,
@@ -374,7 +375,7 @@ fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
     let text = String::from_utf8(render(
         &Input {
             snapshot: &s,
-            findings: &[],
+            findings: &Findings::default(),
             probes: &[],
             polls_total: 1,
             poll_errors_total: 0,
@@ -395,4 +396,57 @@ fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
     assert!(text.contains(
         "tcmon_class_bytes_total{device=\"veth0\",kind=\"htb\",handle=\"1:20\",parent=\"1:1\"} 4000000\n"
     ));
+}
+
+/// Counts the writes it takes, to show the text arrived in parts.
+struct Parts {
+    bytes: Vec<u8>,
+    writes: usize,
+}
+
+impl std::io::Write for Parts {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.writes += 1;
+        self.bytes.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn render_to_a_writer_gives_the_same_text_in_parts() {
+    let (mut s, findings, probes) = fixture();
+    // big enough to be handed on in several parts
+    let root = Handle::new(1, 1);
+    for minor in 0x100..0x100 + 3000 {
+        s.interfaces[0]
+            .classes
+            .push(htb_class(minor, root, 125_000, 1000, stats(1, 2, 3, 4)));
+    }
+    let findings = findings.into();
+    let input = Input {
+        snapshot: &s,
+        findings: &findings,
+        probes: &probes,
+        polls_total: 42,
+        poll_errors_total: 1,
+        version: "0.1.0",
+    };
+    for format in [Format::OpenMetrics, Format::Prometheus] {
+        let whole = render(&input, format);
+        let mut parts = Parts {
+            bytes: Vec::new(),
+            writes: 0,
+        };
+        render_to(&input, format, &mut parts).unwrap();
+        assert!(parts.writes > 3, "{} writes", parts.writes);
+        assert_eq!(parts.bytes, whole);
+    }
+    // a failing writer's error comes back
+    let mut full = [0u8; 10];
+    let err = render_to(&input, Format::OpenMetrics, &mut &mut full[..]).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::WriteZero);
 }

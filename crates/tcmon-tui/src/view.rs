@@ -13,7 +13,7 @@ use tcmon_agent::Sample;
 use tcmon_core::model::{Class, ClassDetail, Interface, Qdisc, QdiscDetail, Stats};
 use tcmon_core::rates::ObjectRates;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
-use tcmon_diag::{Finding, Severity, Status};
+use tcmon_diag::{Severity, Status};
 use tcmon_probe::TargetStatus;
 use tcmon_render::Obj;
 
@@ -1016,7 +1016,7 @@ fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
 }
 
 fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
-    let findings: &[Finding] = &app.state().findings;
+    let findings = &app.state().findings;
     let block = t.block(
         format!(" Findings ({}) ", findings.len()),
         app.focus() == Pane::Findings,
@@ -1031,7 +1031,7 @@ fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
             ));
         }
     }
-    for fd in findings {
+    for fd in findings.iter() {
         let sev = match fd.severity {
             Severity::Critical => "CRIT",
             Severity::Warning => "WARN",

@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,7 @@ use tcmon_core::model::{
 };
 use tcmon_core::rates::Rates;
 use tcmon_core::units::Handle;
-use tcmon_diag::{Finding, Severity, Status};
+use tcmon_diag::{Evidence, Finding, Findings, Severity, Status};
 use tcmon_probe::{ProbeKind, TargetStatus};
 use tcmon_tui::App;
 
@@ -239,7 +238,7 @@ pub fn findings() -> Vec<Finding> {
             interface: "eth1".into(),
             object: "1:10".into(),
             message: "pfifo 10: under 1:10 holds 1000 packets (1.51 MB): up to 6.06 s of queueing delay at the class ceil of 2 Mbit".into(),
-            evidence: BTreeMap::new(),
+            evidence: Evidence::default(),
             fix: vec!["tc qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 8".into()],
         },
         Finding {
@@ -248,7 +247,7 @@ pub fn findings() -> Vec<Finding> {
             interface: "eth1".into(),
             object: "1:1".into(),
             message: "class 1:1 sends 2 Mbit of its 2 Mbit ceil".into(),
-            evidence: BTreeMap::new(),
+            evidence: Evidence::default(),
             fix: vec![],
         },
     ]
@@ -297,7 +296,7 @@ pub fn state(
         status: Status::of(&findings),
         snapshot: Arc::new(cur),
         rates: Some(Arc::new(rates)),
-        findings: Arc::new(findings),
+        findings: findings.into(),
         probes: Arc::new(probes),
         polls_total: 2,
         poll_errors_total: 0,
@@ -313,7 +312,7 @@ pub fn first_state(snap: Snapshot) -> Arc<State> {
         status: Status::Ok,
         snapshot: Arc::new(snap),
         rates: None,
-        findings: Arc::new(Vec::new()),
+        findings: Findings::default(),
         probes: Arc::new(Vec::new()),
         polls_total: 1,
         poll_errors_total: 0,

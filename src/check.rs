@@ -64,7 +64,8 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     std::thread::sleep(args.window);
     let now = collector.poll()?;
     let rates = Rates::between(&before, &now);
-    let links = facts::links(&now, args.target.netns.as_deref());
+    let others = collector.link_names().unwrap_or_default();
+    let links = facts::links(&now, &others, args.target.netns.as_deref());
     let facts = Facts {
         snapshot: &now,
         before: Some(&before),

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::Value;
-use tcmon_lab::{skip_unless_root, Netns, Pair, UdpEcho};
+use tcmon_lab::{skip_unless_root, Lab, Netns, Pair, TcpLoad, TcpSink, UdpEcho};
 
 /// `tcmon check --json` on the shaped device of `pair`: (exit code, report).
 fn check(pair: &Pair, window: &str) -> (i32, Value) {
@@ -36,13 +36,16 @@ fn findings<'a>(report: &'a Value, code: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// Runs a proposed fix (a `tc ...` or `ip ...` command line) inside the namespace.
+/// Runs a proposed fix (a `tc`, `ip` or `ethtool` command line; after `#` a comment, as in a
+/// shell) inside the namespace.
 fn apply(ns: &Netns, cmd: &str) {
-    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let line = cmd.split('#').next().unwrap_or_default();
+    let words: Vec<&str> = line.split_whitespace().collect();
     let r = match words[0] {
         "tc" => ns.tc(&words[1..]),
         "ip" => ns.ip(&words[1..]),
-        _ => panic!("fix is not a tc or ip command: {cmd}"),
+        "ethtool" => ns.exec(&words),
+        _ => panic!("fix is not a tc, ip or ethtool command: {cmd}"),
     };
     r.unwrap_or_else(|e| panic!("applying `{cmd}`: {e}"));
 }
@@ -235,6 +238,217 @@ fn gso_super_packets_in_a_short_fifo_and_the_fix_that_works() {
         findings(&report, "offload-on-shaped-link").is_empty(),
         "{report:#}"
     );
+}
+
+/// What a loaded forwarding lab showed: both checks (`--netns` alone and with `--dev r1`),
+/// the leaf queue's bytes per packet, the probes' median round trip (`None`: none came back)
+/// and the goodput at node1.
+struct Forwarded {
+    all: Value,
+    r1: Value,
+    avg_packet_bytes: f64,
+    rtt: Option<Duration>,
+    goodput_bits: f64,
+}
+
+/// Bulk TCP from node2 to node1 through the router's shaper on r1: settles, then checks (1 s
+/// window), samples the leaf queue, probes node2 -> node1 and counts goodput, all at once.
+fn forwarded_load(lab: &Lab, sink: &TcpSink) -> Forwarded {
+    let sink_addr: SocketAddr = format!("{}:5001", Lab::NODE1).parse().unwrap();
+    let echo: SocketAddr = format!("{}:7", Lab::NODE1).parse().unwrap();
+    let load = TcpLoad::start(&lab.node2.name, sink_addr, 4).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let check = |dev: Option<&str>| {
+        let mut args = vec!["check", "--json", "--netns", &lab.router.name];
+        args.extend(dev.map(|d| ["--dev", d]).into_iter().flatten());
+        args.extend(["--window", "1s"]);
+        let o = common::tcmon(&args);
+        serde_json::from_slice::<Value>(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", common::stdout(&o), common::stderr(&o)))
+    };
+    let router = &lab.router;
+    let (all, r1, (bytes, packets), rtts, goodput_bits) = std::thread::scope(|s| {
+        let all = s.spawn(|| check(None));
+        let r1 = s.spawn(|| check(Some(Lab::SHAPED)));
+        // 20 looks at the queue, 100 ms apart; a snapshot of an empty queue says nothing
+        let queue = s.spawn(|| {
+            let mut sum = (0u64, 0u64);
+            for _ in 0..20 {
+                let out = router
+                    .tc(&["-s", "-j", "qdisc", "show", "dev", "r1", "parent", "1:10"])
+                    .unwrap();
+                let q: Value = serde_json::from_str(&out).unwrap();
+                sum.0 += q[0]["backlog"].as_u64().unwrap();
+                sum.1 += q[0]["qlen"].as_u64().unwrap();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            sum
+        });
+        let start = (std::time::Instant::now(), sink.received_bytes());
+        // 30 probes 70 ms apart; a full FIFO drops many, super-packets delay the rest by seconds
+        let rtts = tcmon_lab::udp_rtts(
+            &lab.node2.name,
+            echo,
+            30,
+            Duration::from_millis(70),
+            Duration::from_secs(3),
+        )
+        .unwrap();
+        let goodput =
+            (sink.received_bytes() - start.1) as f64 * 8.0 / start.0.elapsed().as_secs_f64();
+        (
+            all.join().unwrap(),
+            r1.join().unwrap(),
+            queue.join().unwrap(),
+            rtts,
+            goodput,
+        )
+    });
+    drop(load);
+    let mut rtts = rtts;
+    rtts.sort();
+    Forwarded {
+        all,
+        r1,
+        avg_packet_bytes: bytes as f64 / packets.max(1) as f64,
+        rtt: rtts.get(rtts.len() / 2).copied(),
+        goodput_bits,
+    }
+}
+
+/// Forwarded TCP fills a short FIFO with GRO super-packets. node2 sends MTU-sized frames, as
+/// a wire carries them (`tso off gso off`: TCP's segments go out back to back, like a TSO
+/// burst; `gso_max_segs 1` instead hands them over one per transmit, and the router's NAPI
+/// poll never sees two to merge); GRO on the router's ingress r2 merges them again and the
+/// shaper on r1 queues the merged packets. Measured by this test (2 Mbit, pfifo limit 20, 4
+/// streams, 6 runs): 7.5-15.5 kB per queued packet and probes of 0.6-2.2 s; after the fix
+/// check proposes, `ethtool -K r2 gro off`, 1410-1450 B (probes included) and 102-116 ms, at
+/// the same goodput (1.9 Mbit/s). Applying only the other fix, `gso_max_segs 1` on r1, left
+/// 1.6-2.5 kB packets and 121-154 ms: GRO still merged, less because node1, now fed MTU
+/// frames, acked nearly each one instead of one per super-packet (node2 received ~480 ACKs in
+/// 3 s instead of ~100), so node2's bursts shrank. How far that carries over to real NICs is
+/// not measured here, and it sometimes passes the thresholds below, so the test applies and
+/// asserts only the GRO-off fix, the one that brings MTU-sized packets back.
+#[test]
+fn gro_super_packets_from_forwarded_traffic_and_the_fix_that_works() {
+    if skip_unless_root("gro_super_packets_from_forwarded_traffic_and_the_fix_that_works") {
+        return;
+    }
+    let lab = Lab::create("gro").unwrap();
+    for cmd in [
+        "qdisc add dev r1 root handle 1: htb default 10",
+        "class add dev r1 parent 1: classid 1:10 htb rate 2mbit ceil 2mbit",
+        "qdisc add dev r1 parent 1:10 handle 10: pfifo limit 20",
+    ] {
+        lab.router
+            .tc(&cmd.split_whitespace().collect::<Vec<_>>())
+            .unwrap();
+    }
+    lab.node2
+        .exec(&["ethtool", "-K", "eth0", "tso", "off", "gso", "off"])
+        .unwrap();
+    // on veth, GRO on means NAPI: frames are received in polls, and merged
+    lab.router
+        .exec(&["ethtool", "-K", "r2", "gro", "on"])
+        .unwrap();
+    let _echo = UdpEcho::start(
+        &lab.node1.name,
+        format!("{}:7", Lab::NODE1).parse().unwrap(),
+    )
+    .unwrap();
+    let sink = TcpSink::start(
+        &lab.node1.name,
+        format!("{}:5001", Lab::NODE1).parse().unwrap(),
+    )
+    .unwrap();
+    let mtu_frame = 1514.0;
+    // 20 MTU-sized frames at 2 Mbit: the delay the FIFO was sized for
+    let fifo_ms = 20.0 * mtu_frame * 8.0 / 2e6 * 1000.0;
+
+    let before = forwarded_load(&lab, &sink);
+    let loaded_ms = before
+        .rtt
+        .map_or(f64::INFINITY, |d| d.as_secs_f64() * 1000.0);
+    let summary = |f: &Forwarded| {
+        format!(
+            "{:.0} B per queued packet, median rtt {:?}, goodput {:.2} Mbit/s",
+            f.avg_packet_bytes,
+            f.rtt,
+            f.goodput_bits / 1e6
+        )
+    };
+    eprintln!("GRO on r2: {}", summary(&before));
+    assert!(
+        before.avg_packet_bytes > 2.0 * mtu_frame,
+        "{}",
+        summary(&before)
+    );
+    assert!(loaded_ms > 2.0 * fifo_ms, "{}", summary(&before));
+    let gro_fix = "ethtool -K r2 gro off";
+    for report in [&before.all, &before.r1] {
+        let o: Vec<&Value> = findings(report, "offload-on-shaped-link")
+            .into_iter()
+            .filter(|f| f["interface"] == "r1")
+            .collect();
+        assert_eq!(o.len(), 1, "{report:#}");
+        assert_eq!(
+            (&o[0]["severity"], &o[0]["object"]),
+            (&Value::from("warning"), &Value::from("10:")),
+            "{report:#}"
+        );
+        assert!(
+            o[0]["evidence"]["avg_packet_bytes"].as_f64().unwrap() > 2.0 * mtu_frame,
+            "{report:#}"
+        );
+        // the ingress and nothing else: not r1 itself, not lo
+        let gro: Vec<&str> = o[0]["fix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|c| c.contains("gro off"))
+            .collect();
+        assert_eq!(gro.len(), 1, "{report:#}");
+        assert!(gro[0].starts_with(gro_fix), "{report:#}");
+    }
+    // the fix as check wrote it, and only that one: gso_max_segs on r1 is for local traffic
+    let fix = findings(&before.all, "offload-on-shaped-link")[0]["fix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|c| c.starts_with(gro_fix))
+        .unwrap()
+        .to_owned();
+    apply(&lab.router, &fix);
+    std::thread::sleep(Duration::from_secs(1)); // the old queue drains
+
+    let after = forwarded_load(&lab, &sink);
+    eprintln!("GRO off on r2: {}", summary(&after));
+    assert!(
+        after.avg_packet_bytes < 1.25 * mtu_frame,
+        "{}",
+        summary(&after)
+    );
+    let fixed = after.rtt.expect("no probe came back after the fix");
+    assert!(
+        fixed.as_secs_f64() * 1000.0 < 1.5 * fifo_ms,
+        "{}",
+        summary(&after)
+    );
+    assert!(
+        after.goodput_bits > 0.8 * before.goodput_bits && after.goodput_bits > 1.5e6,
+        "before: {}; after: {}",
+        summary(&before),
+        summary(&after)
+    );
+    for report in [&after.all, &after.r1] {
+        // what may remain is the prediction from r1's GSO limits, for local traffic
+        for f in findings(report, "offload-on-shaped-link") {
+            assert_eq!(f["severity"], "info", "{report:#}");
+            assert!(!f["fix"].to_string().contains("gro off"), "{report:#}");
+        }
+    }
 }
 
 /// A short FIFO under the same class: no deep-queue finding at all.

@@ -6,19 +6,29 @@ use std::path::Path;
 use tcmon_core::Snapshot;
 use tcmon_diag::LinkFacts;
 
-/// Offload features (ethtool netlink, in the namespace read) and byte queue limits (sysfs: in
-/// another network namespace `/sys/class/net` shows this process's namespace, not that one, so
-/// they are not read there) per interface. What cannot be read stays unknown.
-pub fn links(snap: &Snapshot, netns: Option<&str>) -> BTreeMap<String, LinkFacts> {
+/// Offload features (ethtool netlink, in the namespace read) of the snapshot's interfaces and
+/// of `others` (interfaces `--dev` left out: forwarded traffic may arrive there), and byte
+/// queue limits (sysfs: in another network namespace `/sys/class/net` shows this process's
+/// namespace, not that one, so they are not read there) per interface. What cannot be read
+/// stays unknown.
+pub fn links(
+    snap: &Snapshot,
+    others: &[String],
+    netns: Option<&str>,
+) -> BTreeMap<String, LinkFacts> {
     let mut out = BTreeMap::new();
-    for i in &snap.interfaces {
+    let names = snap.interfaces.iter().map(|i| &i.name).chain(others);
+    for name in names {
+        if out.contains_key(name) {
+            continue;
+        }
         let mut facts = LinkFacts::default();
-        if let Ok(f) = tcmon_netlink::link_features(netns, &i.name) {
+        if let Ok(f) = tcmon_netlink::link_features(netns, name) {
             facts.gso = Some(f.gso());
             facts.tso = Some(f.tso());
             facts.gro = Some(f.gro());
         }
-        out.insert(i.name.clone(), facts);
+        out.insert(name.clone(), facts);
     }
     if netns.is_some() {
         return out;

@@ -289,7 +289,8 @@ impl Poller {
                 .iter()
                 .any(|i| !self.links.contains_key(&i.name))
         {
-            self.links = facts::links(&snap, self.opts.netns.as_deref());
+            let others = self.collector.link_names().unwrap_or_default();
+            self.links = facts::links(&snap, &others, self.opts.netns.as_deref());
             self.links_read = Some(Instant::now());
         }
         let facts = Facts {

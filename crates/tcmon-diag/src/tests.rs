@@ -805,3 +805,59 @@ fn evidence_is_a_sorted_map() {
         r#"{"a":3.5,"b":2,"c":null}"#
     );
 }
+
+#[test]
+fn gro_fix_names_the_ingress_with_gro_on_and_never_loopback() {
+    // the forwarding lab: shaped r1, GRO on the ingress r2 (and on lo, as the kernel sets it)
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
+    i.name = "r1".into();
+    i.gso_max_size = Some(65536);
+    i.gso_max_segs = Some(65535);
+    let s = snap(Instant::now(), i);
+    let gro = |on: Option<bool>| LinkFacts {
+        gro: on,
+        ..LinkFacts::default()
+    };
+    let fix_with = |links: &[(&str, Option<bool>)]| {
+        let links: BTreeMap<String, LinkFacts> = links
+            .iter()
+            .map(|(n, on)| ((*n).to_owned(), gro(*on)))
+            .collect();
+        let facts = Facts {
+            snapshot: &s,
+            before: None,
+            rates: None,
+            links: &links,
+            htb_hysteresis: Some(false),
+            fq_codel_available: Some(false),
+        };
+        diagnose(&facts, &Thresholds::default())
+            .into_iter()
+            .find(|f| f.code == "offload-on-shaped-link")
+            .unwrap()
+            .fix
+    };
+    let generic =
+        "for forwarded traffic: ethtool -K IN_DEV gro off, on the interface it arrives on";
+    assert_eq!(
+        fix_with(&[("lo", Some(true)), ("r1", Some(true)), ("r2", Some(true))]),
+        vec![
+            "ip link set dev r1 gso_max_segs 1",
+            "ethtool -K r2 gro off   # if traffic through r1 arrives on r2",
+        ]
+    );
+    // GRO known to be off everywhere else: nothing to do for forwarded traffic
+    assert_eq!(
+        fix_with(&[("lo", Some(true)), ("r2", Some(false))]),
+        vec!["ip link set dev r1 gso_max_segs 1"]
+    );
+    // unknown (features unreadable, or no other interface known): the generic advice
+    assert_eq!(
+        fix_with(&[("r2", None), ("r3", Some(false))]),
+        vec!["ip link set dev r1 gso_max_segs 1", generic]
+    );
+    assert_eq!(
+        fix_with(&[("lo", Some(true))]),
+        vec!["ip link set dev r1 gso_max_segs 1", generic]
+    );
+}

@@ -4,7 +4,7 @@
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -269,9 +269,10 @@ fn token() -> [u8; 8] {
 }
 
 /// A TCP server in a namespace that reads and discards everything (the download side of a
-/// load); stops when dropped.
+/// load), counting what it read; stops when dropped.
 #[derive(Debug)]
 pub struct TcpSink {
+    received: Arc<AtomicU64>,
     _running: Background,
 }
 
@@ -279,28 +280,43 @@ impl TcpSink {
     pub fn start(netns: &str, addr: SocketAddr) -> Result<Self, LabError> {
         let listener = in_ns(netns, || TcpListener::bind(addr))?;
         listener.set_nonblocking(true).map_err(traffic_err(netns))?;
+        let received = Arc::new(AtomicU64::new(0));
+        let total = received.clone();
         let mut bg = Background::default();
         bg.spawn(move |stop| {
             let mut readers = Background::default();
             while !stop.load(Ordering::Relaxed) {
                 match listener.accept() {
-                    Ok((mut conn, _)) => readers.spawn(move |stop| {
-                        let _ = conn.set_read_timeout(Some(Duration::from_millis(100)));
-                        let mut buf = vec![0u8; 64 * 1024];
-                        while !stop.load(Ordering::Relaxed) {
-                            match io::Read::read(&mut conn, &mut buf) {
-                                Ok(0) => break,
-                                Ok(_) => {}
-                                Err(e) if transient(&e) => {}
-                                Err(_) => break,
+                    Ok((mut conn, _)) => {
+                        let total = total.clone();
+                        readers.spawn(move |stop| {
+                            let _ = conn.set_read_timeout(Some(Duration::from_millis(100)));
+                            let mut buf = vec![0u8; 64 * 1024];
+                            while !stop.load(Ordering::Relaxed) {
+                                match io::Read::read(&mut conn, &mut buf) {
+                                    Ok(0) => break,
+                                    Ok(n) => {
+                                        total.fetch_add(n as u64, Ordering::Relaxed);
+                                    }
+                                    Err(e) if transient(&e) => {}
+                                    Err(_) => break,
+                                }
                             }
-                        }
-                    }),
+                        });
+                    }
                     Err(_) => std::thread::sleep(Duration::from_millis(20)),
                 }
             }
         });
-        Ok(TcpSink { _running: bg })
+        Ok(TcpSink {
+            received,
+            _running: bg,
+        })
+    }
+
+    /// Payload bytes read so far, over all connections: goodput, retransmissions excluded.
+    pub fn received_bytes(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
     }
 }
 

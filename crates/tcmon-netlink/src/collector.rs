@@ -161,6 +161,12 @@ impl Collector {
         Ok(c)
     }
 
+    /// Every interface in the namespace, `--dev` or not: what the others do (GRO on the one
+    /// forwarded traffic arrives on) matters to the shaper on the ones read.
+    pub fn link_names(&mut self) -> Result<Vec<String>, Error> {
+        Ok(self.links()?.into_iter().map(|l| l.name).collect())
+    }
+
     pub fn counters(&self) -> CollectorCounters {
         self.counters
     }

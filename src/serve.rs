@@ -7,13 +7,17 @@
 //! is tens of milliseconds; doing all four every second would exceed the agent's CPU budget).
 
 use std::convert::Infallible;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
+use flate2::write::GzEncoder;
+use flate2::Compression;
 use http_body_util::Full;
 use hyper::body::{Body, Incoming};
 use hyper::header::{self, HeaderValue};
@@ -154,40 +158,69 @@ enum Doc {
     Findings,
 }
 
-/// The documents of one published state, each rendered on first use.
+impl Doc {
+    const COUNT: usize = 4;
+
+    fn index(self) -> usize {
+        match self {
+            Doc::Metrics(Format::OpenMetrics) => 0,
+            Doc::Metrics(Format::Prometheus) => 1,
+            Doc::Snapshot => 2,
+            Doc::Findings => 3,
+        }
+    }
+}
+
+/// The documents of one published state, each rendered on first use, as is and gzipped.
 #[derive(Debug)]
 struct Rendered {
     state: Arc<State>,
-    openmetrics: OnceCell<Bytes>,
-    prometheus: OnceCell<Bytes>,
-    snapshot: OnceCell<Bytes>,
-    findings: OnceCell<Bytes>,
+    plain: [OnceCell<Bytes>; Doc::COUNT],
+    gzip: [OnceCell<Bytes>; Doc::COUNT],
+    /// Sizes of the last renderings, shared across polls: buffers start at the right size
+    /// instead of doubling through tens of megabytes.
+    sizes: Arc<[AtomicUsize; 2 * Doc::COUNT]>,
 }
 
 impl Rendered {
-    fn new(state: Arc<State>) -> Rendered {
+    fn new(state: Arc<State>, sizes: Arc<[AtomicUsize; 2 * Doc::COUNT]>) -> Rendered {
         Rendered {
             state,
-            openmetrics: OnceCell::new(),
-            prometheus: OnceCell::new(),
-            snapshot: OnceCell::new(),
-            findings: OnceCell::new(),
+            plain: Default::default(),
+            gzip: Default::default(),
+            sizes,
         }
     }
 
-    fn cell(&self, doc: Doc) -> &OnceCell<Bytes> {
-        match doc {
-            Doc::Metrics(Format::OpenMetrics) => &self.openmetrics,
-            Doc::Metrics(Format::Prometheus) => &self.prometheus,
-            Doc::Snapshot => &self.snapshot,
-            Doc::Findings => &self.findings,
+    fn cell(&self, doc: Doc, gzip: bool) -> &OnceCell<Bytes> {
+        if gzip {
+            &self.gzip[doc.index()]
+        } else {
+            &self.plain[doc.index()]
         }
     }
 
-    fn render(&self, doc: Doc) -> Bytes {
+    /// Gzipped straight from the encoder: a 10,000-class exposition is ~30 MB of text and
+    /// ~2 MB compressed, and the text is never held whole.
+    fn render(&self, doc: Doc, gzip: bool) -> Bytes {
+        let size = &self.sizes[doc.index() * 2 + usize::from(gzip)];
+        // a little over last time's, as the tree may have grown
+        let mut out = Vec::with_capacity(size.load(Ordering::Relaxed) / 16 * 17);
+        if gzip {
+            let mut gz = GzEncoder::new(out, Compression::fast());
+            self.write(doc, &mut gz).expect("compressing in memory");
+            out = gz.finish().expect("compressing in memory");
+        } else {
+            self.write(doc, &mut out).expect("writing to memory");
+        }
+        size.store(out.len(), Ordering::Relaxed);
+        out.into()
+    }
+
+    fn write(&self, doc: Doc, w: &mut dyn Write) -> std::io::Result<()> {
         let s = &self.state;
         match doc {
-            Doc::Metrics(format) => tcmon_export::render(
+            Doc::Metrics(format) => tcmon_export::render_to(
                 &tcmon_export::Input {
                     snapshot: &s.snapshot,
                     findings: &s.findings,
@@ -197,34 +230,57 @@ impl Rendered {
                     version: env!("CARGO_PKG_VERSION"),
                 },
                 format,
-            )
-            .into(),
-            Doc::Snapshot => json(&*s.snapshot),
-            Doc::Findings => json(&crate::check::Report {
-                status: s.status,
-                findings: &s.findings,
-            }),
+                w,
+            ),
+            Doc::Snapshot => json(&*s.snapshot, w),
+            Doc::Findings => json(
+                &crate::check::Report {
+                    status: s.status,
+                    findings: &s.findings,
+                },
+                w,
+            ),
         }
     }
 }
 
-fn json<T: Serialize + ?Sized>(v: &T) -> Bytes {
-    let mut out = serde_json::to_vec(v).expect("the model serializes to JSON");
-    out.push(b'\n');
-    out.into()
+fn json<T: Serialize + ?Sized>(v: &T, w: &mut dyn Write) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
+    serde_json::to_writer(&mut w, v)?;
+    w.write_all(b"\n")?;
+    w.flush()
+}
+
+/// Whether the client takes gzip (`Accept-Encoding: gzip`, not `gzip;q=0`), as Prometheus does.
+fn accepts_gzip(header: Option<&str>) -> bool {
+    header.is_some_and(|h| {
+        h.split(',').any(|part| {
+            let mut it = part.split(';').map(str::trim);
+            let coding = it.next().unwrap_or("");
+            let q_zero = it.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !q_zero
+        })
+    })
 }
 
 #[derive(Debug)]
 struct App {
     states: watch::Receiver<Arc<State>>,
     current: Mutex<Arc<Rendered>>,
+    sizes: Arc<[AtomicUsize; 2 * Doc::COUNT]>,
 }
 
 impl App {
     fn new(agent: &Agent) -> App {
+        let sizes = Arc::new(Default::default());
         App {
-            current: Mutex::new(Arc::new(Rendered::new(agent.state()))),
+            current: Mutex::new(Arc::new(Rendered::new(agent.state(), Arc::clone(&sizes)))),
             states: agent.subscribe(),
+            sizes,
         }
     }
 
@@ -233,19 +289,19 @@ impl App {
         let state = Arc::clone(&self.states.borrow());
         let mut cur = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         if !Arc::ptr_eq(&cur.state, &state) {
-            *cur = Arc::new(Rendered::new(state));
+            *cur = Arc::new(Rendered::new(state, Arc::clone(&self.sizes)));
         }
         Arc::clone(&cur)
     }
 
-    async fn doc(&self, doc: Doc) -> Bytes {
+    async fn doc(&self, doc: Doc, gzip: bool) -> Bytes {
         let r = self.rendered();
-        r.cell(doc)
+        r.cell(doc, gzip)
             .get_or_init(|| {
                 let r = Arc::clone(&r);
                 async move {
                     // Off the I/O threads: a big tree takes tens of milliseconds.
-                    tokio::task::spawn_blocking(move || r.render(doc))
+                    tokio::task::spawn_blocking(move || r.render(doc, gzip))
                         .await
                         .expect("rendering does not panic")
                 }
@@ -270,17 +326,37 @@ impl App {
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
             return r;
         }
-        match req.uri().path() {
+        let gzip = accepts_gzip(
+            req.headers()
+                .get(header::ACCEPT_ENCODING)
+                .and_then(|v| v.to_str().ok()),
+        );
+        let doc = match req.uri().path() {
             "/metrics" => {
                 let accept = req
                     .headers()
                     .get(header::ACCEPT)
                     .and_then(|v| v.to_str().ok());
-                let format = Format::negotiate(accept);
-                ok(format.content_type(), self.doc(Doc::Metrics(format)).await)
+                Some(Doc::Metrics(Format::negotiate(accept)))
             }
-            "/api/v1/snapshot" => ok("application/json", self.doc(Doc::Snapshot).await),
-            "/api/v1/findings" => ok("application/json", self.doc(Doc::Findings).await),
+            "/api/v1/snapshot" => Some(Doc::Snapshot),
+            "/api/v1/findings" => Some(Doc::Findings),
+            _ => None,
+        };
+        if let Some(doc) = doc {
+            let content_type = match doc {
+                Doc::Metrics(format) => format.content_type(),
+                Doc::Snapshot | Doc::Findings => "application/json",
+            };
+            let mut r = ok(content_type, self.doc(doc, gzip).await);
+            let h = r.headers_mut();
+            h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+            if gzip {
+                h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            }
+            return r;
+        }
+        match req.uri().path() {
             "/healthz" => self.health(),
             "/" => text(
                 StatusCode::OK,
@@ -341,3 +417,33 @@ pub(crate) const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
 );
 /// See README "tcmon serve" for how it was chosen.
 pub(crate) const DEFAULT_PORT: u16 = 29110;
+
+#[cfg(test)]
+mod tests {
+    use super::accepts_gzip;
+
+    #[test]
+    fn gzip_is_taken_when_offered_and_not_refused() {
+        for yes in [
+            "gzip",
+            "gzip, deflate",
+            "deflate, gzip;q=0.5",
+            "GZIP",
+            "identity, *",
+            "br, gzip ; q=1",
+        ] {
+            assert!(accepts_gzip(Some(yes)), "{yes}");
+        }
+        for no in [
+            "",
+            "identity",
+            "deflate, br",
+            "gzip;q=0",
+            "gzip; q=0.0",
+            "xgzip",
+        ] {
+            assert!(!accepts_gzip(Some(no)), "{no}");
+        }
+        assert!(!accepts_gzip(None));
+    }
+}

@@ -382,3 +382,58 @@ fn continuous_probes_are_exported() {
         "tcmon_probe_rtt_seconds_bucket{{{labels},le=\"+Inf\"}}"
     )));
 }
+
+/// What Prometheus sends (`Accept-Encoding: gzip`) gets gzip, the same document as plain: one
+/// poll for the whole test (an hour's interval), so both renderings are of the same state.
+#[test]
+fn gzip_for_scrapers_that_ask_the_same_documents() {
+    let cfg = TempFile::new("gzip.toml", "[agent]\ninterval = \"1h\"\n");
+    let s = Served::start(&["--config", cfg.path()]);
+    let raw_get = |path: &str, headers: &str| -> (String, Vec<u8>) {
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            c,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n"
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        c.read_to_end(&mut out).unwrap();
+        let at = out
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("a head");
+        let head = String::from_utf8(out[..at].to_vec())
+            .unwrap()
+            .to_lowercase();
+        (head, out[at + 4..].to_vec())
+    };
+    for (path, accept) in [
+        ("/metrics", OPENMETRICS_ACCEPT),
+        ("/metrics", "text/plain"),
+        ("/api/v1/snapshot", "*/*"),
+        ("/api/v1/findings", "*/*"),
+    ] {
+        let (head, plain) = raw_get(path, &format!("Accept: {accept}\r\n"));
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        assert!(!head.contains("content-encoding"), "{head}");
+        assert!(head.contains("vary: accept-encoding"), "{head}");
+        let (head, gz) = raw_get(
+            path,
+            &format!("Accept: {accept}\r\nAccept-Encoding: deflate, gzip;q=0.9, br\r\n"),
+        );
+        assert!(head.contains("content-encoding: gzip"), "{path}: {head}");
+        let mut unzipped = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut unzipped)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(unzipped).unwrap(),
+            String::from_utf8(plain).unwrap(),
+            "{path}"
+        );
+        // refused explicitly: plain
+        let (head, _) = raw_get(path, "Accept-Encoding: gzip;q=0\r\n");
+        assert!(!head.contains("content-encoding"), "{head}");
+    }
+}

@@ -219,8 +219,11 @@ struct Poller {
     /// Findings of the configuration rules, and the collector's configuration generation and
     /// link facts they were computed from: on big trees they are thousands of findings that
     /// stay the same from poll to poll.
-    config_findings: Option<(u64, BTreeMap<String, LinkFacts>, Arc<Vec<Finding>>)>,
+    config_findings: Option<ConfigFindings>,
 }
+
+/// The collector's configuration generation and link facts, and the findings of both.
+type ConfigFindings = (u64, BTreeMap<String, LinkFacts>, Arc<Vec<Finding>>);
 
 impl Poller {
     fn run(&mut self, tx: &watch::Sender<Arc<State>>, control: &mpsc::Receiver<Control>) {

@@ -99,6 +99,13 @@ impl Encoder<'_> {
         self.out.clear();
     }
 
+    /// Room for `bytes` more when all is kept; with a sink, the buffer stays small anyway.
+    pub(crate) fn reserve(&mut self, bytes: usize) {
+        if self.sink.is_none() {
+            self.out.reserve(bytes);
+        }
+    }
+
     pub(crate) fn head(&mut self, f: &Family) {
         self.spill(SPILL_BYTES);
         let o = &mut self.out;

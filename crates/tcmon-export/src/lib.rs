@@ -600,7 +600,7 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str) {
         }
     }
     let htb_classes = classes.iter().filter(|(_, c)| c.htb().is_some()).count();
-    e.out.reserve(
+    e.reserve(
         room(&qdiscs, STATS.len() + 1)
             + room(&classes, STATS.len())
             + htb_classes * (classes.first().map_or(0, |(l, _)| l.len()) + 48) * HTB_CLASS.len()
@@ -701,7 +701,7 @@ fn findings(e: &mut Encoder, findings: &Findings, base: &str) {
     // One series per label set, in a fixed order, whatever order the rules produced.
     items.sort();
     items.dedup();
-    e.out.reserve(room(&items, 1));
+    e.reserve(room(&items, 1));
     e.family(&FINDING, &items, |()| Some(Value::Int(1)));
 }
 

@@ -828,6 +828,11 @@ fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Findin
             )],
         });
     }
+    // Saturation needs drops or overlimits in the window: a class that never had either is
+    // skipped without looking up its rates (most of them, on trees of thousands).
+    if cl.stats.drops == 0 && cl.stats.overlimits == 0 {
+        return;
+    }
     if let Some(r) = c.facts.rates.and_then(|r| r.class(c.iface, cl)) {
         let ceil_bits = h.ceil_bytes_per_sec as f64 * 8.0;
         let sending = r.bits_per_sec.unwrap_or(0.0);

@@ -64,8 +64,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     std::thread::sleep(args.window);
     let now = collector.poll()?;
     let rates = Rates::between(&before, &now);
-    let others = collector.link_names().unwrap_or_default();
-    let links = facts::links(&now, &others, args.target.netns.as_deref());
+    let links = facts::links(&now, collector.link_names(), args.target.netns.as_deref());
     let facts = Facts {
         snapshot: &now,
         before: Some(&before),

@@ -158,52 +158,45 @@ enum Doc {
     Findings,
 }
 
-impl Doc {
-    const COUNT: usize = 4;
+/// Each document as is and gzipped.
+const SLOTS: usize = 8;
 
-    fn index(self) -> usize {
-        match self {
+impl Doc {
+    /// Where `self` (gzipped or not) keeps its rendering and its last size.
+    fn slot(self, gzip: bool) -> usize {
+        let doc = match self {
             Doc::Metrics(Format::OpenMetrics) => 0,
             Doc::Metrics(Format::Prometheus) => 1,
             Doc::Snapshot => 2,
             Doc::Findings => 3,
-        }
+        };
+        doc * 2 + usize::from(gzip)
     }
 }
 
-/// The documents of one published state, each rendered on first use, as is and gzipped.
+/// The documents of one published state, each rendered on first use.
 #[derive(Debug)]
 struct Rendered {
     state: Arc<State>,
-    plain: [OnceCell<Bytes>; Doc::COUNT],
-    gzip: [OnceCell<Bytes>; Doc::COUNT],
+    cells: [OnceCell<Bytes>; SLOTS],
     /// Sizes of the last renderings, shared across polls: buffers start at the right size
     /// instead of doubling through tens of megabytes.
-    sizes: Arc<[AtomicUsize; 2 * Doc::COUNT]>,
+    sizes: Arc<[AtomicUsize; SLOTS]>,
 }
 
 impl Rendered {
-    fn new(state: Arc<State>, sizes: Arc<[AtomicUsize; 2 * Doc::COUNT]>) -> Rendered {
+    fn new(state: Arc<State>, sizes: Arc<[AtomicUsize; SLOTS]>) -> Rendered {
         Rendered {
             state,
-            plain: Default::default(),
-            gzip: Default::default(),
+            cells: Default::default(),
             sizes,
-        }
-    }
-
-    fn cell(&self, doc: Doc, gzip: bool) -> &OnceCell<Bytes> {
-        if gzip {
-            &self.gzip[doc.index()]
-        } else {
-            &self.plain[doc.index()]
         }
     }
 
     /// Gzipped straight from the encoder: a 10,000-class exposition is ~30 MB of text and
     /// ~2 MB compressed, and the text is never held whole.
     fn render(&self, doc: Doc, gzip: bool) -> Bytes {
-        let size = &self.sizes[doc.index() * 2 + usize::from(gzip)];
+        let size = &self.sizes[doc.slot(gzip)];
         // a little over last time's, as the tree may have grown
         let mut out = Vec::with_capacity(size.load(Ordering::Relaxed) / 16 * 17);
         if gzip {
@@ -271,7 +264,7 @@ fn accepts_gzip(header: Option<&str>) -> bool {
 struct App {
     states: watch::Receiver<Arc<State>>,
     current: Mutex<Arc<Rendered>>,
-    sizes: Arc<[AtomicUsize; 2 * Doc::COUNT]>,
+    sizes: Arc<[AtomicUsize; SLOTS]>,
 }
 
 impl App {
@@ -296,7 +289,7 @@ impl App {
 
     async fn doc(&self, doc: Doc, gzip: bool) -> Bytes {
         let r = self.rendered();
-        r.cell(doc, gzip)
+        r.cells[doc.slot(gzip)]
             .get_or_init(|| {
                 let r = Arc::clone(&r);
                 async move {

@@ -216,14 +216,11 @@ struct Poller {
     paused: bool,
     history: Arc<Mutex<History>>,
     continuous: Option<Continuous>,
-    /// Findings of the configuration rules, and the collector's configuration generation and
-    /// link facts they were computed from: on big trees they are thousands of findings that
-    /// stay the same from poll to poll.
-    config_findings: Option<ConfigFindings>,
+    /// Findings of the configuration rules, with the collector's configuration generation
+    /// they were computed at; dropped when the link facts change. On big trees they are
+    /// thousands of findings that stay the same from poll to poll.
+    config_findings: Option<(u64, Arc<Vec<Finding>>)>,
 }
-
-/// The collector's configuration generation and link facts, and the findings of both.
-type ConfigFindings = (u64, BTreeMap<String, LinkFacts>, Arc<Vec<Finding>>);
 
 impl Poller {
     fn run(&mut self, tx: &watch::Sender<Arc<State>>, control: &mpsc::Receiver<Control>) {
@@ -292,8 +289,15 @@ impl Poller {
                 .iter()
                 .any(|i| !self.links.contains_key(&i.name))
         {
-            let others = self.collector.link_names().unwrap_or_default();
-            self.links = facts::links(&snap, &others, self.opts.netns.as_deref());
+            let links = facts::links(
+                &snap,
+                self.collector.link_names(),
+                self.opts.netns.as_deref(),
+            );
+            if links != self.links {
+                self.config_findings = None;
+                self.links = links;
+            }
             self.links_read = Some(Instant::now());
         }
         let facts = Facts {
@@ -306,10 +310,10 @@ impl Poller {
         };
         let generation = self.collector.config_generation();
         let config = match &self.config_findings {
-            Some((g, links, f)) if *g == generation && *links == self.links => Arc::clone(f),
+            Some((g, f)) if *g == generation => Arc::clone(f),
             _ => {
                 let f = Arc::new(diagnose_config(&facts, &self.opts.thresholds));
-                self.config_findings = Some((generation, self.links.clone(), Arc::clone(&f)));
+                self.config_findings = Some((generation, Arc::clone(&f)));
                 f
             }
         };

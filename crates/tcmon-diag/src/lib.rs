@@ -202,50 +202,54 @@ fn order(a: &Finding, b: &Finding) -> Ordering {
 /// unchanged, and the traffic part of this poll. Cloning is cheap; iteration is in [`diagnose`]'s
 /// order without building a merged list, which on trees of thousands of findings per poll
 /// would be most of the agent's work.
+///
+/// What is seen supersedes what is predicted: a traffic finding hides the configuration
+/// findings of the same code on the same interface (`offload-on-shaped-link` is the one code
+/// both kinds of rule report: super-packets seen in a queue, or predicted from GSO limits).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Findings {
     config: Arc<Vec<Finding>>,
     traffic: Vec<Finding>,
-    /// Interfaces where an observed `offload-on-shaped-link` supersedes the predicted one.
-    offload_seen: Vec<String>,
+    /// (code, interface) of the traffic findings, sorted: configuration findings to hide.
+    seen: Vec<(&'static str, String)>,
     len: usize,
 }
-
-const OFFLOAD: &str = "offload-on-shaped-link";
 
 impl Findings {
     /// Both parts sorted as [`diagnose_config`] and [`diagnose_traffic`] return them.
     pub fn new(config: Arc<Vec<Finding>>, traffic: Vec<Finding>) -> Findings {
-        let mut offload_seen: Vec<String> = traffic
+        let mut seen: Vec<(&'static str, String)> = traffic
             .iter()
-            .filter(|f| f.code == OFFLOAD)
-            .map(|f| f.interface.clone())
+            .map(|f| (f.code, f.interface.clone()))
             .collect();
-        offload_seen.sort();
-        offload_seen.dedup();
+        seen.sort_unstable();
+        seen.dedup();
         let mut f = Findings {
             config,
             traffic,
-            offload_seen,
+            seen,
             len: 0,
         };
-        f.len = f.config.iter().filter(|x| !f.hidden(x)).count() + f.traffic.len();
+        f.len = f.visible_config().count() + f.traffic.len();
         f
     }
 
-    fn hidden(&self, f: &Finding) -> bool {
-        f.code == OFFLOAD && self.offload_seen.binary_search(&f.interface).is_ok()
-    }
-
-    /// The configuration part, to hand to the next poll's `Findings::new` while unchanged.
-    pub fn config(&self) -> &Arc<Vec<Finding>> {
-        &self.config
+    fn visible_config(&self) -> impl Iterator<Item = &Finding> + '_ {
+        self.config.iter().filter(|f| {
+            self.seen.is_empty()
+                || self
+                    .seen
+                    .binary_search_by(|(c, i)| {
+                        (*c, i.as_str()).cmp(&(f.code, f.interface.as_str()))
+                    })
+                    .is_err()
+        })
     }
 
     /// Worst first, then by interface, object and code.
     pub fn iter(&self) -> impl Iterator<Item = &Finding> + '_ {
         Merge {
-            a: self.config.iter().filter(|f| !self.hidden(f)).peekable(),
+            a: self.visible_config().peekable(),
             b: self.traffic.iter().peekable(),
         }
     }
@@ -259,13 +263,11 @@ impl Findings {
     }
 
     pub fn status(&self) -> Status {
-        status_of(self.iter())
+        // the worst severity needs no order
+        status_of(self.visible_config().chain(&self.traffic))
     }
 
     pub fn into_vec(self) -> Vec<Finding> {
-        if self.offload_seen.is_empty() && self.config.is_empty() {
-            return self.traffic;
-        }
         self.iter().cloned().collect()
     }
 }

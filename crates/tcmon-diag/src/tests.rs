@@ -604,25 +604,27 @@ fn every_code_is_explained_and_every_explanation_is_a_code() {
     assert!(f.iter().all(|f| CODES.contains(&f.code)));
 }
 
+/// The offload lab: HTB 2 Mbit, `pfifo limit 20` as 10:, the kernel's GSO limits.
+fn gso_lab() -> Interface {
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
+    i.gso_max_size = Some(65536);
+    i.gso_max_segs = Some(65535);
+    i
+}
+
+/// 9 super-packets queued in 10:, as measured with 4 local TCP streams.
+fn super_packets_queued(i: &mut Interface) {
+    let q = i.qdiscs.iter_mut().find(|q| q.handle == h("10:")).unwrap();
+    q.stats.backlog_bytes = 216_502;
+    q.stats.backlog_packets = 9;
+}
+
 #[test]
 fn gso_super_packets_in_a_shaped_queue() {
     // measured in the lab: HTB 2 Mbit, pfifo limit 20, 4 local TCP streams
     let t0 = Instant::now();
-    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
-    i.gso_max_size = Some(65536);
-    i.gso_max_segs = Some(65535);
-    i.qdiscs
-        .iter_mut()
-        .find(|q| q.handle == h("10:"))
-        .unwrap()
-        .stats
-        .backlog_bytes = 216_502;
-    i.qdiscs
-        .iter_mut()
-        .find(|q| q.handle == h("10:"))
-        .unwrap()
-        .stats
-        .backlog_packets = 9;
+    let mut i = gso_lab();
+    super_packets_queued(&mut i);
     let f = check(&snap(t0, i.clone()));
     let o = f
         .iter()
@@ -735,15 +737,9 @@ fn configuration_rules_read_no_counters() {
 #[test]
 fn findings_merge_in_diagnose_order_and_observed_offload_wins() {
     let t0 = Instant::now();
-    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
-    i.gso_max_size = Some(65536);
-    i.gso_max_segs = Some(65535);
-    let mut before = i.clone();
-    for x in [&mut i, &mut before] {
-        let q = x.qdiscs.iter_mut().find(|q| q.handle == h("10:")).unwrap();
-        q.stats.backlog_bytes = 216_502;
-        q.stats.backlog_packets = 9;
-    }
+    let mut i = gso_lab();
+    super_packets_queued(&mut i);
+    let before = i.clone();
     let (s0, s1) = (
         snap(t0, before),
         snap(t0 + Duration::from_secs(1), i.clone()),
@@ -809,10 +805,8 @@ fn evidence_is_a_sorted_map() {
 #[test]
 fn gro_fix_names_the_ingress_with_gro_on_and_never_loopback() {
     // the forwarding lab: shaped r1, GRO on the ingress r2 (and on lo, as the kernel sets it)
-    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
+    let mut i = gso_lab();
     i.name = "r1".into();
-    i.gso_max_size = Some(65536);
-    i.gso_max_segs = Some(65535);
     let s = snap(Instant::now(), i);
     let gro = |on: Option<bool>| LinkFacts {
         gro: on,

@@ -274,20 +274,22 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
     (s, findings, probes)
 }
 
+/// The fixture's input, with fixed counters and version.
+fn input<'a>(s: &'a Snapshot, findings: &'a Findings, probes: &'a [TargetStatus]) -> Input<'a> {
+    Input {
+        snapshot: s,
+        findings,
+        probes,
+        polls_total: 42,
+        poll_errors_total: 1,
+        version: "0.1.0",
+    }
+}
+
 fn render_fixture(format: Format) -> String {
     let (s, findings, probes) = fixture();
     let findings = findings.into();
-    let out = render(
-        &Input {
-            snapshot: &s,
-            findings: &findings,
-            probes: &probes,
-            polls_total: 42,
-            poll_errors_total: 1,
-            version: "0.1.0",
-        },
-        format,
-    );
+    let out = render(&input(&s, &findings, &probes), format);
     String::from_utf8(out).expect("UTF-8")
 }
 
@@ -427,14 +429,7 @@ fn render_to_a_writer_gives_the_same_text_in_parts() {
             .push(htb_class(minor, root, 125_000, 1000, stats(1, 2, 3, 4)));
     }
     let findings = findings.into();
-    let input = Input {
-        snapshot: &s,
-        findings: &findings,
-        probes: &probes,
-        polls_total: 42,
-        poll_errors_total: 1,
-        version: "0.1.0",
-    };
+    let input = input(&s, &findings, &probes);
     for format in [Format::OpenMetrics, Format::Prometheus] {
         let whole = render(&input, format);
         let mut parts = Parts {

@@ -87,8 +87,9 @@ pub struct Collector {
     watched: Option<HashSet<u32>>,
     /// Interfaces of the last read, to say which ones vanished, with their qdisc count: a
     /// right-sized Vec saves copying 10,000 qdiscs through its growth steps.
-    last_links: Vec<(u32, String)>,
-    last_qdiscs: HashMap<u32, usize>,
+    last_links: Vec<(u32, String, usize)>,
+    /// Every interface of the namespace at the last read, `--dev` or not.
+    all_links: Vec<String>,
     counters: CollectorCounters,
     config_generation: u64,
 }
@@ -141,7 +142,7 @@ impl Collector {
             link_errors: 0,
             watched: None,
             last_links: Vec::new(),
-            last_qdiscs: HashMap::new(),
+            all_links: Vec::new(),
             counters: CollectorCounters::default(),
             config_generation: 0,
         };
@@ -161,10 +162,10 @@ impl Collector {
         Ok(c)
     }
 
-    /// Every interface in the namespace, `--dev` or not: what the others do (GRO on the one
-    /// forwarded traffic arrives on) matters to the shaper on the ones read.
-    pub fn link_names(&mut self) -> Result<Vec<String>, Error> {
-        Ok(self.links()?.into_iter().map(|l| l.name).collect())
+    /// Every interface in the namespace at the last poll, `--dev` or not: what the others do
+    /// (GRO on the one forwarded traffic arrives on) matters to the shaper on the ones read.
+    pub fn link_names(&self) -> &[String] {
+        &self.all_links
     }
 
     pub fn counters(&self) -> CollectorCounters {
@@ -279,6 +280,7 @@ impl Collector {
                 self.link_errors
             ));
         }
+        self.all_links = links.iter().map(|l| l.name.clone()).collect();
         if !self.opts.devices.is_empty() {
             links.retain(|l| self.opts.devices.contains(&l.name));
         }
@@ -287,8 +289,8 @@ impl Collector {
         let mut gone: Vec<&str> = self
             .last_links
             .iter()
-            .filter(|(i, n)| !links.iter().any(|l| l.ifindex == *i && &l.name == n))
-            .map(|(_, n)| n.as_str())
+            .filter(|(i, n, _)| !links.iter().any(|l| l.ifindex == *i && &l.name == n))
+            .map(|(_, n, _)| n.as_str())
             .collect();
         gone.extend(
             self.opts
@@ -305,7 +307,7 @@ impl Collector {
         }
 
         let tick = self.tick;
-        let last_qdiscs = std::mem::take(&mut self.last_qdiscs);
+        let sizes: Vec<(u32, usize)> = self.last_links.iter().map(|(i, _, n)| (*i, *n)).collect();
         let mut qdiscs: HashMap<u32, Vec<Qdisc>> = HashMap::new();
         let mut warnings = Vec::new();
         let mut req = TcMessage::default();
@@ -321,7 +323,8 @@ impl Collector {
                     qdiscs
                         .entry(ifindex)
                         .or_insert_with(|| {
-                            Vec::with_capacity(last_qdiscs.get(&ifindex).copied().unwrap_or(0))
+                            let last = sizes.iter().find(|(i, _)| *i == ifindex);
+                            Vec::with_capacity(last.map_or(0, |(_, n)| *n))
                         })
                         .push(tc::qdisc(m, tick));
                 }
@@ -350,8 +353,10 @@ impl Collector {
         links.sort_by_key(|l| l.ifindex);
         self.watched =
             (!self.opts.devices.is_empty()).then(|| links.iter().map(|l| l.ifindex).collect());
-        self.last_links = links.iter().map(|l| (l.ifindex, l.name.clone())).collect();
-        self.last_qdiscs = links.iter().map(|l| (l.ifindex, l.qdiscs.len())).collect();
+        self.last_links = links
+            .iter()
+            .map(|l| (l.ifindex, l.name.clone(), l.qdiscs.len()))
+            .collect();
         // The cache must not outlive the interfaces (ifindexes are reused).
         self.filter_cache
             .retain(|i, _| links.iter().any(|l| l.ifindex == *i));

@@ -148,9 +148,11 @@ fn default_fifo_at_2mbit_is_critical_and_the_fix_bounds_delay() {
     );
     apply(&pair.a, fix[0].as_str().unwrap());
     std::thread::sleep(Duration::from_secs(7)); // the old queue drains
+    // 2.5 Mbit keeps the 8-packet queue full; at 10 Mbit four probes in five met a full queue
+    // and on a noisy host all 30 could be dropped
     let (code, report, fixed) = loaded_check(
         &pair,
-        || Load::start(&pair.a, Pair::ADDR_B, 1_250_000),
+        || Load::start(&pair.a, Pair::ADDR_B, 312_500),
         Duration::from_millis(1500),
         "1s",
     );

@@ -278,20 +278,30 @@ fn slow_clients_bad_requests_and_a_vanishing_interface_do_not_stop_it() {
 fn connections_over_the_limit_are_closed_until_slots_free() {
     let cfg = TempFile::new(
         "limit.toml",
-        "[serve]\nmax_connections = 4\nheader_timeout = \"1s\"\n",
+        "[serve]\nmax_connections = 4\nheader_timeout = \"3s\"\n",
     );
     let mut s = Served::start(&["--config", cfg.path()]);
     s.wait_polls(1);
     let idle: Vec<TcpStream> = (0..4)
         .map(|_| TcpStream::connect(s.addr).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_millis(200));
+    // A returned connect() is not an accepted connection: on a loaded machine the server may
+    // not have taken them yet (CI once served the fifth first). Wait until it holds all four.
+    let start = Instant::now();
+    while s.accepted() < 4 {
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "the server took {} of 4 connections",
+            s.accepted()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let r = exchange(
         s.addr,
         b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
     assert!(r.is_empty(), "served over the limit: {r:?}");
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(3500));
     assert_eq!(
         s.get("/healthz").status,
         200,

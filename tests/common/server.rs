@@ -108,6 +108,22 @@ impl Served {
         get(self.addr, path, headers)
     }
 
+    /// Connections the server has accepted and still holds open: established sockets on its
+    /// port that have an inode (a handshake still in the accept queue has none).
+    pub fn accepted(&self) -> usize {
+        let port = format!(":{:04X}", self.addr.port());
+        let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
+        table
+            .lines()
+            .skip(1)
+            .filter(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                // local_address, state 01 = ESTABLISHED, inode
+                f.len() > 9 && f[1].ends_with(&port) && f[3] == "01" && f[9] != "0"
+            })
+            .count()
+    }
+
     /// Waits until `/metrics` shows at least `polls` successful polls.
     pub fn wait_polls(&self, polls: u64) {
         let start = Instant::now();

@@ -147,7 +147,8 @@ fn default_fifo_at_2mbit_is_critical_and_the_fix_bounds_delay() {
         "tc qdisc replace dev veth0 parent 1:10 handle 10: pfifo limit 8"
     );
     apply(&pair.a, fix[0].as_str().unwrap());
-    std::thread::sleep(Duration::from_secs(7)); // the old queue drains
+    // the old queue drains
+    std::thread::sleep(Duration::from_secs(7));
     // 2.5 Mbit keeps the 8-packet queue full; at 10 Mbit four probes in five met a full queue
     // and on a noisy host all 30 could be dropped
     let (code, report, fixed) = loaded_check(

@@ -311,6 +311,20 @@ fn connections_over_the_limit_are_closed_until_slots_free() {
     s.assert_alive();
 }
 
+/// serve asks the kernel for 4 KiB pages only (main.rs, `hold_little_memory`): in 2 MiB
+/// transparent huge pages the allocator's freed memory stayed resident.
+#[test]
+fn serve_runs_without_transparent_huge_pages() {
+    let mut s = Served::start(&[]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.pid())).unwrap();
+    let Some(line) = status.lines().find(|l| l.starts_with("THP_enabled:")) else {
+        println!("SKIPPED serve_runs_without_transparent_huge_pages: no THP_enabled in /proc");
+        return;
+    };
+    assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");
+    s.assert_alive();
+}
+
 /// As the systemd unit runs it: an unprivileged user with no capabilities at all.
 #[test]
 fn serves_without_privileges() {

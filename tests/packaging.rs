@@ -95,3 +95,43 @@ fn the_systemd_unit_runs_unprivileged_and_the_deb_ships_it() {
         }
     }
 }
+
+/// systemd itself checks the unit (syntax, directives it knows, the binary) and rates its
+/// sandbox. PID 1 here is not systemd, so this is as close to running it as these machines get.
+#[test]
+fn systemd_accepts_the_unit_and_rates_its_sandbox_ok() {
+    let dir = std::env::temp_dir().join(format!("tcmon-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let unit = dir.join("tcmon.service");
+    let text = read("packaging/systemd/tcmon.service")
+        .replace("/usr/bin/tcmon", env!("CARGO_BIN_EXE_tcmon"));
+    std::fs::write(&unit, text).unwrap();
+    let analyze = |args: &[&str]| {
+        let out = std::process::Command::new("systemd-analyze")
+            .args(args)
+            .arg(&unit)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("systemd-analyze: {e} (install the Debian package systemd; .ci/run does)")
+            });
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, said) = analyze(&["verify"]);
+    let (_, security) = analyze(&["security", "--offline=yes", "--no-pager"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        ok && said.trim().is_empty(),
+        "systemd-analyze verify: {said}"
+    );
+    // "Overall exposure level for tcmon.service: 1.6 OK": 0 is fully locked down, 10 is none.
+    let exposure: f64 = security
+        .lines()
+        .find_map(|l| l.split("exposure level for tcmon.service: ").nth(1))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no exposure level in: {security}"));
+    assert!(exposure <= 2.0, "exposure {exposure}: {security}");
+}

@@ -140,6 +140,49 @@ fn default_fifo_at_2mbit_grades_f_with_the_local_class_as_bottleneck() {
     assert!(f(&r["rpm"]) < 120.0, "over a second per round trip: {r}");
 }
 
+/// The prober on the router itself, the sink on node1: the same FIFO, but the router's own
+/// TCP streams are held by TCP small queues, so the queue, the measured rise and the grade
+/// stay far below what the FIFO does to forwarded traffic (the test above). The bottleneck is
+/// still named, with an estimate that matches the rise.
+#[test]
+fn from_the_router_itself_tcp_small_queues_bound_the_fifo_and_the_class_is_named() {
+    if skip_unless_root(
+        "from_the_router_itself_tcp_small_queues_bound_the_fifo_and_the_class_is_named",
+    ) {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("pbr").unwrap();
+    lab.apply(Scenario::find("default-fifo").unwrap()).unwrap();
+    let _sink = SinkProcess::start(&lab.node1);
+    let mut args = vec![Lab::NODE1];
+    args.extend(LOAD);
+    let r = probe(&lab, &args);
+    let up = phase(&r, "upload");
+    assert!(
+        f(&up["upload_bits_per_sec"]) > 1.5e6,
+        "the link was loaded: {r}"
+    );
+    let rise = f(&up["rtt_ms"]["p50"]);
+    // Four streams, two buffers each: ~50-110 ms at 2 Mbit; the FIFO alone would allow 6 s.
+    assert!(
+        rise > 20.0 && rise < 400.0,
+        "upload from the router: {rise} ms: {r}"
+    );
+    assert_ne!(r["grade"], "F", "{r}");
+    let b = &r["bottleneck"];
+    assert_eq!(b["location"], "local", "{r}");
+    assert_eq!(b["interface"], Lab::SHAPED, "{r}");
+    assert_eq!(b["object"], "1:10", "{r}");
+    let (estimate, measured) = (f(&b["queue_delay_ms"]), f(&b["phase_latency_increase_ms"]));
+    assert!(
+        estimate > measured / 2.0 && estimate < measured * 2.0,
+        "queue delay {estimate} ms vs measured increase {measured} ms: {r}"
+    );
+}
+
 #[test]
 fn a_short_fifo_bounds_the_increase_and_grades_better() {
     if skip_unless_root("a_short_fifo_bounds_the_increase_and_grades_better") {

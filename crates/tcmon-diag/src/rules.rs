@@ -977,7 +977,9 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                         ("parent_burst_bytes", json!(p.burst_bytes)),
                         ("parent_cburst_bytes", json!(p.cburst_bytes)),
                     ]),
-                    fix: plan::commands(c.iface, c.plan(), [parent]),
+                    // The plan lowers the child to the parent's buckets, and raises the parent
+                    // only where the child's own minimum is still larger.
+                    fix: plan::commands(c.iface, c.plan(), [*k, parent]),
                 });
             }
         }

@@ -453,6 +453,18 @@ fn parent_child_consistency() {
     assert!(f
         .iter()
         .all(|f| f.severity == Severity::Info || f.code == "queue-too-deep"));
+    // The child's bucket comes down; the parent is left alone.
+    let b = f
+        .iter()
+        .find(|f| f.code == "htb-child-burst-exceeds-parent")
+        .unwrap();
+    assert_eq!(b.object, "1:10");
+    assert_eq!(b.fix.len(), 1, "{:?}", b.fix);
+    assert!(
+        b.fix[0].contains("classid 1:10 ") && b.fix[0].contains(" burst 1600 "),
+        "{:?}",
+        b.fix
+    );
 }
 
 #[test]

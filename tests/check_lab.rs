@@ -735,6 +735,29 @@ fn ten_thousand_u32_filters_at_one_prio() {
         serde_json::json!(["1:3"])
     );
     assert_eq!(long[0]["severity"], "info");
+    assert_eq!(long[0]["object"], "1:");
+    // The hash table and the link from this prio's own root table (801:, prio 16 took 800:)
+    // are accepted by the kernel; the last line is a comment on moving the rules.
+    let fix: Vec<&str> = long[0]["fix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(fix[1].contains(" ht 801:"), "{fix:?}");
+    for cmd in &fix[..2] {
+        apply(&pair.a, cmd);
+    }
+    assert!(fix[2].starts_with('#'), "{fix:?}");
+    let shown = pair
+        .a
+        .tc(&["filter", "show", "dev", "veth0", "parent", "1:", "prio", "100"])
+        .unwrap();
+    assert!(
+        shown.contains("link ") && shown.contains("divisor 256"),
+        "{}",
+        &shown[..shown.len().min(2000)]
+    );
 }
 
 /// A TBF with a 1 MB bucket at 1 Mbit (8 s of line-rate burst), and its fix.

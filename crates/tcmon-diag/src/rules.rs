@@ -1180,11 +1180,18 @@ fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 }) {
                     *buckets.entry(f.handle_raw >> 12).or_default() += 1;
                 }
-                buckets.into_values().max().unwrap_or(0)
+                // Sorted for a deterministic pick among buckets of equal length.
+                let mut buckets: Vec<(u32, u32)> = buckets.into_iter().collect();
+                buckets.sort_unstable();
+                buckets
+                    .iter()
+                    .max_by_key(|(_, n)| *n)
+                    .map_or((0, None), |&(b, n)| (n, Some(b)))
             }
-            "basic" | "bpf" | "matchall" | "cgroup" => ch.rules,
+            "basic" | "bpf" | "matchall" | "cgroup" => (ch.rules, None),
             _ => continue,
         };
+        let (linear, bucket) = linear;
         if linear <= c.t.filter_chain_max {
             continue;
         }
@@ -1229,12 +1236,21 @@ fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     "tc filter add dev {} parent {} prio {} handle {new_ht} protocol {} u32 divisor 256",
                     c.iface.name, ch.parent, ch.prio, ch.protocol
                 ),
+                // Each prio has its own root table (800:, 801:, ...): link from the one this
+                // chain's rules sit in.
                 format!(
-                    "tc filter add dev {} parent {} prio {} protocol {} u32 ht 800:: match ip dst 0.0.0.0/0 hashkey mask 0x000000ff at 16 link {new_ht}",
-                    c.iface.name, ch.parent, ch.prio, ch.protocol
+                    "tc filter add dev {} parent {} prio {} protocol {} u32 ht {} match ip dst 0.0.0.0/0 hashkey mask 0x000000ff at 16 link {new_ht}",
+                    c.iface.name,
+                    ch.parent,
+                    ch.prio,
+                    ch.protocol,
+                    bucket.map_or_else(
+                        || "800::".to_owned(),
+                        |b| format!("{:x}:{:x}:", b >> 8, b & 0xff)
+                    )
                 ),
                 format!(
-                    "then move each rule into the bucket of its address's last byte: tc filter add ... u32 ht {new_ht}XX: match ip dst A.B.C.D/32 flowid ..."
+                    "# then move each rule into the bucket of its address's last byte: tc filter add ... u32 ht {new_ht}XX: match ip dst A.B.C.D/32 flowid ..."
                 ),
             ],
         });

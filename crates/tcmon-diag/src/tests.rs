@@ -515,14 +515,16 @@ fn tbf_rules() {
 #[test]
 fn long_filter_chain_names_the_classes_behind_it() {
     let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
+    // As tc builds it when prio 400 gets its rule first: prio 400's root table is 800:,
+    // prio 100's 801:.
     let rule = |prio: u16, n: u32, class: &str| Filter {
         parent: h("1:"),
         prio,
         protocol: "ip".into(),
         kind: "u32".into(),
         chain: 0,
-        handle: format!("800::{n:x}"),
-        handle_raw: 0x8000_0000 | n,
+        handle: format!("{}::{n:x}", if prio == 100 { 801 } else { 800 }),
+        handle_raw: (if prio == 100 { 0x801 } else { 0x800 } << 20) | n,
         class_id: Some(h(class)),
         is_rule: true,
         u32: None,
@@ -538,6 +540,15 @@ fn long_filter_chain_names_the_classes_behind_it() {
     assert!(l
         .message
         .contains("traffic for 1:30 is classified only after all of them"));
+    assert_eq!(
+        l.fix[..2],
+        [
+            "tc filter add dev eth1 parent 1: prio 100 handle 802: protocol ip u32 divisor 256",
+            "tc filter add dev eth1 parent 1: prio 100 protocol ip u32 ht 801:0: match ip dst \
+             0.0.0.0/0 hashkey mask 0x000000ff at 16 link 802:",
+        ]
+    );
+    assert!(l.fix[2].starts_with("# "), "prose is a comment: {:?}", l.fix);
 }
 
 #[test]

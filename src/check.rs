@@ -1,7 +1,6 @@
 //! `tcmon check`: sample the tree over a short window, run the diagnosis, report with
 //! monitoring-plugin exit codes (0 ok, 1 warning, 2 critical, 3 unknown).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::process::ExitCode;
@@ -78,6 +77,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         let report = load_test(args, sink)?;
         if let Some(f) = bufferbloat(&report, &findings) {
             findings.push(f);
+            findings.sort_by(tcmon_diag::worst_first);
         }
     }
     findings.retain(|f| !args.ignore.iter().any(|c| c == f.code));
@@ -212,9 +212,13 @@ fn human(
         count(Severity::Warning),
         count(Severity::Info)
     );
-    let mut by_iface: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
+    // Interfaces in the order of their worst finding (findings come worst first).
+    let mut by_iface: Vec<(&str, Vec<&Finding>)> = Vec::new();
     for f in findings {
-        by_iface.entry(f.interface.as_str()).or_default().push(f);
+        match by_iface.iter_mut().find(|(i, _)| *i == f.interface) {
+            Some((_, list)) => list.push(f),
+            None => by_iface.push((f.interface.as_str(), vec![f])),
+        }
     }
     for (iface, list) in by_iface {
         let _ = writeln!(s, "\n{}", if iface.is_empty() { "host" } else { iface });
@@ -255,4 +259,48 @@ fn print_explain(code: &str) -> ExitCode {
     };
     println!("{}: {}\n\nWhat it means\n  {}\n\nWhy it matters\n  {}\n\nHow the numbers are derived\n  {}", e.code, e.title, e.meaning, e.why, e.numbers);
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use tcmon_diag::{Evidence, Finding, Severity, Status};
+
+    use super::human;
+    use crate::{Cli, Command};
+
+    fn finding(sev: Severity, iface: &str, code: &'static str) -> Finding {
+        Finding {
+            code,
+            severity: sev,
+            interface: iface.to_owned(),
+            object: "1:10".to_owned(),
+            message: format!("{code} on {iface}"),
+            evidence: Evidence::new(),
+            fix: vec![format!("tc fix {iface}")],
+        }
+    }
+
+    /// The interface with the critical finding comes first, whatever its name.
+    #[test]
+    fn human_output_groups_interfaces_worst_first() {
+        let Some(Command::Check(args)) = Cli::try_parse_from(["tcmon", "check"]).unwrap().command
+        else {
+            panic!("not check");
+        };
+        let mut findings = vec![
+            finding(Severity::Info, "eth0", "htb-burst-small"),
+            finding(Severity::Critical, "eth1", "queue-too-deep"),
+            finding(Severity::Info, "eth1", "htb-giants"),
+            finding(Severity::Warning, "", "bufferbloat"),
+        ];
+        findings.sort_by(tcmon_diag::worst_first);
+        let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
+        let out = human(Status::of(&findings), &findings, &snap, &args);
+        let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s} missing from\n{out}"));
+        assert!(out.starts_with("CRITICAL: 1 critical, 1 warning, 2 info"), "{out}");
+        assert!(at("\neth1\n") < at("\nhost\n") && at("\nhost\n") < at("\neth0\n"), "{out}");
+        assert!(at("queue-too-deep") < at("htb-giants"), "{out}");
+        assert!(out.contains("fix: tc fix eth1"), "{out}");
+    }
 }

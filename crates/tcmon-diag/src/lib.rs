@@ -190,6 +190,12 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
 }
 
 /// Worst first, then by interface, object and code.
+/// The order findings are reported in: worst first, then by interface, object and code.
+/// For sorting findings added after [`diagnose`] (e.g. a measured bufferbloat) among the rest.
+pub fn worst_first(a: &Finding, b: &Finding) -> Ordering {
+    order(a, b)
+}
+
 fn order(a: &Finding, b: &Finding) -> Ordering {
     b.severity
         .cmp(&a.severity)

@@ -159,7 +159,10 @@ pub fn explain(code: &str) -> Option<Explanation> {
             "HTB counts packets longer than the rate table's mtu as giants.",
             "They are sent, but rate accounting is wrong for them (GSO super-packets are the \
              usual source).",
-            "giants > 0 in the class's xstats.",
+            "giants > 0 in the class's xstats. The fix restates the class (as planned, if other \
+             findings change it) with `mtu` set to the device's gso_max_size (at least its MTU), \
+             so the rate tables cover the largest packet. Kernels since 3.8 compute transmit times \
+             exactly and no longer count giants, so this fires on older kernels only.",
         ),
         "class-saturated" => e(
             "A class runs at its ceil and is dropping or delaying",

@@ -248,6 +248,17 @@ pub(crate) fn command(iface: &Interface, plan: &Plan, c: &Class) -> Option<Strin
     if *t == Target::of(h) {
         return None;
     }
+    Some(class_line(iface, c, h, t))
+}
+
+/// The class restated as planned (or as it is) with rate tables sized for packets of `mtu`.
+pub(crate) fn command_with_mtu(iface: &Interface, plan: &Plan, c: &Class, mtu: u32) -> Option<String> {
+    let h = c.htb()?;
+    let t = plan.targets.get(&c.handle).copied().unwrap_or_else(|| Target::of(h));
+    Some(format!("{} mtu {mtu}", class_line(iface, c, h, &t)))
+}
+
+fn class_line(iface: &Interface, c: &Class, h: &HtbClass, t: &Target) -> String {
     let parent = if c.parent == Handle::ROOT {
         c.handle.qdisc()
     } else {
@@ -273,7 +284,7 @@ pub(crate) fn command(iface: &Interface, plan: &Plan, c: &Class) -> Option<Strin
     if h.linklayer == "atm" {
         cmd.push_str(" linklayer atm");
     }
-    Some(cmd)
+    cmd
 }
 
 /// Commands for `classes`, in order, skipping those that need none.

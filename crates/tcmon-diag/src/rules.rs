@@ -822,10 +822,15 @@ fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Findin
                 ("giants", json!(h.giants)),
                 ("link_mtu", json!(c.iface.mtu)),
             ]),
-            fix: vec![format!(
-                "recreate the class with `mtu {}` (or larger if GSO packets pass it)",
-                c.iface.mtu.max(1500)
-            )],
+            // GSO packets can pass the class as one: size the tables for the largest.
+            fix: plan::command_with_mtu(
+                c.iface,
+                c.plan(),
+                cl,
+                c.iface.gso_max_size.unwrap_or(0).max(c.iface.mtu).max(1500),
+            )
+            .into_iter()
+            .collect(),
         });
     }
     // Saturation needs drops or overlimits in the window: a class that never had either is

@@ -423,6 +423,77 @@ fn burst_rules_are_info_with_a_size() {
     assert!(b.fix[0].contains("burst 1514 cburst"), "{}", b.fix[0]);
 }
 
+fn class_mut<'a>(i: &'a mut Interface, id: &str) -> (&'a mut Stats, &'a mut HtbClass) {
+    let c = i.classes.iter_mut().find(|c| c.handle == h(id)).unwrap();
+    let Some(ClassDetail::Htb(x)) = &mut c.detail else {
+        panic!("{id} is not HTB");
+    };
+    (&mut c.stats, x)
+}
+
+#[test]
+fn cburst_small_is_info_with_a_size() {
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
+    let (_, x) = class_mut(&mut i, "1:10");
+    x.cburst_bytes = 1000;
+    x.cburst_ns = 4_000_000;
+    let f = check(&snap(Instant::now(), i));
+    assert_eq!(codes(&f), vec!["htb-cburst-small"], "{f:#?}");
+    let b = &f[0];
+    assert_eq!((b.severity, b.object.as_str()), (Severity::Info, "1:10"));
+    assert_eq!(b.evidence["bytes"], 1000);
+    assert_eq!(b.evidence["proposed_bytes"], 1514);
+    assert!(b.fix[0].contains(" cburst 1514 "), "{}", b.fix[0]);
+    assert!(b.message.contains("one packet (1514 B)"), "{}", b.message);
+}
+
+#[test]
+fn giants_restate_the_class_with_tables_for_the_largest_packet() {
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
+    i.gso_max_size = Some(65_536);
+    let (_, x) = class_mut(&mut i, "1:10");
+    x.giants = 42;
+    let f = check(&snap(Instant::now(), i));
+    assert_eq!(codes(&f), vec!["htb-giants"], "{f:#?}");
+    let g = &f[0];
+    assert_eq!((g.severity, g.object.as_str()), (Severity::Info, "1:10"));
+    assert_eq!(g.evidence["giants"], 42);
+    assert_eq!(
+        g.fix,
+        vec!["tc class change dev eth1 parent 1:1 classid 1:10 htb rate 2000000bit ceil \
+              2000000bit burst 1850 cburst 1850 prio 0 quantum 25000 mtu 65536"]
+    );
+}
+
+/// At its ceil with drops and overlimits rising: info, with the numbers; below the ceil, or
+/// at it without pressure, nothing.
+#[test]
+fn class_saturated_needs_the_ceil_and_pressure() {
+    let t0 = Instant::now();
+    let run = |sent_bytes: u64, drops: u64, overlimits: u64| {
+        let a = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
+        let mut b = a.clone();
+        let (st, _) = class_mut(&mut b, "1:10");
+        st.bytes = sent_bytes;
+        st.packets = sent_bytes / 1500;
+        st.drops = drops;
+        st.overlimits = overlimits;
+        let (sa, sb) = (snap(t0, a), snap(t0 + Duration::from_secs(2), b));
+        let rates = Rates::between(&sa, &sb);
+        check_with(&sb, Some(&sa), Some(&rates))
+    };
+    // 2 s at 2 Mbit = 500 kB
+    let f = run(495_000, 20, 400);
+    let s = f.iter().find(|f| f.code == "class-saturated").expect("{f:#?}");
+    assert_eq!((s.severity, s.object.as_str()), (Severity::Info, "1:10"));
+    assert_eq!(s.evidence["bits_per_sec"], 1_980_000.0);
+    assert_eq!(s.evidence["drops_per_sec"], 10.0);
+    assert_eq!(s.evidence["overlimits_per_sec"], 200.0);
+    assert!(s.fix.is_empty());
+    assert!(!codes(&run(200_000, 20, 400)).contains(&"class-saturated"));
+    assert!(!codes(&run(495_000, 0, 0)).contains(&"class-saturated"));
+}
+
 #[test]
 fn parent_child_consistency() {
     let q = vec![htb_qdisc(10, 0x10, 0)];

@@ -272,8 +272,16 @@ impl Poller {
         State {
             poll_errors_total: self.poll_errors_total,
             last_error: self.last_error.clone(),
+            // Probes do not depend on the tree: a failing poll must not freeze them.
+            probes: self.probe_status(),
             ..last.clone()
         }
+    }
+
+    fn probe_status(&self) -> Arc<Vec<TargetStatus>> {
+        self.continuous
+            .as_ref()
+            .map_or_else(|| Arc::new(Vec::new()), Continuous::status)
     }
 
     fn step(&mut self, snap: Snapshot) -> State {
@@ -330,10 +338,7 @@ impl Poller {
             snapshot: snap,
             rates,
             findings,
-            probes: self
-                .continuous
-                .as_ref()
-                .map_or_else(|| Arc::new(Vec::new()), Continuous::status),
+            probes: self.probe_status(),
             polls_total: self.polls_total,
             poll_errors_total: self.poll_errors_total,
             last_error: self.last_error.clone(),

@@ -172,6 +172,29 @@ pub(crate) fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
 fn parse(text: &str) -> Result<Config, String> {
     // toml's message already names the line, column and what was expected.
     let cfg: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    validate(&cfg).map_err(|m| match line_of_key(text, &m) {
+        Some(line) => format!("line {line}: {m}"),
+        None => m,
+    })?;
+    Ok(cfg)
+}
+
+/// The line of the value a validation message starts with (`agent.interval must ...`), if the
+/// file sets it (a default that fails cannot, and has no line).
+fn line_of_key(text: &str, message: &str) -> Option<usize> {
+    let path = message.split_whitespace().next()?;
+    let (section, key) = path.split_once('.')?;
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let (_, item) = doc
+        .as_table()
+        .get(section)?
+        .as_table_like()?
+        .get_key_value(key)?;
+    let start = item.span()?.start;
+    Some(text[..start].matches('\n').count() + 1)
+}
+
+fn validate(cfg: &Config) -> Result<(), String> {
     cfg.check.validate()?;
     if cfg.agent.interval < Duration::from_millis(100) {
         return Err("agent.interval must be at least 100ms".into());
@@ -179,8 +202,11 @@ fn parse(text: &str) -> Result<Config, String> {
     if cfg.probes.interval < Duration::from_millis(10) {
         return Err("probes.interval must be at least 10ms".into());
     }
-    if cfg.probes.timeout.is_zero() || !(1..=10_000).contains(&cfg.probes.recent) {
-        return Err("probes.timeout must be above 0 and probes.recent between 1 and 10000".into());
+    if cfg.probes.timeout.is_zero() {
+        return Err("probes.timeout must be above 0".into());
+    }
+    if !(1..=10_000).contains(&cfg.probes.recent) {
+        return Err("probes.recent must be between 1 and 10000".into());
     }
     if !(1..=100_000).contains(&cfg.agent.history) {
         return Err("agent.history must be between 1 and 100000 samples".into());
@@ -191,7 +217,7 @@ fn parse(text: &str) -> Result<Config, String> {
     if cfg.serve.header_timeout < Duration::from_millis(100) {
         return Err("serve.header_timeout must be at least 100ms".into());
     }
-    Ok(cfg)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -211,6 +237,11 @@ mod tests {
         assert_eq!(cfg.serve.listen, serve.listen);
         assert_eq!(cfg.serve.max_connections, serve.max_connections);
         assert_eq!(cfg.serve.header_timeout, serve.header_timeout);
+        assert_eq!(
+            format!("{:?}", cfg.check),
+            format!("{:?}", tcmon_diag::Thresholds::default()),
+            "config.toml documents the thresholds' defaults"
+        );
     }
 
     #[test]
@@ -227,17 +258,19 @@ mod tests {
         );
         let e = parse("[check]\nquantum_max_bytes = 0\n").unwrap_err();
         assert!(
-            e.contains("check.quantum_max_bytes must be at least 1000"),
+            e.starts_with("line 2: check.quantum_max_bytes must be at least 1000"),
             "{e}"
         );
         let e = parse("[probes]\ntargets = [\"udp:nohost\"]\n").unwrap_err();
         assert!(e.contains("line 2") && e.contains("HOST:PORT"), "{e}");
         let cfg = parse("[probes]\ntargets = [\"10.0.0.1\", \"udp:127.0.0.1:7878\"]\n").unwrap();
         assert_eq!(cfg.probes.targets.len(), 2);
-        let e = parse("[agent]\ninterval = \"10ms\"\n").unwrap_err();
-        assert!(e.contains("agent.interval"), "{e}");
+        let e = parse("# tcmon\n[agent]\ninterval = \"10ms\"\n").unwrap_err();
+        assert_eq!(e, "line 3: agent.interval must be at least 100ms");
         let e = parse("[check]\nsaturated_ratio = -1.0\n").unwrap_err();
-        assert!(e.contains("saturated_ratio"), "{e}");
+        assert!(e.starts_with("line 2: check.saturated_ratio"), "{e}");
+        let e = parse("probes.recent = 0\n").unwrap_err();
+        assert!(e.starts_with("line 1: probes.recent must be"), "{e}");
         let e = parse("[serve]\n\nlisten = \"localhost\"\n").unwrap_err();
         assert!(e.contains("line 3") && e.contains("socket address"), "{e}");
         let e = parse("[serve]\nlisten_address = \"127.0.0.1:1\"\n").unwrap_err();
@@ -245,7 +278,11 @@ mod tests {
             e.contains("line 2") && e.contains("unknown field `listen_address`"),
             "{e}"
         );
-        let e = parse("[serve]\nmax_connections = 0\n").unwrap_err();
-        assert!(e.contains("serve.max_connections"), "{e}");
+        let e = parse("[serve]\n\n\nmax_connections = 0\n").unwrap_err();
+        assert!(e.starts_with("line 4: serve.max_connections"), "{e}");
+        // Both critical and warning set, the first one failing the pair is named.
+        let e = parse("[check]\nqueue_delay_warning_ms = 500\nqueue_delay_critical_ms = 100\n")
+            .unwrap_err();
+        assert!(e.starts_with("line 3: check.queue_delay_critical_ms"), "{e}");
     }
 }

@@ -213,7 +213,7 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
                     old_flows_len: 2,
                     ce_mark_packets: Some(0),
                     memory_usage_bytes: Some(4096),
-                    drop_overmemory_packets: None,
+                    drop_overmemory_packets: Some(3),
                 }),
                 ..FqCodel::default()
             }))),

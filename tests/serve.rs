@@ -402,6 +402,13 @@ fn continuous_probes_are_exported() {
         value(&body, &format!("tcmon_probe_loss_ratio{{{labels}}}")),
         Some(0.0)
     );
+    // Idle loopback: the current latency is at its baseline.
+    let increase = value(
+        &body,
+        &format!("tcmon_probe_latency_increase_seconds{{{labels}}}"),
+    )
+    .unwrap();
+    assert!((0.0..0.05).contains(&increase), "idle increase: {increase}");
     assert!(body.contains(&format!(
         "tcmon_probe_rtt_seconds_bucket{{{labels},le=\"+Inf\"}}"
     )));

@@ -297,9 +297,18 @@ mod tests {
         findings.sort_by(tcmon_diag::worst_first);
         let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
         let out = human(Status::of(&findings), &findings, &snap, &args);
-        let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s} missing from\n{out}"));
-        assert!(out.starts_with("CRITICAL: 1 critical, 1 warning, 2 info"), "{out}");
-        assert!(at("\neth1\n") < at("\nhost\n") && at("\nhost\n") < at("\neth0\n"), "{out}");
+        let at = |s: &str| {
+            out.find(s)
+                .unwrap_or_else(|| panic!("{s} missing from\n{out}"))
+        };
+        assert!(
+            out.starts_with("CRITICAL: 1 critical, 1 warning, 2 info"),
+            "{out}"
+        );
+        assert!(
+            at("\neth1\n") < at("\nhost\n") && at("\nhost\n") < at("\neth0\n"),
+            "{out}"
+        );
         assert!(at("queue-too-deep") < at("htb-giants"), "{out}");
         assert!(out.contains("fix: tc fix eth1"), "{out}");
     }

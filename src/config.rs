@@ -283,6 +283,9 @@ mod tests {
         // Both critical and warning set, the first one failing the pair is named.
         let e = parse("[check]\nqueue_delay_warning_ms = 500\nqueue_delay_critical_ms = 100\n")
             .unwrap_err();
-        assert!(e.starts_with("line 3: check.queue_delay_critical_ms"), "{e}");
+        assert!(
+            e.starts_with("line 3: check.queue_delay_critical_ms"),
+            "{e}"
+        );
     }
 }

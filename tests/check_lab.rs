@@ -133,6 +133,9 @@ fn default_fifo_at_2mbit_is_critical_and_the_fix_bounds_delay() {
     // the backlog measured during the window explains the delay measured by the probe
     let standing = findings(&report, "standing-queue");
     assert_eq!(standing.len(), 1, "{report:#}");
+    // the implicit FIFO has no handle of its own: the class it serves is named
+    assert_eq!(standing[0]["object"], "1:10", "{report:#}");
+    assert_eq!(standing[0]["severity"], "warning", "{report:#}");
     let predicted = standing[0]["evidence"]["queue_delay_ms"].as_f64().unwrap();
     let measured = loaded.as_secs_f64() * 1000.0;
     assert!(
@@ -572,14 +575,16 @@ fn r2q_misconfiguration_and_its_fix() {
     assert_eq!(b10["evidence"]["computed_quantum_bytes"], 11_250_000);
     assert_eq!(b10["evidence"]["quantum_bytes"], 200_000);
     assert_eq!(b10["evidence"]["proposed_r2q"], 563);
+    assert!(big.iter().all(|f| f["severity"] == "info"), "{report:#}");
     for f in &big {
         apply(&pair.a, f["fix"][0].as_str().unwrap());
     }
-    let (_, report) = check(&pair, "100ms");
+    let (code, report) = check(&pair, "100ms");
     assert!(
         findings(&report, "htb-quantum-big").is_empty(),
         "{report:#}"
     );
+    assert_eq!(code, 0, "{report:#}");
     let q10 = common::dump_json(&["--netns", &pair.a.name, "--dev", &pair.dev_a]);
     let class = |id: &str| {
         q10["interfaces"][0]["classes"]
@@ -614,7 +619,10 @@ fn r2q_misconfiguration_and_its_fix() {
     assert_eq!(small[0]["object"], "1:10");
     assert_eq!(small[0]["evidence"]["quantum_bytes"], 1000);
     assert_eq!(small[0]["evidence"]["proposed_r2q"], 5);
-    apply(&pair.a, small[0]["fix"][0].as_str().unwrap());
+    assert_eq!(small[0]["severity"], "info");
+    for cmd in small[0]["fix"].as_array().unwrap() {
+        apply(&pair.a, cmd.as_str().unwrap());
+    }
     let (code, report) = check(&pair, "100ms");
     assert!(
         findings(&report, "htb-quantum-small").is_empty(),
@@ -751,7 +759,9 @@ fn ten_thousand_u32_filters_at_one_prio() {
     assert!(fix[2].starts_with('#'), "{fix:?}");
     let shown = pair
         .a
-        .tc(&["filter", "show", "dev", "veth0", "parent", "1:", "prio", "100"])
+        .tc(&[
+            "filter", "show", "dev", "veth0", "parent", "1:", "prio", "100",
+        ])
         .unwrap();
     assert!(
         shown.contains("link ") && shown.contains("divisor 256"),
@@ -773,6 +783,31 @@ fn huge_tbf_burst_and_its_fix() {
     let huge = findings(&report, "tbf-burst-huge");
     assert_eq!(huge.len(), 1, "{report:#}");
     assert!(huge[0]["evidence"]["burst_ms"].as_f64().unwrap() > 8000.0);
+    assert_eq!(huge[0]["severity"], "info");
+    assert_eq!(huge[0]["object"], "1:");
+    // An accepted risk: --ignore drops the finding, nothing else.
+    let o = common::tcmon(&[
+        "check",
+        "--json",
+        "--netns",
+        &pair.a.name,
+        "--dev",
+        &pair.dev_a,
+        "--window",
+        "100ms",
+        "--ignore",
+        "tbf-burst-huge",
+    ]);
+    let ignored: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        findings(&ignored, "tbf-burst-huge").is_empty(),
+        "{ignored:#}"
+    );
+    assert_eq!(
+        ignored["findings"].as_array().unwrap().len(),
+        report["findings"].as_array().unwrap().len() - 1,
+        "{ignored:#}"
+    );
     apply(&pair.a, huge[0]["fix"][0].as_str().unwrap());
     let (code, report) = check(&pair, "100ms");
     assert!(findings(&report, "tbf-burst-huge").is_empty(), "{report:#}");

@@ -252,9 +252,18 @@ pub(crate) fn command(iface: &Interface, plan: &Plan, c: &Class) -> Option<Strin
 }
 
 /// The class restated as planned (or as it is) with rate tables sized for packets of `mtu`.
-pub(crate) fn command_with_mtu(iface: &Interface, plan: &Plan, c: &Class, mtu: u32) -> Option<String> {
+pub(crate) fn command_with_mtu(
+    iface: &Interface,
+    plan: &Plan,
+    c: &Class,
+    mtu: u32,
+) -> Option<String> {
     let h = c.htb()?;
-    let t = plan.targets.get(&c.handle).copied().unwrap_or_else(|| Target::of(h));
+    let t = plan
+        .targets
+        .get(&c.handle)
+        .copied()
+        .unwrap_or_else(|| Target::of(h));
     Some(format!("{} mtu {mtu}", class_line(iface, c, h, &t)))
 }
 

@@ -460,8 +460,10 @@ fn giants_restate_the_class_with_tables_for_the_largest_packet() {
     assert_eq!(g.evidence["giants"], 42);
     assert_eq!(
         g.fix,
-        vec!["tc class change dev eth1 parent 1:1 classid 1:10 htb rate 2000000bit ceil \
-              2000000bit burst 1850 cburst 1850 prio 0 quantum 25000 mtu 65536"]
+        vec![
+            "tc class change dev eth1 parent 1:1 classid 1:10 htb rate 2000000bit ceil \
+              2000000bit burst 1850 cburst 1850 prio 0 quantum 25000 mtu 65536"
+        ]
     );
 }
 
@@ -484,7 +486,10 @@ fn class_saturated_needs_the_ceil_and_pressure() {
     };
     // 2 s at 2 Mbit = 500 kB
     let f = run(495_000, 20, 400);
-    let s = f.iter().find(|f| f.code == "class-saturated").expect("{f:#?}");
+    let s = f
+        .iter()
+        .find(|f| f.code == "class-saturated")
+        .expect("{f:#?}");
     assert_eq!((s.severity, s.object.as_str()), (Severity::Info, "1:10"));
     assert_eq!(s.evidence["bits_per_sec"], 1_980_000.0);
     assert_eq!(s.evidence["drops_per_sec"], 10.0);
@@ -619,7 +624,11 @@ fn long_filter_chain_names_the_classes_behind_it() {
              0.0.0.0/0 hashkey mask 0x000000ff at 16 link 802:",
         ]
     );
-    assert!(l.fix[2].starts_with("# "), "prose is a comment: {:?}", l.fix);
+    assert!(
+        l.fix[2].starts_with("# "),
+        "prose is a comment: {:?}",
+        l.fix
+    );
 }
 
 #[test]

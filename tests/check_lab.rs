@@ -12,7 +12,12 @@ use tcmon_lab::{skip_unless_root, Lab, Netns, Pair, TcpLoad, TcpSink, UdpEcho};
 
 /// `tcmon check --json` on the shaped device of `pair`: (exit code, report).
 fn check(pair: &Pair, window: &str) -> (i32, Value) {
-    let o = common::tcmon(&[
+    check_args(pair, window, &[])
+}
+
+/// `check` as above with more arguments.
+fn check_args(pair: &Pair, window: &str, more: &[&str]) -> (i32, Value) {
+    let mut args = vec![
         "check",
         "--json",
         "--netns",
@@ -21,7 +26,9 @@ fn check(pair: &Pair, window: &str) -> (i32, Value) {
         &pair.dev_a,
         "--window",
         window,
-    ]);
+    ];
+    args.extend_from_slice(more);
+    let o = common::tcmon(&args);
     let v: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", common::stdout(&o), common::stderr(&o)));
     (o.status.code().unwrap(), v)
@@ -786,19 +793,7 @@ fn huge_tbf_burst_and_its_fix() {
     assert_eq!(huge[0]["severity"], "info");
     assert_eq!(huge[0]["object"], "1:");
     // An accepted risk: --ignore drops the finding, nothing else.
-    let o = common::tcmon(&[
-        "check",
-        "--json",
-        "--netns",
-        &pair.a.name,
-        "--dev",
-        &pair.dev_a,
-        "--window",
-        "100ms",
-        "--ignore",
-        "tbf-burst-huge",
-    ]);
-    let ignored: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (_, ignored) = check_args(&pair, "100ms", &["--ignore", "tbf-burst-huge"]);
     assert!(
         findings(&ignored, "tbf-burst-huge").is_empty(),
         "{ignored:#}"

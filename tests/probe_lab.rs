@@ -106,6 +106,20 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// The verdict names the router's shaped class, with a queue-delay estimate within a factor of
+/// two of the rise it measured.
+fn assert_shaper_class_named(r: &Value) {
+    let b = &r["bottleneck"];
+    assert_eq!(b["location"], "local", "{r}");
+    assert_eq!(b["interface"], Lab::SHAPED, "{r}");
+    assert_eq!(b["object"], "1:10", "{r}");
+    let (estimate, measured) = (f(&b["queue_delay_ms"]), f(&b["phase_latency_increase_ms"]));
+    assert!(
+        estimate > measured / 2.0 && estimate < measured * 2.0,
+        "queue delay {estimate} ms vs measured increase {measured} ms: {r}"
+    );
+}
+
 #[test]
 fn default_fifo_at_2mbit_grades_f_with_the_local_class_as_bottleneck() {
     if skip_unless_root("default_fifo_at_2mbit_grades_f_with_the_local_class_as_bottleneck") {
@@ -128,15 +142,7 @@ fn default_fifo_at_2mbit_grades_f_with_the_local_class_as_bottleneck() {
         "the link was loaded: {r}"
     );
     assert_eq!(r["grade"], "F", "{r}");
-    let b = &r["bottleneck"];
-    assert_eq!(b["location"], "local", "{r}");
-    assert_eq!(b["interface"], Lab::SHAPED, "{r}");
-    assert_eq!(b["object"], "1:10", "{r}");
-    let (estimate, measured) = (f(&b["queue_delay_ms"]), f(&b["phase_latency_increase_ms"]));
-    assert!(
-        estimate > measured / 2.0 && estimate < measured * 2.0,
-        "queue delay {estimate} ms vs measured increase {measured} ms: {r}"
-    );
+    assert_shaper_class_named(&r);
     assert!(f(&r["rpm"]) < 120.0, "over a second per round trip: {r}");
 }
 
@@ -172,15 +178,7 @@ fn from_the_router_itself_tcp_small_queues_bound_the_fifo_and_the_class_is_named
         "upload from the router: {rise} ms: {r}"
     );
     assert_ne!(r["grade"], "F", "{r}");
-    let b = &r["bottleneck"];
-    assert_eq!(b["location"], "local", "{r}");
-    assert_eq!(b["interface"], Lab::SHAPED, "{r}");
-    assert_eq!(b["object"], "1:10", "{r}");
-    let (estimate, measured) = (f(&b["queue_delay_ms"]), f(&b["phase_latency_increase_ms"]));
-    assert!(
-        estimate > measured / 2.0 && estimate < measured * 2.0,
-        "queue delay {estimate} ms vs measured increase {measured} ms: {r}"
-    );
+    assert_shaper_class_named(&r);
 }
 
 #[test]

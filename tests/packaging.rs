@@ -135,3 +135,64 @@ fn systemd_accepts_the_unit_and_rates_its_sandbox_ok() {
         .unwrap_or_else(|| panic!("no exposure level in: {security}"));
     assert!(exposure <= 2.0, "exposure {exposure}: {security}");
 }
+
+/// `cargo deb` (cargo-deb, which `.ci/run` installs) builds the package from this build's
+/// binary: the files where the unit and the docs say, the config a conffile, the systemd
+/// maintainer scripts (daemon-reload; the service neither enabled nor started), a libc
+/// dependency, and a binary that runs.
+#[test]
+fn the_debian_package_has_its_files_scripts_and_a_binary_that_runs() {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("tcmon-deb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // `--no-build` packages target/release/tcmon: a target dir holding this build's binary
+    std::fs::create_dir_all(dir.join("release")).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_tcmon"), dir.join("release/tcmon")).unwrap();
+    let deb = dir.join("tcmon.deb");
+    let out = Command::new("cargo")
+        .args(["deb", "--no-build", "--strip", "-o"])
+        .arg(&deb)
+        .env("CARGO_TARGET_DIR", &dir)
+        .current_dir(ROOT)
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "cargo deb (install it with `cargo install cargo-deb`, as .ci/run does): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dpkg = |args: &[&str]| {
+        let o = Command::new("dpkg-deb").args(args).output().expect("dpkg-deb");
+        assert!(o.status.success(), "dpkg-deb {args:?}: {o:?}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let deb = deb.to_str().unwrap();
+    let files = dpkg(&["-c", deb]);
+    for f in [
+        "./usr/bin/tcmon",
+        "./usr/lib/systemd/system/tcmon.service",
+        "./etc/tcmon/config.toml",
+        "./usr/share/doc/tcmon/README.md",
+        "./usr/share/doc/tcmon/examples/prometheus/tcmon-rules.yml",
+        "./usr/share/doc/tcmon/examples/grafana/tcmon-dashboard.json",
+    ] {
+        assert!(files.contains(f), "{f} not in the package:\n{files}");
+    }
+    assert!(dpkg(&["-f", deb, "Depends"]).contains("libc6"));
+    let ctl = dir.join("control");
+    dpkg(&["-e", deb, ctl.to_str().unwrap()]);
+    let control = |name: &str| std::fs::read_to_string(ctl.join(name)).unwrap_or_default();
+    assert_eq!(control("conffiles").trim(), "/etc/tcmon/config.toml");
+    let postinst = control("postinst");
+    assert!(postinst.contains("daemon-reload"), "{postinst}");
+    assert!(!postinst.contains("deb-systemd-invoke start"), "{postinst}");
+    assert!(control("postrm").contains("deb-systemd-helper purge"));
+    let root = dir.join("root");
+    dpkg(&["-x", deb, root.to_str().unwrap()]);
+    let v = Command::new(root.join("usr/bin/tcmon"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(v.status.success() && String::from_utf8_lossy(&v.stdout).starts_with("tcmon "));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -162,7 +162,10 @@ fn the_debian_package_has_its_files_scripts_and_a_binary_that_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
     let dpkg = |args: &[&str]| {
-        let o = Command::new("dpkg-deb").args(args).output().expect("dpkg-deb");
+        let o = Command::new("dpkg-deb")
+            .args(args)
+            .output()
+            .expect("dpkg-deb");
         assert!(o.status.success(), "dpkg-deb {args:?}: {o:?}");
         String::from_utf8(o.stdout).unwrap()
     };

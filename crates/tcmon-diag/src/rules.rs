@@ -519,7 +519,7 @@ fn offload_fix(c: &Ctx<'_>) -> Vec<String> {
         }
     } else if others.is_empty() || others.iter().any(|(_, gro)| gro.is_none()) {
         fix.push(
-            "for forwarded traffic: ethtool -K IN_DEV gro off, on the interface it arrives on"
+            "# for forwarded traffic: ethtool -K IN_DEV gro off, on the interface it arrives on"
                 .into(),
         );
     }

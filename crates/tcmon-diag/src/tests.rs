@@ -935,7 +935,7 @@ fn gro_fix_names_the_ingress_with_gro_on_and_never_loopback() {
             .fix
     };
     let generic =
-        "for forwarded traffic: ethtool -K IN_DEV gro off, on the interface it arrives on";
+        "# for forwarded traffic: ethtool -K IN_DEV gro off, on the interface it arrives on";
     assert_eq!(
         fix_with(&[("lo", Some(true)), ("r1", Some(true)), ("r2", Some(true))]),
         vec![

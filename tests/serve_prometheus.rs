@@ -170,6 +170,15 @@ fn prometheus_rate_of_class_bytes_matches_the_traffic_sent() {
     // Prometheus took every sample of every scrape.
     let targets = get(prom.addr, "/api/v1/targets", &[]).body;
     assert!(targets.contains("\"lastError\":\"\""), "{targets}");
+    // ...in OpenMetrics, which it asks for first: only that format declares `tcmon_build` an
+    // info family (the 0.0.4 text has a gauge `tcmon_build_info`).
+    let meta = get(
+        prom.addr,
+        "/api/v1/targets/metadata?metric=tcmon_build",
+        &[],
+    )
+    .body;
+    assert!(meta.contains("\"type\":\"info\""), "{meta}");
 
     // The dashboard's queries are valid PromQL, and those about classes find them.
     let dashboard: serde_json::Value = serde_json::from_str(

@@ -53,9 +53,12 @@ pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
             println!("look at it:");
             println!("  tcmon dump --netns {router} --dev {}", Lab::SHAPED);
             println!("  tcmon check --netns {router} --dev {}", Lab::SHAPED);
-            println!("load the shaper (node2 -> node1, ~5.6 Mbit of pings) and watch the delay:");
+            // Without -l, ping waits for replies and slows to what the shaper passes: no queue.
             println!(
-                "  ip netns exec {n2} ping -q -i 0.002 -s 1400 {} &",
+                "load the shaper (node2 -> node1, ~5.6 Mbit of pings, 200 in flight) and watch the delay:"
+            );
+            println!(
+                "  ip netns exec {n2} ping -q -i 0.002 -l 200 -s 1400 {} &",
                 Lab::NODE1
             );
             println!("  ip netns exec {n1} ping {}", Lab::NODE2);

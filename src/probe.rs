@@ -88,14 +88,24 @@ fn human(r: &Report) -> String {
             fmt_bits_per_sec(p.upload_bits_per_sec),
         );
     }
+    // Without --load there is one phase of whatever traffic there was: no load was applied.
+    let loaded = !r.phases.iter().any(|p| p.name == "observed");
     match (r.latency_increase_ms, r.grade) {
-        (Some(inc), Some(g)) => {
+        (Some(inc), Some(g)) if loaded => {
             let rpm = r
                 .rpm
                 .map_or(String::new(), |x| format!(", responsiveness {x:.0} RPM"));
             let _ = writeln!(
                 s,
                 "\nlatency increase under load: {}, grade {g}{rpm}",
+                ms(inc)
+            );
+        }
+        (Some(inc), Some(g)) => {
+            let _ = writeln!(
+                s,
+                "\nno load applied (--load SINK runs one): with the traffic there was, the median \
+                 was {} above the minimum, grade {g}",
                 ms(inc)
             );
         }

@@ -249,10 +249,13 @@ fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ("ceil_bytes_per_sec", json!(ceil)),
                 ("predicted_delay_ms", json!(ms(delay_ns))),
                 ("target_delay_ms", json!(c.t.target_queue_delay_ms)),
-                ("alternative_fix", json!(aqm_alternative(c, class.handle))),
             ]),
             fix,
         });
+        // Offered only where the kernel has fq_codel: a null said nothing.
+        if let (Some(f), Some(alt)) = (out.last_mut(), aqm_alternative(c, class.handle)) {
+            f.evidence.insert("alternative_fix", json!(alt));
+        }
     }
 }
 
@@ -656,6 +659,10 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
         ),
         evidence: ev([
             ("default_minor", json!(h.default_minor)),
+            (
+                "default_class",
+                json!(format!("{}:{:x}", q.handle.major(), h.default_minor)),
+            ),
             ("default_is_inner_class", json!(inner)),
             ("direct_packets", json!(h.direct_packets)),
             ("direct_packets_before", json!(before)),
@@ -710,8 +717,8 @@ fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
                 fmt_bits_per_sec(x.rate_bytes_per_sec as f64 * 8.0),
                 if u64::from(x.quantum_bytes) == computed { "" } else { ", clamped by the kernel" },
                 match qp.r2q {
-                    Some(n) => format!("r2q {n} puts every leaf of {} in range (quanta set to rate/{n})", q.handle),
-                    None => format!("no single r2q fits every leaf of {}: quanta set explicitly", q.handle),
+                    Some(n) => format!("r2q {n} puts every leaf of qdisc {} in range (quanta set to rate/{n})", q.handle),
+                    None => format!("no single r2q fits every leaf of qdisc {}, so quanta are set explicitly", q.handle),
                 }
             ),
             evidence: ev([
@@ -850,7 +857,8 @@ fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Findin
                 object: cl.handle.to_string(),
                 message: format!(
                     "class {} sends {} of its {} ceil, with {:.0} drops/s and {:.0} overlimits/s: \
-                     it is the bottleneck, working as configured",
+                     it is the bottleneck, held to its ceil as configured (raise the ceil if \
+                     that is too low)",
                     cl.handle,
                     fmt_bits_per_sec(sending),
                     fmt_bits_per_sec(ceil_bits),
@@ -860,8 +868,11 @@ fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Findin
                 evidence: ev([
                     ("bits_per_sec", json!(sending.round())),
                     ("ceil_bits_per_sec", json!(ceil_bits)),
-                    ("drops_per_sec", json!(r.drops_per_sec)),
-                    ("overlimits_per_sec", json!(r.overlimits_per_sec)),
+                    ("drops_per_sec", json!(r.drops_per_sec.map(tenths))),
+                    (
+                        "overlimits_per_sec",
+                        json!(r.overlimits_per_sec.map(tenths)),
+                    ),
                 ]),
                 fix: vec![],
             });
@@ -1334,4 +1345,9 @@ fn bql(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             c.iface.name, c.t.bql_limit_max_bytes
         )],
     });
+}
+
+/// Rates in evidence to a tenth: `260.9739324882664` drops/s says no more than `261.0`.
+fn tenths(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
 }

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use tcmon_lab::{is_root, remove_lab, Lab, Scenario, SCENARIOS};
 
 use crate::{LabAction, EXIT_USAGE};
@@ -28,10 +28,11 @@ pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
             let name = scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
             let Some(s) = Scenario::find(name) else {
                 let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-                bail!(
-                    "no lab scenario named '{name}' (have: {})",
+                eprintln!(
+                    "tcmon: no lab scenario named '{name}' (have: {})",
                     names.join(", ")
                 );
+                return Ok(ExitCode::from(EXIT_USAGE));
             };
             // A new lab replaces the old one.
             remove_lab(PREFIX)?;

@@ -71,7 +71,7 @@ struct UiArgs {
     #[command(flatten)]
     target: Target,
     /// Poll this often (e.g. 500ms, 2s; at least 100ms). Default: `[agent] interval`, 1s.
-    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DUR", value_parser = duration)]
     interval: Option<Duration>,
 }
 
@@ -130,10 +130,10 @@ struct DumpArgs {
     #[arg(long)]
     json: bool,
     /// Sample twice or more, this far apart, and print rates (e.g. 1s, 500ms).
-    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration)]
     interval: Option<Duration>,
     /// With --interval: how many rate samples to print (default 1).
-    #[arg(long, value_name = "N", requires = "interval")]
+    #[arg(long, value_name = "N", requires = "interval", value_parser = at_least_one)]
     count: Option<u64>,
     /// Skip filters (one dump per parent; the slow part on trees with thousands of classes).
     #[arg(long)]
@@ -145,7 +145,7 @@ struct CheckArgs {
     #[command(flatten)]
     target: Target,
     /// Sampling window, so that rate-based rules see traffic.
-    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "2s")]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "2s")]
     window: Duration,
     /// `{"status": ..., "findings": [...]}`.
     #[arg(long)]
@@ -158,10 +158,10 @@ struct CheckArgs {
     explain: Option<String>,
     /// Also run the latency-under-load test against this `tcmon sink` (HOST:PORT) and add a
     /// `bufferbloat` finding graded by it.
-    #[arg(long, value_name = "SINK_ADDR")]
+    #[arg(long, value_name = "SINK_ADDR", value_parser = socket_addr)]
     load: Option<std::net::SocketAddr>,
     /// With --load: how long the test runs (five phases).
-    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "20s", requires = "load")]
+    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "20s", requires = "load")]
     load_duration: Duration,
     /// With --load: congestion control of the load streams (reno, cubic, bbr).
     #[arg(long, value_name = "NAME", requires = "load")]
@@ -175,16 +175,16 @@ struct ProbeArgs {
     #[arg(value_name = "TARGET", required = true)]
     targets: Vec<String>,
     /// Load against this `tcmon sink` (HOST:PORT). Without it only current traffic is seen.
-    #[arg(long, value_name = "SINK_ADDR")]
+    #[arg(long, value_name = "SINK_ADDR", value_parser = socket_addr)]
     load: Option<std::net::SocketAddr>,
     /// The whole test; with --load, five equal phases.
-    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "30s")]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "30s")]
     duration: Duration,
     /// Time between probes to each target.
-    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "200ms")]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "200ms")]
     interval: Duration,
     /// A probe unanswered this long is lost (long: bloated queues answer late, not never).
-    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "10s")]
+    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s")]
     timeout: Duration,
     /// TCP streams per direction.
     #[arg(long, value_name = "N", default_value_t = 4)]
@@ -211,16 +211,16 @@ struct ProbeArgs {
 #[derive(Debug, Args)]
 struct SinkArgs {
     /// TCP and UDP on this address (use 0.0.0.0:7878 to serve other hosts).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878", value_parser = socket_addr)]
     listen: std::net::SocketAddr,
     /// Streams open at once; more are refused.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_connections: usize,
     /// Each stream is ended after this long.
-    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "60s")]
+    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "60s")]
     max_stream: Duration,
     /// A stream that moves nothing this long is ended.
-    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration, default_value = "10s")]
+    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s")]
     idle: Duration,
 }
 
@@ -229,12 +229,41 @@ struct ServeArgs {
     #[command(flatten)]
     target: Target,
     /// Address to listen on (default: [serve] listen in the config, else 127.0.0.1:29110).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
     listen: Option<SocketAddr>,
 }
 
 /// Exit status for a bad argument (`--dev`, `--netns`, config), as distinct from a failure.
 const EXIT_USAGE: u8 = 2;
+
+/// A duration as people write it, with examples when it is not one.
+fn duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|_| "expected a duration such as 2s, 500ms or 1m30s".to_owned())
+}
+
+/// A count of samples: zero would print nothing and succeed.
+fn at_least_one(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number, at least 1".into()),
+    }
+}
+
+/// A window or an interval: rates divide by it.
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match duration(s)? {
+        d if d.is_zero() => Err("must be longer than 0".into()),
+        d => Ok(d),
+    }
+}
+
+/// `IP:PORT`; names are not resolved (a listener or a sink is an address).
+fn socket_addr(s: &str) -> Result<SocketAddr, String> {
+    s.parse().map_err(|_| {
+        format!("expected an IP address and port, such as 127.0.0.1:29110 or [::1]:29110 (not a host name)")
+    })
+}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

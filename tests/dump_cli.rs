@@ -34,6 +34,33 @@ fn bad_dev_is_one_line_and_exit_2() {
     );
 }
 
+/// Durations, counts and addresses that cannot work are usage errors that say what would
+/// (exit 2; 3 for `check`, which a monitoring system reads as UNKNOWN).
+#[test]
+fn bad_durations_counts_and_addresses_say_what_is_expected() {
+    for (args, code, want) in [
+        (&["check", "--window", "banana"][..], 3, "such as 2s, 500ms"),
+        (&["check", "--window", "0s"], 3, "longer than 0"),
+        (&["dump", "--interval", "0ms"], 2, "longer than 0"),
+        (
+            &["dump", "--interval", "1s", "--count", "0"],
+            2,
+            "at least 1",
+        ),
+        (&["serve", "--listen", "localhost:1"], 2, "not a host name"),
+        (
+            &["probe", "127.0.0.1", "--load", "sink:7878"],
+            2,
+            "IP address and port",
+        ),
+    ] {
+        let o = common::tcmon(args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}");
+        let err = common::stderr(&o);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn bad_config_names_file_and_line() {
     let dir = std::env::temp_dir().join(format!("tcmon-cfg-{}", std::process::id()));

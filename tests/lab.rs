@@ -141,5 +141,6 @@ fn lab_up_and_down() {
     let o = common::tcmon(&["lab", "down"]);
     assert_eq!(common::stdout(&o), "lab down: removed 3 namespaces\n");
     let o = common::tcmon(&["lab", "up", "nope"]);
-    assert!(!o.status.success() && common::stderr(&o).contains("no lab scenario named 'nope'"));
+    assert_eq!(o.status.code(), Some(2), "a usage error");
+    assert!(common::stderr(&o).contains("no lab scenario named 'nope'"));
 }

@@ -261,7 +261,8 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
 /// `IP:PORT`; names are not resolved (a listener or a sink is an address).
 fn socket_addr(s: &str) -> Result<SocketAddr, String> {
     s.parse().map_err(|_| {
-        format!("expected an IP address and port, such as 127.0.0.1:29110 or [::1]:29110 (not a host name)")
+        "expected an IP address and port, such as 127.0.0.1:29110 or [::1]:29110 (not a host name)"
+            .to_owned()
     })
 }
 

@@ -207,9 +207,14 @@ fn human(
     }
     let _ = writeln!(
         s,
-        "{label}: {} critical, {} warning, {} info",
+        "{label}: {} critical, {} warning{}, {} info",
         count(Severity::Critical),
         count(Severity::Warning),
+        if count(Severity::Warning) == 1 {
+            ""
+        } else {
+            "s"
+        },
         count(Severity::Info)
     );
     // Interfaces in the order of their worst finding (findings come worst first).

@@ -119,7 +119,11 @@ pub fn explain(code: &str) -> Option<Explanation> {
              larger. Same fix as htb-quantum-small.",
         ),
         "htb-burst-small" | "htb-cburst-small" => e(
-            "A class's bucket is small for its rate",
+            if code == "htb-burst-small" {
+                "A class's burst is small for its rate"
+            } else {
+                "A class's cburst is small for its ceil"
+            },
             "burst (cburst) is how many bytes a class may send at once after being idle, at \
              rate (ceil).",
             "A bucket smaller than one packet, or than the timer's granularity at the rate, can \

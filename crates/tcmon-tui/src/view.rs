@@ -877,6 +877,10 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
                 ]));
             }
         }
+        // noqueue, ingress, clsact, mq: nothing came to decode
+        _ if undecoded.raw_attributes.is_empty() => {
+            lines.push(Line::styled(format!("{}: no options", o.kind), t.dim()));
+        }
         _ => lines.push(Line::styled(
             format!("{} options are not decoded by tcmon", o.kind),
             t.dim(),

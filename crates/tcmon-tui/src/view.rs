@@ -58,7 +58,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
     .areas(area);
     f.render_widget(Paragraph::new(header_line(app, &t, header.width)), header);
     f.render_widget(Paragraph::new(tabs_line(app, &t, tabs.width)), tabs);
-    f.render_widget(Paragraph::new(footer_line(app, &t)), footer);
+    f.render_widget(Paragraph::new(footer_line(app, &t, footer.width)), footer);
 
     let probes = !app.state().probes.is_empty();
     let latency_height = (app.state().probes.len() as u16 + 3).min(body.height / 3);
@@ -81,8 +81,19 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
         info.detail_lines = Some(detail_pane(f, app, &t, detail, false));
         info.findings_lines = Some(findings_pane(f, app, &t, findings));
     } else {
+        // A short tree leaves its spare rows to the pane below (at 80x24 the detail of a
+        // class needs every line it can get).
+        let messages = if nothing_to_shape(&app.state().snapshot) {
+            3
+        } else {
+            usize::from(app.rows().is_empty())
+        };
+        let tree_need = u16::try_from(app.rows().len() + messages)
+            .unwrap_or(u16::MAX)
+            .saturating_add(3);
+        let tree_h = tree_need.clamp(6, (body.height * 55 / 100).max(6));
         let [tree, bottom] =
-            Layout::vertical([Constraint::Percentage(55), Constraint::Min(0)]).areas(body);
+            Layout::vertical([Constraint::Length(tree_h), Constraint::Min(0)]).areas(body);
         info = tree_pane(f, app, &t, tree);
         if body.width >= SPLIT_BOTTOM {
             let [detail, right] =
@@ -241,7 +252,7 @@ fn tabs_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     Line::from(spans)
 }
 
-fn footer_line<'a>(app: &App, t: &Theme) -> Line<'a> {
+fn footer_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     if app.editing_filter() {
         return Line::from(vec![
             Span::styled("filter (handle or kind): ", Theme::bold()),
@@ -255,10 +266,21 @@ fn footer_line<'a>(app: &App, t: &Theme) -> Line<'a> {
             t.bad(),
         );
     }
-    Line::styled(
-        "? help  q quit  ↑↓ move  Enter fold  Tab pane  / filter  s sort  p pause  +/- interval  ←→ interface",
-        t.dim(),
-    )
+    // Cut to what fits, whole keys only: the rest is in the help.
+    const KEYS: &str = "? help  q quit  ↑↓ move  Enter fold  Tab pane  / filter  ←→ interface  \
+                        s sort  p pause  +/- interval";
+    let mut shown = String::new();
+    for key in KEYS.split("  ") {
+        let sep = if shown.is_empty() { 0 } else { 2 };
+        if shown.chars().count() + sep + key.chars().count() > usize::from(width) {
+            break;
+        }
+        if sep > 0 {
+            shown.push_str("  ");
+        }
+        shown.push_str(key);
+    }
+    Line::styled(shown, t.dim())
 }
 
 // ---- the tree ---------------------------------------------------------------------------

@@ -252,6 +252,10 @@ fn tabs_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     Line::from(spans)
 }
 
+/// The footer's keys, most needed first.
+const KEYS: &str = "? help  q quit  ↑↓ move  Enter fold  Tab pane  / filter  ←→ interface  \
+                    s sort  p pause  +/- interval";
+
 fn footer_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     if app.editing_filter() {
         return Line::from(vec![
@@ -267,8 +271,6 @@ fn footer_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
         );
     }
     // Cut to what fits, whole keys only: the rest is in the help.
-    const KEYS: &str = "? help  q quit  ↑↓ move  Enter fold  Tab pane  / filter  ←→ interface  \
-                        s sort  p pause  +/- interval";
     let mut shown = String::new();
     for key in KEYS.split("  ") {
         let sep = if shown.is_empty() { 0 } else { 2 };

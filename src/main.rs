@@ -90,7 +90,7 @@ enum Command {
     /// Poll on an interval and serve Prometheus/OpenMetrics metrics, the snapshot and the
     /// findings over HTTP.
     Serve(ServeArgs),
-    /// Build the seeds' lab (node1 - router - node2, a shaper on the router) in network
+    /// Build a lab (node1 - router - node2, a shaper on the router) in network
     /// namespaces, to see tcmon on a real shaper. Needs root.
     Lab {
         #[command(subcommand)]
@@ -101,7 +101,10 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum LabAction {
     /// Build the lab with a scenario (default: default-fifo), replacing any lab already up.
-    Up { scenario: Option<String> },
+    Up {
+        /// default-fifo, short-fifo, tbf, r2q, filters or no-default (`tcmon lab list`).
+        scenario: Option<String>,
+    },
     /// Remove the lab.
     Down,
     /// List the scenarios.
@@ -177,7 +180,8 @@ struct ProbeArgs {
     /// Load against this `tcmon sink` (HOST:PORT). Without it only current traffic is seen.
     #[arg(long, value_name = "SINK_ADDR", value_parser = socket_addr)]
     load: Option<std::net::SocketAddr>,
-    /// The whole test; with --load, five equal phases.
+    /// Time measured; with --load, five equal phases (connecting and closing the streams add
+    /// a few seconds).
     #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "30s")]
     duration: Duration,
     /// Time between probes to each target.
@@ -316,6 +320,22 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    /// `lab up --help` names every scenario there is.
+    #[test]
+    fn lab_up_help_lists_every_scenario() {
+        use clap::CommandFactory;
+        let mut cmd = super::Cli::command();
+        let help = cmd
+            .find_subcommand_mut("lab")
+            .and_then(|l| l.find_subcommand_mut("up"))
+            .expect("lab up")
+            .render_help()
+            .to_string();
+        for s in tcmon_lab::SCENARIOS {
+            assert!(help.contains(s.name), "{} missing from\n{help}", s.name);
+        }
+    }
+
     /// Options 15 and 43 are the purge delay and THP: mimalloc v3's defaults for them are
     /// 1000 ms and on (options.c), and what is set is what is read back.
     #[test]

@@ -50,8 +50,8 @@ pub fn explain(code: &str) -> Option<Explanation> {
              class that has no qdisc, sized by txqueuelen) can hold more than the class can send \
              in a reasonable time.",
             "When the class is busy the FIFO fills, and every packet, including pings, DNS and \
-             TCP ACKs, waits behind all of it. The seeds' 2 Mbit class with the default FIFO \
-             gave pings of 6 seconds.",
+             TCP ACKs, waits behind all of it. A 2 Mbit class with the default FIFO of 1000 \
+             packets gives pings of 6 seconds.",
             "capacity = limit x (MTU + 14) bytes for packet FIFOs, limit bytes for bfifo; \
              predicted delay = capacity / class ceil. Warning at queue_delay_warning_ms \
              (100 ms), critical at queue_delay_critical_ms (1 s). The fix sizes the queue for \
@@ -201,8 +201,8 @@ pub fn explain(code: &str) -> Option<Explanation> {
         "filter-chain-long" => e(
             "Many filters at one priority are tried one by one",
             "The kernel walks the rules at a (parent, prio) linearly until one matches.",
-            "Every packet pays for every rule before its own: the seed with ten thousand u32 \
-             rules made traffic behind them crawl.",
+            "Every packet pays for every rule before its own: with ten thousand u32 rules at \
+             one priority, traffic classified behind them crawls.",
             "u32 rules in one hash bucket of one (parent, prio, protocol, chain) > \
              filter_chain_max (100); basic/bpf/matchall rules count all; flower, fw and route \
              look rules up by key and are not counted. The fix makes a new u32 hash table keyed \

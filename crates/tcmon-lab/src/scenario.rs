@@ -26,7 +26,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "default-fifo",
         description: "HTB 2 Mbit with a class that has no qdisc: the kernel's default FIFO of txqueuelen \
-                      packets holds seconds of traffic (the seeds' 6-second pings)",
+                      packets holds seconds of traffic (pings of 6 seconds)",
         commands: &[
             "qdisc add dev r1 root handle 1: htb default 10",
             "class add dev r1 parent 1: classid 1:1 htb rate 2mbit ceil 2mbit",
@@ -68,7 +68,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "filters",
         description: "ten thousand u32 rules at one prio in front of the class node1 is reached by \
-                      (the seed's scp that crawled)",
+                      (an scp behind them crawls)",
         commands: &[
             "qdisc add dev r1 root handle 1: htb default 3",
             "class add dev r1 parent 1: classid 1:1 htb rate 500mbit ceil 1gbit",

@@ -12,6 +12,10 @@ use serde::Serialize;
 use crate::model::{Class, Interface, Qdisc, Snapshot, Stats};
 use crate::units::Handle;
 
+/// The qdisc kind whose counters stay at zero whatever passes (it queues nothing: packets go
+/// straight to the device). Rates and exported counters of it would claim an idle link.
+pub const NO_COUNTERS: &str = "noqueue";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ObjectType {
     Qdisc,
@@ -95,7 +99,8 @@ impl Rates {
             let old_qdiscs = before.map_or_else(Vec::new, |b| sorted(&b.qdiscs, qdisc_key));
             let qdiscs = join(sorted(&iface.qdiscs, qdisc_key), &old_qdiscs, qdisc_key)
                 .map(|(q, old)| {
-                    let old = old.filter(|o| o.kind == q.kind);
+                    // noqueue counts nothing: its zeros are no rate of what passes through it.
+                    let old = old.filter(|o| o.kind == q.kind && q.kind != NO_COUNTERS);
                     let r = object_rates(old.map(|o| (&o.stats, None)), (&q.stats, None), secs);
                     (qdisc_key(q), r)
                 })
@@ -391,6 +396,27 @@ mod tests {
         assert_eq!(r.packets_per_sec, Some(100.0));
         assert_eq!(r.drops_per_sec, Some(2.0));
         assert!(!r.fresh);
+    }
+
+    /// noqueue's counters stay 0 while traffic passes: no rate rather than a false 0 bit/s.
+    #[test]
+    fn noqueue_has_no_rate() {
+        let t0 = Instant::now();
+        let a = snap(
+            t0,
+            3,
+            vec![qdisc(0x10000, "noqueue", stats(0, 0, 0))],
+            vec![],
+        );
+        let b = snap(
+            t0 + Duration::from_secs(1),
+            3,
+            vec![qdisc(0x10000, "noqueue", stats(0, 0, 0))],
+            vec![],
+        );
+        let r = *Rates::between(&a, &b).get(&qk(3)).unwrap();
+        assert!(r.fresh);
+        assert_eq!(r.bits_per_sec, None);
     }
 
     #[test]

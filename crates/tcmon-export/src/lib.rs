@@ -607,7 +607,9 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str) {
             + room(&chains, 1),
     );
     for (qf, _, get) in &STATS {
-        e.family(qf, &qdiscs, |q| Some(Value::Int(get(&q.stats))));
+        e.family(qf, &qdiscs, |q| {
+            (q.kind != tcmon_core::rates::NO_COUNTERS).then(|| Value::Int(get(&q.stats)))
+        });
     }
     for (_, cf, get) in &STATS {
         e.family(cf, &classes, |c| Some(Value::Int(get(&c.stats))));

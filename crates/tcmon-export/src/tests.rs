@@ -445,3 +445,27 @@ fn render_to_a_writer_gives_the_same_text_in_parts() {
     let err = render_to(&input, Format::OpenMetrics, &mut &mut full[..]).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::WriteZero);
 }
+
+/// noqueue keeps no counters: its zeros are not exported as traffic (node_exporter's would be).
+#[test]
+fn noqueue_exports_no_counters() {
+    let (mut s, _, _) = fixture();
+    s.interfaces.truncate(1);
+    s.interfaces[0].qdiscs.push(qdisc(
+        Handle::new(0, 0),
+        Handle::ROOT,
+        "noqueue",
+        stats(0, 0, 0, 0),
+        None,
+    ));
+    let text = String::from_utf8(render(
+        &input(&s, &Findings::default(), &[]),
+        Format::Prometheus,
+    ))
+    .unwrap();
+    assert!(!text.contains("kind=\"noqueue\""), "{text}");
+    assert!(
+        text.contains("tcmon_qdisc_bytes_total{"),
+        "other qdiscs still are"
+    );
+}

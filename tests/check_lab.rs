@@ -434,7 +434,23 @@ fn gro_super_packets_from_forwarded_traffic_and_the_fix_that_works() {
         .unwrap()
         .to_owned();
     apply(&lab.router, &fix);
-    std::thread::sleep(Duration::from_secs(1)); // the old queue drains
+    // The old queue drains first: up to 20 super-packets, seconds at 2 Mbit, in front of the
+    // next load's handshakes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while !lab
+        .router
+        .tc(&["-s", "qdisc", "show", "dev", "r1"])
+        .unwrap()
+        .lines()
+        .filter(|l| l.trim_start().starts_with("backlog"))
+        .all(|l| l.trim_start().starts_with("backlog 0b"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "r1's queue never drained"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 
     let after = forwarded_load(&lab, &sink);
     eprintln!("GRO off on r2: {}", summary(&after));

@@ -330,12 +330,18 @@ pub struct TcpLoad {
 impl TcpLoad {
     pub fn start(netns: &str, dst: SocketAddr, streams: usize) -> Result<Self, LabError> {
         let mut bg = Background::default();
+        // Every connection before any data: a stream already sending fills the shaper's queue,
+        // and the next one's SYN waits behind it (seconds, with super-packets) or is dropped.
+        let mut conns = Vec::with_capacity(streams);
         for _ in 0..streams {
-            let mut conn = in_ns(netns, || {
+            let conn = in_ns(netns, || {
                 TcpStream::connect_timeout(&dst, Duration::from_secs(5))
             })?;
             conn.set_write_timeout(Some(Duration::from_millis(200)))
                 .map_err(traffic_err(netns))?;
+            conns.push(conn);
+        }
+        for mut conn in conns {
             bg.spawn(move |stop| {
                 let buf = vec![0x5a; 64 * 1024];
                 while !stop.load(Ordering::Relaxed) {

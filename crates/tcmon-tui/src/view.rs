@@ -1113,6 +1113,9 @@ const LEGEND: &[&str] = &[
     "TOKENS/CTOKENS: bucket fill, or debt (time the class owes).",
     "BACKLOG ~DELAY: bytes queued, and how long they take to",
     "  drain at the current rate (an estimate).",
+    "DROPS/s, OVERL/s: packets dropped, and throttled by the shaper.",
+    "LEND/BOR/s: HTB sends on the class's own tokens / borrowed.",
+    "-: no rate yet (first poll, a new object, or noqueue).",
 ];
 
 fn help_popup(f: &mut Frame<'_>, t: &Theme, area: Rect) {

@@ -205,16 +205,12 @@ fn human(
         );
         return s;
     }
+    let warnings = count(Severity::Warning);
     let _ = writeln!(
         s,
-        "{label}: {} critical, {} warning{}, {} info",
+        "{label}: {} critical, {warnings} warning{}, {} info",
         count(Severity::Critical),
-        count(Severity::Warning),
-        if count(Severity::Warning) == 1 {
-            ""
-        } else {
-            "s"
-        },
+        if warnings == 1 { "" } else { "s" },
         count(Severity::Info)
     );
     // Interfaces in the order of their worst finding (findings come worst first).

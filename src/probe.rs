@@ -88,8 +88,7 @@ fn human(r: &Report) -> String {
             fmt_bits_per_sec(p.upload_bits_per_sec),
         );
     }
-    // Without --load there is one phase of whatever traffic there was: no load was applied.
-    let loaded = !r.phases.iter().any(|p| p.name == "observed");
+    let loaded = !r.phases.iter().any(|p| p.name == tcmon_probe::OBSERVED);
     match (r.latency_increase_ms, r.grade) {
         (Some(inc), Some(g)) if loaded => {
             let rpm = r

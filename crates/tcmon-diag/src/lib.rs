@@ -172,7 +172,7 @@ pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         rules::run_config(&rules::Ctx::new(facts, iface, t, None), &mut out);
     }
     rules::host(facts, t, &mut out);
-    out.sort_by(order);
+    out.sort_by(worst_first);
     // kept for as long as the configuration lasts
     out.shrink_to_fit();
     out
@@ -185,18 +185,13 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         let ctx = rules::Ctx::new(facts, iface, t, before_of(facts, iface));
         rules::run_traffic(&ctx, &mut out);
     }
-    out.sort_by(order);
+    out.sort_by(worst_first);
     out
 }
 
-/// Worst first, then by interface, object and code.
-/// The order findings are reported in: worst first, then by interface, object and code.
-/// For sorting findings added after [`diagnose`] (e.g. a measured bufferbloat) among the rest.
+/// The order findings are reported in: worst first, then by interface, object and code. Public
+/// for findings added after [`diagnose`] (a measured bufferbloat) to sort among the rest.
 pub fn worst_first(a: &Finding, b: &Finding) -> Ordering {
-    order(a, b)
-}
-
-fn order(a: &Finding, b: &Finding) -> Ordering {
     b.severity
         .cmp(&a.severity)
         .then_with(|| a.interface.cmp(&b.interface))
@@ -281,7 +276,7 @@ impl Findings {
 /// Any order in: sorted for [`Findings`].
 impl From<Vec<Finding>> for Findings {
     fn from(mut v: Vec<Finding>) -> Findings {
-        v.sort_by(order);
+        v.sort_by(worst_first);
         Findings::new(Arc::new(v), Vec::new())
     }
 }
@@ -306,7 +301,7 @@ where
 
     fn next(&mut self) -> Option<&'a Finding> {
         match (self.a.peek(), self.b.peek()) {
-            (Some(x), Some(y)) if order(y, x) == Ordering::Less => self.b.next(),
+            (Some(x), Some(y)) if worst_first(y, x) == Ordering::Less => self.b.next(),
             (Some(_), _) => self.a.next(),
             (None, _) => self.b.next(),
         }

@@ -211,22 +211,21 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
     // own, which carries the command. One within its parent now, and beyond it only because
     // the plan shrinks the parent's bucket (a lower rate keeps its time), instead keeps the
     // parent's bucket up (below): lowering it would need a command no finding carries.
-    let now: HashMap<Handle, Target> = htb_classes(iface)
-        .map(|(c, h)| (c.handle, Target::of(h)))
-        .collect();
     for (c, h) in &by_level {
         let (Some(parent), Some(parent_now), Some(kid)) = (
             p.targets.get(&c.parent).copied(),
-            now.get(&c.parent),
+            iface.class(c.parent).and_then(Class::htb),
             p.targets.get_mut(&c.handle),
         ) else {
             continue;
         };
-        if bucket_below(parent.burst, kid.burst) && bucket_below(parent_now.burst, h.burst_bytes) {
+        if bucket_below(parent.burst, kid.burst)
+            && bucket_below(parent_now.burst_bytes, h.burst_bytes)
+        {
             kid.burst = parent.burst.max(bucket_for(kid.rate, pkt, t));
         }
         if bucket_below(parent.cburst, kid.cburst)
-            && bucket_below(parent_now.cburst, h.cburst_bytes)
+            && bucket_below(parent_now.cburst_bytes, h.cburst_bytes)
         {
             kid.cburst = parent.cburst.max(bucket_for(kid.ceil, pkt, t));
         }

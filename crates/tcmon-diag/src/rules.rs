@@ -229,6 +229,20 @@ fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         } else {
             format!("{} {} under {}", q.kind, q.handle, class.handle)
         };
+        let mut evidence = ev([
+            ("queue", json!(q.handle.to_string())),
+            ("queue_kind", json!(q.kind.as_str())),
+            ("class", json!(class.handle.to_string())),
+            ("queue_capacity_bytes", json!(capacity_bytes)),
+            ("packet_bytes", json!(pkt)),
+            ("ceil_bytes_per_sec", json!(ceil)),
+            ("predicted_delay_ms", json!(ms(delay_ns))),
+            ("target_delay_ms", json!(c.t.target_queue_delay_ms)),
+        ]);
+        // Offered only where the kernel has fq_codel: a null would say nothing.
+        if let Some(alt) = aqm_alternative(c, class.handle) {
+            evidence.insert("alternative_fix", json!(alt));
+        }
         out.push(Finding {
             code: "queue-too-deep",
             severity,
@@ -240,22 +254,9 @@ fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 fmt_ns(delay_ns as i64),
                 fmt_bits_per_sec(ceil as f64 * 8.0)
             ),
-            evidence: ev([
-                ("queue", json!(q.handle.to_string())),
-                ("queue_kind", json!(q.kind.as_str())),
-                ("class", json!(class.handle.to_string())),
-                ("queue_capacity_bytes", json!(capacity_bytes)),
-                ("packet_bytes", json!(pkt)),
-                ("ceil_bytes_per_sec", json!(ceil)),
-                ("predicted_delay_ms", json!(ms(delay_ns))),
-                ("target_delay_ms", json!(c.t.target_queue_delay_ms)),
-            ]),
+            evidence,
             fix,
         });
-        // Offered only where the kernel has fq_codel: a null said nothing.
-        if let (Some(f), Some(alt)) = (out.last_mut(), aqm_alternative(c, class.handle)) {
-            f.evidence.insert("alternative_fix", json!(alt));
-        }
     }
 }
 
@@ -661,7 +662,7 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
             ("default_minor", json!(h.default_minor)),
             (
                 "default_class",
-                json!(format!("{}:{:x}", q.handle.major(), h.default_minor)),
+                json!(h.default_class.map(|c| c.to_string())),
             ),
             ("default_is_inner_class", json!(inner)),
             ("direct_packets", json!(h.direct_packets)),

@@ -875,7 +875,7 @@ fn findings_merge_in_diagnose_order_and_observed_offload_wins() {
         .filter(|f| f.code != "offload-on-shaped-link")
         .chain(traffic)
         .collect();
-    want.sort_by(order);
+    want.sort_by(worst_first);
     let got: Vec<Finding> = all.iter().cloned().collect();
     assert_eq!(got, want);
     assert_eq!(all.len(), want.len());

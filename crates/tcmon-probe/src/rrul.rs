@@ -55,6 +55,9 @@ impl Default for TestOptions {
 /// load, drain) in that time.
 const WARM_UP: f64 = 0.25;
 
+/// The one phase of a test without load: whatever traffic there was.
+pub const OBSERVED: &str = "observed";
+
 /// Runs the test. `sample` reads this host's tc state (it runs on its own thread; `None`
 /// skips a sample).
 pub fn run<F>(opts: &TestOptions, sample: F) -> Result<Report, ProbeError>
@@ -65,7 +68,7 @@ where
     let names: Vec<&'static str> = if opts.load.is_some() {
         vec!["idle", "download", "upload", "both", "idle"]
     } else {
-        vec!["observed"]
+        vec![OBSERVED]
     };
     let phase_len = opts.duration / names.len() as u32;
 

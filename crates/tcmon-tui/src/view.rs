@@ -271,15 +271,14 @@ fn footer_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
         );
     }
     // Cut to what fits, whole keys only: the rest is in the help.
-    let mut shown = String::new();
+    let (mut shown, mut cols) = (String::new(), 0);
     for key in KEYS.split("  ") {
-        let sep = if shown.is_empty() { 0 } else { 2 };
-        if shown.chars().count() + sep + key.chars().count() > usize::from(width) {
+        let sep = if shown.is_empty() { "" } else { "  " };
+        cols += sep.len() + key.chars().count();
+        if cols > usize::from(width) {
             break;
         }
-        if sep > 0 {
-            shown.push_str("  ");
-        }
+        shown.push_str(sep);
         shown.push_str(key);
     }
     Line::styled(shown, t.dim())

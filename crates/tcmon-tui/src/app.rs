@@ -109,6 +109,9 @@ pub struct App {
     /// The worst warning or critical finding per object of the selected interface (findings
     /// name objects in tc notation), so a frame looks flags up instead of scanning findings.
     flagged: HashMap<String, Severity>,
+    /// Width of the tree's HANDLE column with every subtree unfolded, so that folding, a
+    /// filter or scrolling never shifts the columns.
+    handle_width: usize,
     /// Samples of the selected object, oldest first (the caller fetches them from the agent).
     pub history: Vec<Sample>,
     detail_scroll: usize,
@@ -138,6 +141,7 @@ impl App {
             sort: SortKey::Tree,
             focus: Pane::Tree,
             help: false,
+            handle_width: 0,
             rows: Vec::new(),
             flagged: HashMap::new(),
             history: Vec::new(),
@@ -182,6 +186,11 @@ impl App {
 
     pub fn rows(&self) -> &[Row] {
         &self.rows
+    }
+
+    /// Characters the HANDLE column needs for the whole tree of the selected interface.
+    pub fn handle_width(&self) -> usize {
+        self.handle_width
     }
 
     pub fn cursor(&self) -> usize {
@@ -422,6 +431,7 @@ impl App {
         self.flagged.clear();
         let Some(iface) = self.state.snapshot.interfaces.get(self.iface) else {
             self.rows.clear();
+            self.handle_width = 0;
             self.cursor = 0;
             self.selected = None;
             return;
@@ -432,6 +442,16 @@ impl App {
                 *e = (*e).max(f.severity);
             }
         }
+        self.handle_width = walk(iface)
+            .iter()
+            .map(|n| {
+                let h = handle_kind(iface, n.obj).0.to_string();
+                // indent, fold marker, handle, and room for a finding's ` !`
+                let flag = if self.flagged.contains_key(&h) { 2 } else { 0 };
+                n.depth + 2 + h.chars().count() + flag
+            })
+            .max()
+            .unwrap_or(0);
         self.rows = visible_rows(
             iface,
             self.state.rates.as_deref(),

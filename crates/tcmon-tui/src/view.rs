@@ -399,12 +399,7 @@ fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> FrameInfo {
     let visible = &rows[offset.min(rows.len())..(offset + height).min(rows.len())];
     // Objects a warning or critical finding names get a `!` after their handle.
     let flag_of = |r: &Row| app.flag(&handle_of(iface, r).to_string());
-    let name_w = visible
-        .iter()
-        .map(|r| name_cell(iface, r).chars().count() + if flag_of(r).is_some() { 2 } else { 0 })
-        .max()
-        .unwrap_or(0)
-        .clamp(8, 24);
+    let name_w = app.handle_width().clamp(8, 24);
     let cols = columns_for((inner.width as usize).saturating_sub(name_w + 1));
     let mut head = format!("{:<name_w$}", "HANDLE");
     for (col, h, w) in &cols {

@@ -239,3 +239,29 @@ fn a_failed_poll_is_said_in_the_footer_over_the_last_good_one() {
     );
     assert!(text.contains("1:10"), "the last good tree stays: {text}");
 }
+
+#[test]
+fn folding_or_filtering_keeps_the_columns_in_place() {
+    let header = |a: &mut App| {
+        screen(a, 80, 24)
+            .lines()
+            .find(|l| l.contains("HANDLE"))
+            .expect("a header row")
+            .to_owned()
+    };
+    let mut a = on_1_10(false);
+    let unfolded = header(&mut a);
+    // Fold 1:1: the widest handle left on screen, `1:`, is shorter than `1:10 !`.
+    a.on_key(ch('g'));
+    a.on_key(ch('j'));
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(a.rows().len(), 3, "1:1 folded");
+    assert_eq!(header(&mut a), unfolded);
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    for c in "/20".chars() {
+        a.on_key(ch(c));
+    }
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert!(a.rows().len() < 7, "the filter hides rows");
+    assert_eq!(header(&mut a), unfolded);
+}

@@ -1043,6 +1043,7 @@ fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
         format!(" Findings ({}) ", findings.len()),
         app.focus() == Pane::Findings,
     );
+    let width = block.inner(area).width as usize;
     let mut lines = Vec::new();
     if findings.is_empty() {
         lines.push(Line::raw("Nothing wrong that tcmon can see."));
@@ -1066,9 +1067,13 @@ fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
                 Theme::bold(),
             ),
         ]));
-        lines.push(Line::raw(format!("  {}", fd.message)));
+        for l in hanging(&fd.message, "  ", "  ", width) {
+            lines.push(Line::raw(l));
+        }
         for fix in &fd.fix {
-            lines.push(Line::styled(format!("  fix: {fix}"), t.good()));
+            for l in hanging(fix, "  fix: ", "       ", width) {
+                lines.push(Line::styled(l, t.good()));
+            }
         }
     }
     let n = lines.len();
@@ -1076,11 +1081,51 @@ fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
-            .wrap(Wrap { trim: false })
             .scroll((scroll as u16, 0)),
         area,
     );
     n
+}
+
+/// `text` wrapped at spaces to `width` columns, after `first` on the first line and `rest`
+/// on the others, so that a long message or fix stays indented under its finding. Words
+/// longer than a line are cut.
+fn hanging(text: &str, first: &str, rest: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut line = first.to_owned();
+    let mut len = first.chars().count();
+    let mut empty = true;
+    for word in text.split(' ') {
+        let mut word = word;
+        loop {
+            let w = word.chars().count();
+            let gap = usize::from(!empty);
+            if len + gap + w <= width || (empty && len >= width) {
+                if !empty {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                len += gap + w;
+                empty = false;
+                break;
+            }
+            if empty {
+                // Longer than a whole line: cut it.
+                let room = width - len;
+                let cut = word.char_indices().nth(room).map_or(word.len(), |(i, _)| i);
+                line.push_str(&word[..cut]);
+                word = &word[cut..];
+            }
+            out.push(std::mem::replace(&mut line, rest.to_owned()));
+            len = rest.chars().count();
+            empty = true;
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    out.push(line);
+    out
 }
 
 // ---- help --------------------------------------------------------------------------------
@@ -1143,6 +1188,25 @@ fn help_popup(f: &mut Frame<'_>, t: &Theme, area: Rect) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_lines_hang_under_their_indent() {
+        assert_eq!(
+            hanging("one two three four", "  fix: ", "       ", 16),
+            ["  fix: one two", "       three", "       four"]
+        );
+        assert_eq!(hanging("short", "  ", "  ", 80), ["  short"]);
+        // a word longer than a line is cut, not lost
+        assert_eq!(
+            hanging("abcdefghij", "  ", "  ", 6),
+            ["  abcd", "  efgh", "  ij"]
+        );
+        // narrower than the indent: still every word, one per line
+        assert_eq!(
+            hanging("a b", "  fix: ", "       ", 3),
+            ["  fix: a", "       b"]
+        );
+    }
 
     #[test]
     fn columns_drop_by_priority_and_keep_screen_order() {

@@ -312,12 +312,13 @@ const COLS: [(Col, &str, usize); 9] = [
     (Col::Overlimits, "OVERL/s", 7),
 ];
 
-/// Which columns stay as the terminal narrows, most important first.
+/// Which columns stay as the terminal narrows, most important first. The queue and the delay
+/// it adds are what a shaped link is diagnosed by; the bar only pictures the rate.
 const PRIORITY: [Col; 9] = [
     Col::Rate,
     Col::Kind,
-    Col::Bar,
     Col::Backlog,
+    Col::Bar,
     Col::Drops,
     Col::Tokens,
     Col::Overlimits,
@@ -1212,6 +1213,7 @@ mod tests {
     fn columns_drop_by_priority_and_keep_screen_order() {
         let names = |w| -> Vec<&str> { columns_for(w).iter().map(|c| c.1).collect() };
         assert_eq!(names(10), ["RATE/s"]);
+        assert_eq!(names(40), ["KIND", "RATE/s", "BACKLOG ~DELAY"]);
         assert_eq!(
             names(64),
             [

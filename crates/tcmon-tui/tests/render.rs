@@ -132,6 +132,12 @@ fn narrow_terminals_drop_columns_and_tiny_ones_say_so() {
         assert!(!narrow.contains(col), "80 columns drop {col}");
     }
     assert!(narrow.contains("RATE/s") && narrow.contains("DROPS/s"));
+    // The queue's delay outlasts the rate bar as the terminal narrows.
+    let fifty = screen(&mut a, 50, 20);
+    assert!(
+        fifty.contains("~DELAY") && !fifty.contains("OF RATE|CEIL"),
+        "{fifty}"
+    );
     let tiny = screen(&mut a, 30, 6);
     assert!(
         tiny.contains("needs at") && tiny.contains("40x10"),

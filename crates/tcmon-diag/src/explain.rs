@@ -181,9 +181,10 @@ pub fn explain(code: &str) -> Option<Explanation> {
             "As for queue-too-deep: a full queue delays every packet by its length.",
             "Under load the bucket is empty, so the queue drains at the rate: delay = limit / \
              rate (tc's `lat` subtracts the bucket and understates it), or the capacity of a \
-             FIFO the user put inside the TBF / rate. Warning at 100 ms, critical at 1 s. The \
-             fix restates the TBF (rate, peak rate, mpu, overhead, link layer kept) with a \
-             latency that makes limit / rate the target_queue_delay_ms, and the bucket fixes of \
+             FIFO the user put inside the TBF / rate. Under an HTB class the rate is the lower \
+             of TBF's and the ceils above it. Warning at 100 ms, critical at 1 s. The fix \
+             restates the TBF (rate, peak rate, mpu, overhead, link layer kept) with a latency \
+             that makes limit / rate the target_queue_delay_ms, and the bucket fixes of \
              tbf-burst-huge/-small in the same command; or shortens the FIFO inside.",
         ),
         "tbf-burst-huge" => e(

@@ -376,7 +376,11 @@ fn offload_observed(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         let rate = match (&q.detail, htb_parent(c.iface, q)) {
-            (Some(QdiscDetail::Tbf(t)), _) => t.rate_bytes_per_sec,
+            // a TBF under a class drains no faster than the class's ceil
+            (Some(QdiscDetail::Tbf(t)), Some((_, h))) => {
+                t.rate_bytes_per_sec.min(h.ceil_bytes_per_sec)
+            }
+            (Some(QdiscDetail::Tbf(t)), None) => t.rate_bytes_per_sec,
             (_, Some((_, h))) => h.ceil_bytes_per_sec,
             _ => continue,
         }
@@ -1034,11 +1038,15 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
         Some((i, Some(QdiscDetail::Bfifo(f)))) => (u64::from(f.limit), Some(i)),
         Some(_) => (0, None), // an AQM or other qdisc inside: its own rules judge it
     };
-    let delay_ns = capacity as f64 * 1e9 / rate as f64;
+    // Under an HTB class the queue drains at the narrower of TBF's rate and the ceils above.
+    let ceil_above = htb_parent(c.iface, q)
+        .map(|(class, _)| plan::effective_ceil(c.iface, c.plan(), class.handle).max(1));
+    let drain = ceil_above.map_or(rate, |ceil| ceil.min(rate));
+    let delay_ns = capacity as f64 * 1e9 / drain as f64;
     let deep = delay_ns / 1e6 >= c.t.queue_delay_warning_ms;
-    // latency L gives limit = rate * L + burst, i.e. a drain of L + burst/rate
+    // latency L gives limit = rate * L + burst; the target is a limit of drain * target delay
     let latency_ms = if deep && inner_fifo.is_none() {
-        (c.t.target_queue_delay_ms - burst as f64 * 1e3 / rate as f64)
+        (c.t.target_queue_delay_ms * drain as f64 / rate as f64 - burst as f64 * 1e3 / rate as f64)
             .max(1.0)
             .round()
     } else {
@@ -1080,7 +1088,7 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
             _ => 0,
         };
         if deep {
-            tbf_fix.extend(shorter_queue(c, i, i.parent, rate));
+            tbf_fix.extend(shorter_queue(c, i, i.parent, drain));
         } else {
             tbf_fix.push(replace_cmd(
                 c.iface,
@@ -1147,15 +1155,23 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
             tbf_fix,
         ),
     };
+    let at_rate = if drain < rate {
+        format!(
+            "{} (the ceil above it; its own rate is {})",
+            fmt_bits_per_sec(drain as f64 * 8.0),
+            fmt_bits_per_sec(rate as f64 * 8.0)
+        )
+    } else {
+        fmt_bits_per_sec(rate as f64 * 8.0)
+    };
     out.push(Finding {
         code: "tbf-queue-too-deep",
         severity,
         interface: c.iface.name.clone(),
         object: q.handle.to_string(),
         message: format!(
-            "tbf {} at {}: {what} holds up to {} of traffic under load",
+            "tbf {} at {at_rate}: {what} holds up to {} of traffic under load",
             q.handle,
-            fmt_bits_per_sec(rate as f64 * 8.0),
             fmt_ns(delay_ns as i64)
         ),
         evidence: ev([
@@ -1164,6 +1180,7 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
             ("predicted_delay_ms", json!(ms(delay_ns))),
             ("tc_lat_ms", json!(ms(t.latency_ns as f64))),
             ("rate_bytes_per_sec", json!(rate)),
+            ("drain_bytes_per_sec", json!(drain)),
         ]),
         fix,
     });

@@ -589,6 +589,41 @@ fn tbf_rules() {
 }
 
 #[test]
+fn a_tbf_under_a_narrower_class_is_judged_at_the_class_ceil() {
+    // 10 Mbit TBF with a 250 kB queue under 1:10, whose ceil is 2 Mbit: the queue drains at
+    // 2 Mbit (1 s), not at the TBF's own rate (200 ms).
+    let leaf = Qdisc {
+        handle: h("20:"),
+        parent: h("1:10"),
+        kind: "tbf".into(),
+        stats: Stats::default(),
+        detail: Some(QdiscDetail::Tbf(Tbf {
+            rate_bytes_per_sec: 10 * MBIT,
+            burst_bytes: 5000,
+            burst_ns: 4_000_000,
+            limit_bytes: 250_000,
+            latency_ns: 196_000_000,
+            linklayer: "ethernet",
+            ..Tbf::default()
+        })),
+        undecoded: Undecoded::default(),
+    };
+    let f = check(&snap(Instant::now(), seed_2mbit(Some(leaf))));
+    let deep = f
+        .iter()
+        .find(|f| f.code == "tbf-queue-too-deep")
+        .expect("a deep queue at 2 Mbit");
+    assert_eq!(deep.evidence["predicted_delay_ms"], 1000.0);
+    assert_eq!(deep.evidence["drain_bytes_per_sec"], 2 * MBIT);
+    assert!(deep.message.contains("at 2 Mbit"), "{}", deep.message);
+    // limit = 10 Mbit x 6 ms + 5000 B = 12.5 kB: 50 ms at 2 Mbit
+    assert_eq!(
+        deep.fix[0],
+        "tc qdisc replace dev eth1 parent 1:10 handle 20: tbf rate 10000000bit burst 5000 latency 6ms"
+    );
+}
+
+#[test]
 fn long_filter_chain_names_the_classes_behind_it() {
     let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
     // As tc builds it when prio 400 gets its rule first: prio 400's root table is 800:,

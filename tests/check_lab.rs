@@ -1035,3 +1035,34 @@ fn fixes_hold_on_adversarial_trees() {
         }
     }
 }
+
+/// A 10 Mbit TBF under a 2 Mbit HTB class: its 250 kB queue drains at the class ceil (1 s),
+/// not at its own rate (200 ms), and the fix the kernel accepts clears the finding.
+#[test]
+fn tbf_under_a_narrower_htb_class_is_judged_at_the_ceil() {
+    if skip_unless_root("tbf_under_a_narrower_htb_class_is_judged_at_the_ceil") {
+        return;
+    }
+    let pair = Pair::create("tbfhtb").unwrap();
+    for cmd in [
+        "qdisc add root handle 1: htb default 10",
+        "class add parent 1: classid 1:10 htb rate 2mbit ceil 2mbit",
+        "qdisc add parent 1:10 handle 20: tbf rate 10mbit burst 5000 limit 250000",
+    ] {
+        pair.tc_a(cmd).unwrap();
+    }
+    let (code, report) = check(&pair, "100ms");
+    let deep = findings(&report, "tbf-queue-too-deep");
+    assert_eq!(deep.len(), 1, "{report:#}");
+    assert_eq!(deep[0]["severity"], "critical", "{report:#}");
+    assert_eq!(deep[0]["evidence"]["predicted_delay_ms"], 1000.0);
+    assert_eq!(code, 2, "{report:#}");
+    for fix in deep[0]["fix"].as_array().unwrap() {
+        apply(&pair.a, fix.as_str().unwrap());
+    }
+    let (_, report) = check(&pair, "100ms");
+    assert!(
+        findings(&report, "tbf-queue-too-deep").is_empty(),
+        "{report:#}"
+    );
+}

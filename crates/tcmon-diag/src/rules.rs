@@ -1157,7 +1157,7 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
     };
     let at_rate = if drain < rate {
         format!(
-            "{} (the ceil above it; its own rate is {})",
+            "{} (the HTB ceil above it; TBF's own rate is {})",
             fmt_bits_per_sec(drain as f64 * 8.0),
             fmt_bits_per_sec(rate as f64 * 8.0)
         )

@@ -155,3 +155,43 @@ fn a_vanished_interface_is_named() {
     );
     assert!(c.poll().unwrap().warnings.is_empty(), "said once");
 }
+
+/// Byte queue limits of a device in another namespace are read through a sysfs mounted in a
+/// mount namespace of the reading thread: the values `ip netns exec` shows, for a device the
+/// host's /sys does not have, and the host's mounts stay as they were.
+#[test]
+fn byte_queue_limits_in_another_namespace() {
+    if skip_unless_root("byte_queue_limits_in_another_namespace") {
+        return;
+    }
+    let pair = Pair::create("bql").unwrap();
+    // ifb keeps byte queue limits (veth has none); its name is not on the host.
+    let dev = format!("bq{}", std::process::id() % 100_000);
+    pair.a
+        .ip(&["link", "add", &dev, "type", "ifb"])
+        .expect("ifb device (module ifb)");
+    let expected: Vec<u64> = {
+        let glob = format!("/sys/class/net/{dev}/queues/tx-*/byte_queue_limits/limit");
+        let mut v: Vec<u64> = pair
+            .a
+            .exec(&["sh", "-c", &format!("cat {glob}")])
+            .unwrap()
+            .split_whitespace()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    assert!(!expected.is_empty());
+    assert!(!std::path::Path::new("/sys/class/net").join(&dev).exists());
+    let mounts = || std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let before = mounts();
+
+    let snap = Collector::open(Some(&pair.a.name), CollectorOptions::default())
+        .unwrap()
+        .poll()
+        .unwrap();
+    let facts = tcmon_agent::facts::links(&snap, &[], Some(&pair.a.name));
+    assert_eq!(facts[&dev].bql_limit_bytes, expected, "{facts:?}");
+    assert_eq!(mounts(), before, "the host's mounts changed");
+}

@@ -8,9 +8,8 @@ use tcmon_diag::LinkFacts;
 
 /// Offload features (ethtool netlink, in the namespace read) of the snapshot's interfaces and
 /// of `others` (interfaces `--dev` left out: forwarded traffic may arrive there), and byte
-/// queue limits (sysfs: in another network namespace `/sys/class/net` shows this process's
-/// namespace, not that one, so they are not read there) per interface. What cannot be read
-/// stays unknown.
+/// queue limits per interface (sysfs; in another network namespace through a sysfs mounted
+/// there, which needs CAP_SYS_ADMIN). What cannot be read stays unknown.
 pub fn links(
     snap: &Snapshot,
     others: &[String],
@@ -30,26 +29,37 @@ pub fn links(
         }
         out.insert(name.clone(), facts);
     }
-    if netns.is_some() {
-        return out;
-    }
-    for i in &snap.interfaces {
-        let dir = Path::new("/sys/class/net").join(&i.name).join("queues");
-        let Ok(queues) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut limits: Vec<u64> = queues
-            .filter_map(Result::ok)
-            .filter(|q| q.file_name().to_string_lossy().starts_with("tx-"))
-            .filter_map(|q| std::fs::read_to_string(q.path().join("byte_queue_limits/limit")).ok())
-            .filter_map(|s| s.trim().parse().ok())
-            .collect();
-        limits.sort_unstable();
-        if let Some(f) = out.get_mut(&i.name) {
-            f.bql_limit_bytes = limits;
+    let read = || -> Vec<(String, Vec<u64>)> {
+        snap.interfaces
+            .iter()
+            .filter_map(|i| Some((i.name.clone(), bql_limits(&i.name)?)))
+            .collect()
+    };
+    let limits = match netns {
+        None => read(),
+        // /sys/class/net here shows this process's namespace, not that one.
+        Some(ns) => tcmon_netlink::in_netns_with_sysfs(ns, read).unwrap_or_default(),
+    };
+    for (name, l) in limits {
+        if let Some(f) = out.get_mut(&name) {
+            f.bql_limit_bytes = l;
         }
     }
     out
+}
+
+/// The current byte queue limit of each transmit queue of `dev`, sorted.
+fn bql_limits(dev: &str) -> Option<Vec<u64>> {
+    let dir = Path::new("/sys/class/net").join(dev).join("queues");
+    let queues = std::fs::read_dir(&dir).ok()?;
+    let mut limits: Vec<u64> = queues
+        .filter_map(Result::ok)
+        .filter(|q| q.file_name().to_string_lossy().starts_with("tx-"))
+        .filter_map(|q| std::fs::read_to_string(q.path().join("byte_queue_limits/limit")).ok())
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    limits.sort_unstable();
+    Some(limits)
 }
 
 pub fn htb_hysteresis() -> Option<bool> {

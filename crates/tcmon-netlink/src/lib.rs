@@ -15,7 +15,7 @@ mod tc;
 pub use collector::{Collector, CollectorCounters, CollectorOptions, FilterMode};
 pub use error::Error;
 pub use ethtool::{decode_ethtool_features, link_features, LinkFeatures};
-pub use netns::{in_netns, netns_path};
+pub use netns::{in_netns, in_netns_with_sysfs, netns_path};
 pub use tc::MsgError;
 
 use tcmon_core::model::{Class, Filter, Qdisc};

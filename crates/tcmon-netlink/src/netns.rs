@@ -20,6 +20,23 @@ pub fn netns_path(name: &str) -> PathBuf {
 
 /// Runs `f` on a thread that has entered the network namespace `name`.
 pub fn in_netns<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, Error> {
+    on_netns_thread(name, false, f)
+}
+
+/// Runs `f` as [`in_netns`] does, on a thread that also has a mount namespace of its own with
+/// sysfs mounted afresh on /sys, as `ip netns exec` does: sysfs shows the network devices of
+/// the namespace that mounted it, so /sys/class/net then lists that namespace's devices.
+/// Needs CAP_SYS_ADMIN. The host's mounts are untouched: the thread's mount namespace
+/// receives no propagation back to them (a slave) and ends with the thread.
+pub fn in_netns_with_sysfs<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, Error> {
+    on_netns_thread(name, true, f)
+}
+
+fn on_netns_thread<T: Send>(
+    name: &str,
+    own_sysfs: bool,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T, Error> {
     let path = netns_path(name);
     let err = |source| Error::Netns {
         name: name.to_owned(),
@@ -33,6 +50,9 @@ pub fn in_netns<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, 
             if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
                 return Err(io::Error::last_os_error());
             }
+            if own_sysfs {
+                mount_own_sysfs()?;
+            }
             Ok(f())
         })
         .join()
@@ -40,5 +60,38 @@ pub fn in_netns<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, 
     match result {
         Ok(r) => r.map_err(err),
         Err(_) => Err(err(io::Error::other("netns thread panicked"))),
+    }
+}
+
+/// Gives the calling thread a mount namespace of its own and mounts sysfs on /sys in it.
+fn mount_own_sysfs() -> io::Result<()> {
+    let check = |r: libc::c_int| {
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    // SAFETY: unshare and mount with constant, NUL-terminated arguments; they change only this
+    // thread's mount namespace (unshare gives it a copy of the host's before anything else).
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWNS))?;
+        // From here on nothing mounted or unmounted reaches the host's namespace.
+        check(libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        ))?;
+        // The host's sysfs stays mounted beneath; detaching it is only tidier.
+        libc::umount2(c"/sys".as_ptr(), libc::MNT_DETACH);
+        check(libc::mount(
+            c"sysfs".as_ptr(),
+            c"/sys".as_ptr(),
+            c"sysfs".as_ptr(),
+            0,
+            std::ptr::null(),
+        ))
     }
 }

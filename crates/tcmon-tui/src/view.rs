@@ -934,7 +934,8 @@ fn human(name: &str, v: &Value) -> String {
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or(0.0);
             if name.ends_with("_bytes_per_sec") {
-                format!("{}/s", fmt_bits_per_sec(x * 8.0))
+                // in bits as tc says rates, and the field's own unit next to it
+                format!("{}/s ({n} B/s)", fmt_bits_per_sec(x * 8.0))
             } else if name.ends_with("_bytes") && x.abs() >= 1000.0 {
                 format!("{} ({n} B)", fmt_bytes(x))
             } else if name.ends_with("_bytes") {

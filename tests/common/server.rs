@@ -111,6 +111,18 @@ impl Served {
     /// Connections the server has accepted and still holds open: established sockets on its
     /// port that have an inode (a handshake still in the accept queue has none).
     pub fn accepted(&self) -> usize {
+        self.server_sockets(|state| state == "01")
+    }
+
+    /// Connections the server still has a descriptor for, in any state: one the client has
+    /// closed stays here (CLOSE_WAIT) until the server closes it and frees its slot.
+    pub fn held(&self) -> usize {
+        self.server_sockets(|state| state != "0A")
+    }
+
+    /// The server's sockets on its port (not the listener's) in a `/proc/net/tcp` state that
+    /// `state` accepts, with an inode, i.e. a descriptor in some process.
+    fn server_sockets(&self, state: impl Fn(&str) -> bool) -> usize {
         let port = format!(":{:04X}", self.addr.port());
         let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
         table
@@ -118,8 +130,8 @@ impl Served {
             .skip(1)
             .filter(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
-                // local_address, state 01 = ESTABLISHED, inode
-                f.len() > 9 && f[1].ends_with(&port) && f[3] == "01" && f[9] != "0"
+                // local_address, state, inode
+                f.len() > 9 && f[1].ends_with(&port) && state(f[3]) && f[9] != "0"
             })
             .count()
     }

@@ -1036,8 +1036,9 @@ fn fixes_hold_on_adversarial_trees() {
     }
 }
 
-/// A 10 Mbit TBF under a 2 Mbit HTB class: its 250 kB queue drains at the class ceil (1 s),
-/// not at its own rate (200 ms), and the fix the kernel accepts clears the finding.
+/// A TBF under a 2 Mbit HTB class drains at the class ceil, not at its own rate: a 10 Mbit
+/// TBF's 300 kB queue holds 1.2 s (240 ms at 10 Mbit), and the fix the kernel accepts clears
+/// the finding; so does the fix for a 1 Gbit TBF, which only a limit in bytes can state.
 #[test]
 fn tbf_under_a_narrower_htb_class_is_judged_at_the_ceil() {
     if skip_unless_root("tbf_under_a_narrower_htb_class_is_judged_at_the_ceil") {
@@ -1047,7 +1048,7 @@ fn tbf_under_a_narrower_htb_class_is_judged_at_the_ceil() {
     for cmd in [
         "qdisc add root handle 1: htb default 10",
         "class add parent 1: classid 1:10 htb rate 2mbit ceil 2mbit",
-        "qdisc add parent 1:10 handle 20: tbf rate 10mbit burst 5000 limit 250000",
+        "qdisc add parent 1:10 handle 20: tbf rate 10mbit burst 5000 limit 300000",
     ] {
         pair.tc_a(cmd).unwrap();
     }
@@ -1055,14 +1056,26 @@ fn tbf_under_a_narrower_htb_class_is_judged_at_the_ceil() {
     let deep = findings(&report, "tbf-queue-too-deep");
     assert_eq!(deep.len(), 1, "{report:#}");
     assert_eq!(deep[0]["severity"], "critical", "{report:#}");
-    assert_eq!(deep[0]["evidence"]["predicted_delay_ms"], 1000.0);
+    assert_eq!(deep[0]["evidence"]["predicted_delay_ms"], 1200.0);
     assert_eq!(code, 2, "{report:#}");
-    for fix in deep[0]["fix"].as_array().unwrap() {
-        apply(&pair.a, fix.as_str().unwrap());
-    }
+    let fix_and_recheck = |deep: &Value| {
+        for fix in deep["fix"].as_array().unwrap() {
+            apply(&pair.a, fix.as_str().unwrap());
+        }
+        let (_, report) = check(&pair, "100ms");
+        assert!(
+            findings(&report, "tbf-queue-too-deep").is_empty(),
+            "{report:#}"
+        );
+    };
+    fix_and_recheck(deep[0]);
+
+    pair.tc_a("qdisc replace parent 1:10 handle 20: tbf rate 1gbit burst 200000 limit 2000000")
+        .unwrap();
     let (_, report) = check(&pair, "100ms");
-    assert!(
-        findings(&report, "tbf-queue-too-deep").is_empty(),
-        "{report:#}"
-    );
+    let deep = findings(&report, "tbf-queue-too-deep");
+    assert_eq!(deep.len(), 1, "{report:#}");
+    let fix = deep[0]["fix"][0].as_str().unwrap();
+    assert!(fix.ends_with(" limit 12500"), "{fix}");
+    fix_and_recheck(deep[0]);
 }

@@ -184,7 +184,8 @@ pub fn explain(code: &str) -> Option<Explanation> {
              FIFO the user put inside the TBF / rate. Under an HTB class the rate is the lower \
              of TBF's and the ceils above it. Warning at 100 ms, critical at 1 s. The fix \
              restates the TBF (rate, peak rate, mpu, overhead, link layer kept) with a latency \
-             that makes limit / rate the target_queue_delay_ms, and the bucket fixes of \
+             (or, where no whole millisecond gives it, a limit) that makes the queue drain in \
+             target_queue_delay_ms at that rate, and the bucket fixes of \
              tbf-burst-huge/-small in the same command; or shortens the FIFO inside.",
         ),
         "tbf-burst-huge" => e(

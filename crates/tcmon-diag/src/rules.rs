@@ -1044,15 +1044,23 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
     let drain = ceil_above.map_or(rate, |ceil| ceil.min(rate));
     let delay_ns = capacity as f64 * 1e9 / drain as f64;
     let deep = delay_ns / 1e6 >= c.t.queue_delay_warning_ms;
-    // latency L gives limit = rate * L + burst; the target is a limit of drain * target delay
-    let latency_ms = if deep && inner_fifo.is_none() {
-        (c.t.target_queue_delay_ms * drain as f64 / rate as f64 - burst as f64 * 1e3 / rate as f64)
-            .max(1.0)
-            .round()
+    // The queue is stated as tc's `latency` L (limit = rate * L + burst), or as `limit` bytes
+    // where no whole millisecond of L gives it: far under the rate, or with a bucket larger than
+    // the target queue. The target is a limit of drain * target delay.
+    let queue_arg = if deep && inner_fifo.is_none() {
+        let target_bytes = drain as f64 * c.t.target_queue_delay_ms * 1e-3;
+        let latency_ms = (target_bytes - burst as f64) * 1e3 / rate as f64;
+        if latency_ms >= 1.0 {
+            format!("latency {}ms", latency_ms.round())
+        } else {
+            format!("limit {}", (target_bytes.round() as u64).max(pkt))
+        }
     } else {
-        ((u64::from(t.limit_bytes).saturating_sub(t.burst_bytes)) as f64 * 1e3 / rate as f64)
+        let latency_ms = ((u64::from(t.limit_bytes).saturating_sub(t.burst_bytes)) as f64 * 1e3
+            / rate as f64)
             .max(1.0)
-            .round()
+            .round();
+        format!("latency {latency_ms}ms")
     };
     let at = if q.parent == Handle::ROOT {
         "root".to_owned()
@@ -1060,7 +1068,7 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
         format!("parent {}", q.parent)
     };
     let mut tbf_cmd = format!(
-        "tc qdisc replace dev {} {at} handle {} tbf rate {} burst {burst} latency {latency_ms}ms",
+        "tc qdisc replace dev {} {at} handle {} tbf rate {} burst {burst} {queue_arg}",
         c.iface.name,
         q.handle,
         rate_arg(t.rate_bytes_per_sec)

@@ -621,6 +621,27 @@ fn a_tbf_under_a_narrower_class_is_judged_at_the_class_ceil() {
         deep.fix[0],
         "tc qdisc replace dev eth1 parent 1:10 handle 20: tbf rate 10000000bit burst 5000 latency 6ms"
     );
+
+    // 1 Gbit over the same 2 Mbit: no whole millisecond of latency at 1 Gbit gives a queue of
+    // 50 ms at 2 Mbit (12.5 kB), so the fix states the limit itself.
+    let mut leaf = seed_2mbit(None).qdiscs.remove(1);
+    leaf.handle = h("20:");
+    leaf.kind = "tbf".into();
+    leaf.detail = Some(QdiscDetail::Tbf(Tbf {
+        rate_bytes_per_sec: 1000 * MBIT,
+        burst_bytes: 200_000,
+        burst_ns: 1_600_000,
+        limit_bytes: 2_000_000,
+        latency_ns: 14_400_000,
+        linklayer: "ethernet",
+        ..Tbf::default()
+    }));
+    let f = check(&snap(Instant::now(), seed_2mbit(Some(leaf))));
+    let deep = f.iter().find(|f| f.code == "tbf-queue-too-deep").unwrap();
+    assert_eq!(
+        deep.fix[0],
+        "tc qdisc replace dev eth1 parent 1:10 handle 20: tbf rate 1000000000bit burst 200000 limit 12500"
+    );
 }
 
 #[test]

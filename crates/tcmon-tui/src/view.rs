@@ -1062,13 +1062,16 @@ fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
             Severity::Warning => "WARN",
             Severity::Info => "info",
         };
-        lines.push(Line::from(vec![
-            Span::styled(sev, t.severity(fd.severity)),
-            Span::styled(
-                format!(" {} {} {}", fd.code, fd.interface, fd.object),
-                Theme::bold(),
-            ),
-        ]));
+        let head = format!("{sev} {} {} {}", fd.code, fd.interface, fd.object);
+        for (n, l) in hanging(&head, "", "     ", width).into_iter().enumerate() {
+            lines.push(match l.strip_prefix(sev) {
+                Some(rest) if n == 0 => Line::from(vec![
+                    Span::styled(sev, t.severity(fd.severity)),
+                    Span::styled(rest.to_owned(), Theme::bold()),
+                ]),
+                _ => Line::styled(l, Theme::bold()),
+            });
+        }
         for l in hanging(&fd.message, "  ", "  ", width) {
             lines.push(Line::raw(l));
         }

@@ -295,6 +295,9 @@ fn connections_over_the_limit_are_closed_until_slots_free() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+    // The server frees the slot in the statement after closing the socket.
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(s.addr.is_ipv4(), "held() and accepted() read /proc/net/tcp");
     let idle: Vec<TcpStream> = (0..4)
         .map(|_| TcpStream::connect(s.addr).unwrap())
         .collect();

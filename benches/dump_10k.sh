@@ -57,8 +57,8 @@ t_tc=$(median tc)
 t_floor=$(median floor)
 t_filters=$(median filters)
 
-# in-process: the agent's steady state, one Collector polling repeatedly, against the same
-# dumps repeated in one process (the first dump of a process is slower than the next ones)
+# in-process: the agent's steady state, one Collector polling repeatedly (median), against the
+# same dumps repeated in one process (mean, the first and slower dump of the process included)
 t_poll=$(ip netns exec "$NS" "$POLL" "$RUNS" --dev v0 | awk '{print $4}' | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]}')
 t_floor_warm=$(ip netns exec "$NS" "$RAW" "$IFINDEX" "$RUNS" 2>&1 | awk -v n="$RUNS" '/bytes in/ {
   t = $4; if (t ~ /ms$/) { sub(/ms$/, "", t) } else { sub(/s$/, "", t); t *= 1000 }; printf "%.1f", t / n }')
@@ -73,7 +73,7 @@ printf '%-44s %8s ms\n' "Collector::poll in a running process" "$t_poll"
 printf '%-44s %8s ms\n' "raw netlink dump repeated in one process" "$t_floor_warm"
 awk -v a="$t_tcmon" -v t="$t_tc" -v f="$t_floor" -v p="$t_poll" -v w="$t_floor_warm" -v r="$rss_kb" 'BEGIN {
   printf "tcmon dump --json / floor = %.2fx (target <= 1.3x)\n", a / f
-  printf "poll in process / repeated raw dump = %.2fx\n", p / w
+  if (w > 0) printf "poll in process / repeated raw dump = %.2fx\n", p / w
   printf "tc / tcmon dump --json    = %.2fx (target >= 2x)\n", t / a
   printf "tcmon peak RSS = %.1f MB (target < 64 MB)\n", r / 1024
 }'

@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/big_tree.sh
+[ $# -ge 2 ] || { sed -n '2,9p' "$0"; exit 2; }
 A=$(realpath "$1")
 B=$(realpath "$2")
 ROUNDS=${3:-61}
@@ -23,14 +24,31 @@ trap cleanup EXIT
 big_tree "$NS" "$CLASSES" 2>/dev/null
 IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
 
-ip netns exec "$NS" env EA="${EA:-}" EB="${EB:-}" bash -c '
+times=$(ip netns exec "$NS" env EA="${EA:-}" EB="${EB:-}" bash -c '
   rounds=$1 raw=$2 ifindex=$3 a=$4 b=$5
-  ms() { s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
+  # A failed run would look fast: stop instead.
+  ms() {
+    local s e
+    s=$(date +%s%N)
+    "$@" >/dev/null 2>&1 || { echo "FAILED: $*" >&2; return 1; }
+    e=$(date +%s%N)
+    echo $(( (e - s) / 1000 ))
+  }
+  run() {
+    local t
+    case $1 in
+      A) t=$(ms env $EA "$a" dump --json --no-filters --dev v0) ;;
+      B) t=$(ms env $EB "$b" dump --json --no-filters --dev v0) ;;
+      floor) t=$(ms "$raw" "$ifindex") ;;
+    esac || return 1
+    echo "$1 $t"
+  }
   for ((r = 0; r < rounds; r++)); do
-    echo "floor $(ms "$raw" "$ifindex")"
-    echo "A $(ms env $EA "$a" dump --json --no-filters --dev v0)"
-    echo "B $(ms env $EB "$b" dump --json --no-filters --dev v0)"
-  done' _ "$ROUNDS" "$RAW" "$IFINDEX" "$A" "$B" |
+    run floor || exit 1
+    # A and B take turns going first, so that neither always runs right after the floor
+    if ((r % 2)); then run B && run A; else run A && run B; fi || exit 1
+  done' _ "$ROUNDS" "$RAW" "$IFINDEX" "$A" "$B")
+echo "$times" |
   awk '{ v[$1] = v[$1] " " $2 } END { for (k in v) print k, v[k] }' | sort |
   while read -r name times; do
     echo "$times" | tr ' ' '\n' | sort -n | awk -v n="$name" '{ t[NR] = $1 } END {

@@ -211,4 +211,8 @@ fn byte_queue_limits_in_another_namespace() {
     let facts = tcmon_agent::facts::links(&snap, &[], Some(&pair.a.name));
     assert_eq!(facts[&dev].bql_limit_bytes, expected, "{facts:?}");
     assert_eq!(sys_mounts(), before, "the host's sysfs mounts changed");
+    // tcmon's sysfs was read-only; the namespace's own stays writable
+    pair.a
+        .exec(&["sh", "-c", &format!("echo 654321 > {}/limit", queue(1))])
+        .expect("sysfs of the namespace still writable");
 }

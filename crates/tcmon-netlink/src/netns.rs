@@ -27,7 +27,8 @@ pub fn in_netns<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, 
 /// sysfs mounted afresh on /sys, as `ip netns exec` does: sysfs shows the network devices of
 /// the namespace that mounted it, so /sys/class/net then lists that namespace's devices.
 /// Needs CAP_SYS_ADMIN. The host's mounts are untouched: the thread's mount namespace
-/// receives no propagation back to them (a slave) and ends with the thread.
+/// receives no propagation back to them (a slave) and ends with the thread; `f`'s result must
+/// hold no open files from there, or that sysfs outlives it.
 pub fn in_netns_with_sysfs<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, Error> {
     on_netns_thread(name, true, f)
 }
@@ -86,11 +87,12 @@ fn mount_own_sysfs() -> io::Result<()> {
         ))?;
         // The host's sysfs stays mounted beneath; detaching it is only tidier.
         libc::umount2(c"/sys".as_ptr(), libc::MNT_DETACH);
+        // Read-only: only read here, and a container may allow no other.
         check(libc::mount(
             c"sysfs".as_ptr(),
             c"/sys".as_ptr(),
             c"sysfs".as_ptr(),
-            0,
+            libc::MS_RDONLY,
             std::ptr::null(),
         ))
     }

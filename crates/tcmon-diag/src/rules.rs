@@ -298,9 +298,20 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             .qdisc(c.iface, q)
             .and_then(|r| r.bits_per_sec)
             .unwrap_or(0.0);
-        let ceil_bits =
-            htb_parent(c.iface, q).map_or(0.0, |(_, h)| h.ceil_bytes_per_sec as f64 * 8.0);
-        let drain_bits = if sending > 0.0 { sending } else { ceil_bits };
+        // Nothing sent in the window: the queue drains at most at the shaper's rate, the
+        // narrower of a TBF's own and the HTB ceils above it.
+        let ceil = htb_parent(c.iface, q)
+            .map(|(class, _)| plan::effective_ceil(c.iface, c.plan(), class.handle));
+        let tbf_rate = match &q.detail {
+            Some(QdiscDetail::Tbf(t)) => Some(t.rate_bytes_per_sec),
+            _ => None,
+        };
+        let shaper_bits = [ceil, tbf_rate]
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(0.0, |b| b as f64 * 8.0);
+        let drain_bits = if sending > 0.0 { sending } else { shaper_bits };
         if drain_bits <= 0.0 {
             continue;
         }

@@ -255,6 +255,45 @@ fn standing_queue_from_backlog_through_the_window() {
 }
 
 #[test]
+fn a_standing_queue_that_sent_nothing_is_timed_at_the_shaper_rate() {
+    // A root TBF of 1 Mbit that kept 28 kB queued and sent nothing in the window: 224 ms at
+    // its rate (there is no class ceil to fall back on).
+    let t0 = Instant::now();
+    let tbf = |backlog_bytes| Qdisc {
+        handle: h("1:"),
+        parent: Handle::ROOT,
+        kind: "tbf".into(),
+        stats: Stats {
+            backlog_bytes,
+            backlog_packets: 20,
+            ..Stats::default()
+        },
+        detail: Some(QdiscDetail::Tbf(Tbf {
+            rate_bytes_per_sec: MBIT,
+            burst_bytes: 1514,
+            burst_ns: 12_112_000,
+            limit_bytes: 30_000,
+            latency_ns: 228_000_000,
+            linklayer: "ethernet",
+            ..Tbf::default()
+        })),
+        undecoded: Undecoded::default(),
+    };
+    let sa = snap(t0, iface(vec![tbf(30_000)], vec![]));
+    let sb = snap(
+        t0 + Duration::from_secs(2),
+        iface(vec![tbf(28_000)], vec![]),
+    );
+    let rates = Rates::between(&sa, &sb);
+    let f = check_with(&sb, Some(&sa), Some(&rates));
+    let s = f
+        .iter()
+        .find(|f| f.code == "standing-queue")
+        .expect("standing queue");
+    assert_eq!(s.evidence["queue_delay_ms"], 224.0);
+}
+
+#[test]
 fn missing_default_class_escalates_when_direct_packets_grow() {
     let t0 = Instant::now();
     let mk = |direct| {

@@ -113,6 +113,11 @@ fn ms(ns: f64) -> f64 {
     (ns / 1e4).round() / 100.0
 }
 
+/// Rates in evidence to a tenth: `260.9739324882664` drops/s says no more than `261.0`.
+fn tenths(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
 /// Qdiscs by (handle, parent), for finding each one in the poll before without a scan per
 /// qdisc (quadratic on trees of thousands).
 fn by_key(qdiscs: &[Qdisc]) -> HashMap<(Handle, Handle), &Qdisc> {
@@ -127,6 +132,18 @@ fn by_key(qdiscs: &[Qdisc]) -> HashMap<(Handle, Handle), &Qdisc> {
 fn htb_parent<'a>(iface: &'a Interface, q: &Qdisc) -> Option<(&'a Class, &'a HtbClass)> {
     let class = iface.class(q.parent)?;
     Some((class, class.htb()?))
+}
+
+/// The fastest a shaper lets `q` drain, bytes/s: the narrower of a TBF's own rate and the
+/// narrowest HTB ceil above it (after the plan's fixes); `None` when nothing shapes it.
+fn shaper_rate(c: &Ctx<'_>, q: &Qdisc) -> Option<u64> {
+    let ceil = htb_parent(c.iface, q)
+        .map(|(class, _)| plan::effective_ceil(c.iface, c.plan(), class.handle));
+    let tbf = match &q.detail {
+        Some(QdiscDetail::Tbf(t)) => Some(t.rate_bytes_per_sec),
+        _ => None,
+    };
+    ceil.into_iter().chain(tbf).min()
 }
 
 /// The qdisc directly under a TBF is TBF's own queue: rules judge the TBF, not it.
@@ -298,20 +315,12 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             .qdisc(c.iface, q)
             .and_then(|r| r.bits_per_sec)
             .unwrap_or(0.0);
-        // Nothing sent in the window: the queue drains at most at the shaper's rate, the
-        // narrower of a TBF's own and the HTB ceils above it.
-        let ceil = htb_parent(c.iface, q)
-            .map(|(class, _)| plan::effective_ceil(c.iface, c.plan(), class.handle));
-        let tbf_rate = match &q.detail {
-            Some(QdiscDetail::Tbf(t)) => Some(t.rate_bytes_per_sec),
-            _ => None,
+        // Nothing sent in the window: the queue drains at most at the shaper's rate.
+        let drain_bits = if sending > 0.0 {
+            sending
+        } else {
+            shaper_rate(c, q).map_or(0.0, |b| b as f64 * 8.0)
         };
-        let shaper_bits = [ceil, tbf_rate]
-            .into_iter()
-            .flatten()
-            .min()
-            .map_or(0.0, |b| b as f64 * 8.0);
-        let drain_bits = if sending > 0.0 { sending } else { shaper_bits };
         if drain_bits <= 0.0 {
             continue;
         }
@@ -1050,9 +1059,7 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
         Some(_) => (0, None), // an AQM or other qdisc inside: its own rules judge it
     };
     // Under an HTB class the queue drains at the narrower of TBF's rate and the ceils above.
-    let ceil_above = htb_parent(c.iface, q)
-        .map(|(class, _)| plan::effective_ceil(c.iface, c.plan(), class.handle).max(1));
-    let drain = ceil_above.map_or(rate, |ceil| ceil.min(rate));
+    let drain = shaper_rate(c, q).unwrap_or(rate).max(1);
     let delay_ns = capacity as f64 * 1e9 / drain as f64;
     let deep = delay_ns / 1e6 >= c.t.queue_delay_warning_ms;
     // The queue is stated as tc's `latency` L (limit = rate * L + burst), or as `limit` bytes
@@ -1219,10 +1226,11 @@ fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     for ch in &c.iface.filter_chains {
         // What the kernel tries one by one: for u32, the rules of one hash bucket; flower, fw
         // and route look rules up by key, so their count costs nothing per packet.
-        let linear = match ch.kind.as_str() {
+        let (linear, bucket) = match ch.kind.as_str() {
             "u32" => {
-                let mut buckets: std::collections::HashMap<u32, u32> =
-                    std::collections::HashMap::new();
+                // Ordered, for a deterministic pick among buckets of equal length.
+                let mut buckets: std::collections::BTreeMap<u32, u32> =
+                    std::collections::BTreeMap::new();
                 for f in c.iface.filters.iter().filter(|f| {
                     f.is_rule
                         && f.parent == ch.parent
@@ -1233,18 +1241,14 @@ fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 }) {
                     *buckets.entry(f.handle_raw >> 12).or_default() += 1;
                 }
-                // Sorted for a deterministic pick among buckets of equal length.
-                let mut buckets: Vec<(u32, u32)> = buckets.into_iter().collect();
-                buckets.sort_unstable();
                 buckets
-                    .iter()
-                    .max_by_key(|(_, n)| *n)
-                    .map_or((0, None), |&(b, n)| (n, Some(b)))
+                    .into_iter()
+                    .max_by_key(|&(_, n)| n)
+                    .map_or((0, None), |(b, n)| (n, Some(b)))
             }
             "basic" | "bpf" | "matchall" | "cgroup" => (ch.rules, None),
             _ => continue,
         };
-        let (linear, bucket) = linear;
         if linear <= c.t.filter_chain_max {
             continue;
         }
@@ -1382,9 +1386,4 @@ fn bql(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             c.iface.name, c.t.bql_limit_max_bytes
         )],
     });
-}
-
-/// Rates in evidence to a tenth: `260.9739324882664` drops/s says no more than `261.0`.
-fn tenths(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
 }

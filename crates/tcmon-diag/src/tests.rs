@@ -117,6 +117,11 @@ fn check_with(s: &Snapshot, before: Option<&Snapshot>, rates: Option<&Rates>) ->
     diagnose(&facts, &Thresholds::default())
 }
 
+/// Findings of `now` with `before` as the window's start: the rate rules run.
+fn check_window(before: &Snapshot, now: &Snapshot) -> Vec<Finding> {
+    check_with(now, Some(before), Some(&Rates::between(before, now)))
+}
+
 fn codes(f: &[Finding]) -> Vec<&'static str> {
     f.iter().map(|f| f.code).collect()
 }
@@ -237,8 +242,7 @@ fn standing_queue_from_backlog_through_the_window() {
         ..Stats::default()
     };
     let (sa, sb) = (snap(t0, a), snap(t0 + Duration::from_secs(2), b));
-    let rates = Rates::between(&sa, &sb);
-    let f = check_with(&sb, Some(&sa), Some(&rates));
+    let f = check_window(&sa, &sb);
     let s = f
         .iter()
         .find(|f| f.code == "standing-queue")
@@ -284,8 +288,7 @@ fn a_standing_queue_that_sent_nothing_is_timed_at_the_shaper_rate() {
         t0 + Duration::from_secs(2),
         iface(vec![tbf(28_000)], vec![]),
     );
-    let rates = Rates::between(&sa, &sb);
-    let f = check_with(&sb, Some(&sa), Some(&rates));
+    let f = check_window(&sa, &sb);
     let s = f
         .iter()
         .find(|f| f.code == "standing-queue")
@@ -322,8 +325,7 @@ fn missing_default_class_escalates_when_direct_packets_grow() {
             "tc qdisc add dev eth1 parent 1:20 handle 20: pfifo limit 8",
         ]
     );
-    let rates = Rates::between(&early, &late);
-    let f = check_with(&late, Some(&early), Some(&rates));
+    let f = check_window(&early, &late);
     let d = f
         .iter()
         .find(|f| f.code == "htb-default-class-missing")
@@ -520,8 +522,7 @@ fn class_saturated_needs_the_ceil_and_pressure() {
         st.drops = drops;
         st.overlimits = overlimits;
         let (sa, sb) = (snap(t0, a), snap(t0 + Duration::from_secs(2), b));
-        let rates = Rates::between(&sa, &sb);
-        check_with(&sb, Some(&sa), Some(&rates))
+        check_window(&sa, &sb)
     };
     // 2 s at 2 Mbit = 500 kB
     let f = run(495_000, 20, 400);

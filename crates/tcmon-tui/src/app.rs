@@ -446,7 +446,7 @@ impl App {
             .iter()
             .map(|n| {
                 let h = handle_kind(iface, n.obj).0.to_string();
-                // indent, fold marker, handle, and room for a finding's ` !`
+                // as view's name_cell lays it out: indent, fold marker, handle; and a finding's ` !`
                 let flag = if self.flagged.contains_key(&h) { 2 } else { 0 };
                 n.depth + 2 + h.chars().count() + flag
             })

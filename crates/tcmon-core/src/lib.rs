@@ -4,7 +4,9 @@
 pub mod aqm;
 pub mod model;
 pub mod rates;
+pub mod topology;
 pub mod units;
 
 pub use model::Snapshot;
+pub use topology::{Obj, Topology};
 pub use units::Handle;

@@ -3,6 +3,7 @@
 //! The JSON form of these types (`tcmon dump --json`, `/api/v1/snapshot`) is a documented, stable
 //! schema: fields are only added, never renamed.
 
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde::{Serialize, Serializer};
@@ -10,6 +11,7 @@ use serde::{Serialize, Serializer};
 pub use smol_str::SmolStr as Name;
 
 use crate::aqm::{Cake, Codel, Fq, FqCodel, FqCodelClass, Sfq, SfqClass};
+use crate::topology::Topology;
 use crate::units::{Handle, TickLen};
 
 /// One consistent read of the traffic-control state of a network namespace.
@@ -78,6 +80,21 @@ pub struct Interface {
     pub filters: Vec<Filter>,
     /// Filter rules per (parent, prio, protocol, kind, chain): the kernel scans each linearly.
     pub filter_chains: Vec<FilterChain>,
+    /// Built on first use from the objects above, which must not change after that
+    /// ([`sort_interface`] resets it; a clone starts without one).
+    #[serde(skip)]
+    pub topology: TopologyCell,
+}
+
+/// The lazily built [`Topology`] of an interface. A clone is empty: a cloned interface is
+/// usually cloned to be changed, and builds its own tree on first use.
+#[derive(Debug, Default)]
+pub struct TopologyCell(OnceLock<Topology>);
+
+impl Clone for TopologyCell {
+    fn clone(&self) -> Self {
+        TopologyCell::default()
+    }
 }
 
 impl Interface {
@@ -90,12 +107,23 @@ impl Interface {
             Err(_) => self.classes.iter().find(|c| c.handle == id),
         }
     }
+    /// The qdisc with `handle` (the first, for `0:`, which the kernel's own qdiscs share).
     pub fn qdisc(&self, handle: Handle) -> Option<&Qdisc> {
-        self.qdiscs.iter().find(|q| q.handle == handle)
+        self.topology().qdisc(handle).map(|i| &self.qdiscs[i])
     }
     /// The qdisc attached under `parent` (a class id or `root`).
     pub fn qdisc_under(&self, parent: Handle) -> Option<&Qdisc> {
-        self.qdiscs.iter().find(|q| q.parent == parent)
+        self.topology().qdisc_under(parent).map(|i| &self.qdiscs[i])
+    }
+
+    /// The tree of this interface, built once.
+    pub fn topology(&self) -> &Topology {
+        let t = self.topology.0.get_or_init(|| Topology::new(self));
+        debug_assert!(
+            t.len() == (self.qdiscs.len(), self.classes.len()),
+            "objects changed after the topology was built"
+        );
+        t
     }
 }
 
@@ -410,6 +438,7 @@ pub fn filter_chains(filters: &[Filter]) -> Vec<FilterChain> {
 /// Keys are computed once and elements moved once: these are large structs, and a plain sort of
 /// 10,000 classes spends its time in memmove.
 pub fn sort_interface(i: &mut Interface) {
+    i.topology = TopologyCell::default();
     sort_moving_once(&mut i.qdiscs, |q| {
         (q.parent != Handle::ROOT, q.parent, q.handle)
     });

@@ -550,25 +550,24 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
     filter_lower: &str,
     sort: SortKey,
 ) -> Vec<Row> {
-    let nodes = walk(iface);
+    let topo = iface.topology();
+    let nodes = topo.preorder();
     let n = nodes.len();
-    let mut parent = vec![None; n];
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut roots = Vec::new();
-    let mut stack: Vec<usize> = Vec::new();
-    for (i, node) in nodes.iter().enumerate() {
-        while stack.last().is_some_and(|&t| nodes[t].depth >= node.depth) {
-            stack.pop();
-        }
-        match stack.last() {
-            Some(&p) => {
-                parent[i] = Some(p);
-                children[p].push(i);
-            }
-            None => roots.push(i),
-        }
-        stack.push(i);
-    }
+    let parent: Vec<Option<usize>> = nodes
+        .iter()
+        .map(|node| topo.parent(node.obj).map(|p| topo.position(p)))
+        .collect();
+    // copies: sorting reorders siblings
+    let mut children: Vec<Vec<usize>> = nodes
+        .iter()
+        .map(|node| {
+            topo.children(node.obj)
+                .iter()
+                .map(|&c| topo.position(c))
+                .collect()
+        })
+        .collect();
+    let mut roots: Vec<usize> = (0..n).filter(|&i| parent[i].is_none()).collect();
     let keys: Vec<ObjectKey> = nodes.iter().map(|n| object_key(iface, n.obj)).collect();
     if sort != SortKey::Tree {
         // Descending; objects without a rate yet sort last. Stable: ties keep tree order.

@@ -177,6 +177,7 @@ fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Finding>
         message: format!("latency rises {inc:.0} ms under load (grade {grade}{rpm}); {place}"),
         evidence,
         fix,
+        ..Finding::default()
     })
 }
 
@@ -279,6 +280,7 @@ mod tests {
             message: format!("{code} on {iface}"),
             evidence: Evidence::new(),
             fix: vec![format!("tc fix {iface}")],
+            ..Finding::default()
         }
     }
 

@@ -9,6 +9,7 @@
 //! else is `info`, with its numbers.
 
 mod explain;
+mod merge;
 mod plan;
 mod rules;
 mod thresholds;
@@ -23,6 +24,7 @@ use tcmon_core::model::{Interface, Snapshot};
 use tcmon_core::rates::Rates;
 
 pub use explain::{explain, Explanation, CODES};
+pub use merge::EXAMPLES;
 pub use thresholds::Thresholds;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -57,6 +59,44 @@ pub struct Finding {
     pub evidence: Evidence,
     /// Commands that would resolve it.
     pub fix: Vec<String>,
+    /// How many objects share the problem: findings of one rule about many objects of one
+    /// qdisc are reported once, as a script that made them repeats one mistake.
+    pub count: usize,
+    /// Every object concerned, worst first (just `object` for a finding about one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<String>,
+    /// The worst few objects of a merged finding, each with its own message.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
+    /// How bad this object is next to others of the same rule (a delay, a shortfall):
+    /// larger is worse. Orders the objects of a merged finding; not reported.
+    #[serde(skip)]
+    pub weight: f64,
+}
+
+impl Default for Finding {
+    fn default() -> Self {
+        Finding {
+            code: "",
+            severity: Severity::Info,
+            interface: String::new(),
+            object: String::new(),
+            message: String::new(),
+            evidence: Evidence::new(),
+            fix: Vec::new(),
+            count: 1,
+            objects: Vec::new(),
+            examples: Vec::new(),
+            weight: 0.0,
+        }
+    }
+}
+
+/// One object of a merged finding, with what the rule said about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Example {
+    pub object: String,
+    pub message: String,
 }
 
 /// The values a rule used, by name: a JSON object in name order. A sorted list rather than a
@@ -172,6 +212,7 @@ pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         rules::run_config(&rules::Ctx::new(facts, iface, t, None), &mut out);
     }
     rules::host(facts, t, &mut out);
+    let mut out = merge::merge(facts.snapshot, out);
     out.sort_by(worst_first);
     // kept for as long as the configuration lasts
     out.shrink_to_fit();
@@ -185,6 +226,7 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         let ctx = rules::Ctx::new(facts, iface, t, before_of(facts, iface));
         rules::run_traffic(&ctx, &mut out);
     }
+    let mut out = merge::merge(facts.snapshot, out);
     out.sort_by(worst_first);
     out
 }

@@ -68,19 +68,16 @@ pub(crate) fn quantum_small(h: &HtbClass, mtu: u64) -> bool {
 
 /// Effective ceiling of a class: its target ceil and every ancestor's (the narrowest drains).
 pub(crate) fn effective_ceil(iface: &Interface, plan: &Plan, class: Handle) -> u64 {
-    let mut ceil = u64::MAX;
-    let mut at = class;
-    for _ in 0..16 {
-        let Some(t) = plan.targets.get(&at) else {
-            break;
-        };
-        ceil = ceil.min(t.ceil);
-        match iface.class(at) {
-            Some(c) if c.parent != at => at = c.parent,
-            _ => break,
-        }
-    }
-    ceil
+    let topo = iface.topology();
+    let Some(at) = topo.class(class) else {
+        return u64::MAX;
+    };
+    std::iter::once(at)
+        .chain(topo.ancestor_classes(at))
+        .map_while(|c| plan.targets.get(&iface.classes[c].handle))
+        .map(|t| t.ceil)
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 pub(crate) fn quantum_big(h: &HtbClass, r2q: u64, t: &Thresholds) -> bool {
@@ -168,14 +165,24 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
         }
     }
     // Quanta: one r2q for all leaves of a qdisc when one fits, else clamp the flagged ones.
-    for q in &iface.qdiscs {
+    // Leaves grouped by their qdisc in one pass (a scan per qdisc is slow under mq).
+    let topo = iface.topology();
+    let mut leaves_of: HashMap<usize, Vec<(&Class, &HtbClass)>> = HashMap::new();
+    for (i, c) in iface.classes.iter().enumerate() {
+        if let (Some(h), Some(owner)) = (c.htb(), topo.owner(i)) {
+            if h.level == 0 {
+                leaves_of.entry(owner).or_default().push((c, h));
+            }
+        }
+    }
+    for (qi, q) in iface.qdiscs.iter().enumerate() {
         let Some(QdiscDetail::Htb(hq)) = &q.detail else {
             continue;
         };
         let r2q = u64::from(hq.r2q.max(1));
-        let leaves: Vec<(&Class, &HtbClass)> = htb_classes(iface)
-            .filter(|(c, h)| c.handle.qdisc() == q.handle && h.level == 0)
-            .collect();
+        let Some(leaves) = leaves_of.remove(&qi) else {
+            continue;
+        };
         if !leaves
             .iter()
             .any(|(_, h)| quantum_small(h, mtu) || quantum_big(h, r2q, t))

@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 use tcmon_core::model::{Class, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail};
+use tcmon_core::topology::Obj;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use crate::plan::{self, packet_bytes, rate_arg, Plan};
@@ -101,6 +102,7 @@ pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Vec<Finding>) {
                 "echo 0 > /sys/module/sch_htb/parameters/htb_hysteresis".into(),
                 "echo 'options sch_htb htb_hysteresis=0' > /etc/modprobe.d/sch_htb.conf".into(),
             ],
+            ..Finding::default()
         });
     }
 }
@@ -273,6 +275,7 @@ fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             ),
             evidence,
             fix,
+            ..Finding::default()
         });
     }
 }
@@ -374,6 +377,7 @@ fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ),
                 _ => Vec::new(),
             },
+            ..Finding::default()
         });
     }
 }
@@ -449,6 +453,7 @@ fn offload_observed(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ("queue_delay_ms", json!(ms(queue_ns))),
             ]),
             fix: offload_fix(c),
+            ..Finding::default()
         });
     }
 }
@@ -499,6 +504,7 @@ fn offload_predicted(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             ("one_packet_ms", json!(ms(one_ns))),
         ]),
         fix: offload_fix(c),
+        ..Finding::default()
     });
 }
 
@@ -694,6 +700,7 @@ fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
             ("growing", json!(growing)),
         ]),
         fix,
+        ..Finding::default()
     });
 }
 
@@ -705,26 +712,33 @@ fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
     };
     let mtu = packet_bytes(c.iface) - 14;
     let r2q = u64::from(h.r2q.max(1));
-    let leaves: Vec<&Class> = c
-        .iface
-        .classes
+    let topo = c.iface.topology();
+    let Some(qi) = topo.qdisc(q.handle) else {
+        return;
+    };
+    let leaves: Vec<&Class> = topo
+        .descendants(Obj::Qdisc(qi))
         .iter()
-        .filter(|cl| cl.handle.qdisc() == q.handle && cl.htb().is_some_and(|x| x.level == 0))
+        .filter_map(|n| match n.obj {
+            Obj::Class(i) => Some(&c.iface.classes[i]),
+            Obj::Qdisc(_) => None,
+        })
+        .filter(|cl| topo.class(cl.handle).and_then(|i| topo.owner(i)) == Some(qi))
+        .filter(|cl| cl.htb().is_some_and(|x| x.level == 0))
         .collect();
+    let first = out.len();
+    let mut flagged = 0;
     for cl in &leaves {
         let x = cl.htb().expect("filtered on htb");
         let (is_small, is_big) = (plan::quantum_small(x, mtu), plan::quantum_big(x, r2q, c.t));
         if !(is_small || is_big) {
             continue;
         }
+        flagged += 1;
         let computed = x.rate_bytes_per_sec / r2q;
-        // own command first, then the other leaves that change with the common r2q
-        let mut fix = plan::commands(c.iface, c.plan(), [*cl]);
-        fix.extend(plan::commands(
-            c.iface,
-            c.plan(),
-            leaves.iter().copied().filter(|o| o.handle != cl.handle),
-        ));
+        // each leaf's own command; the leaves that change only with the common r2q follow
+        // once, below (a list of every leaf per finding is quadratic)
+        let fix = plan::commands(c.iface, c.plan(), [*cl]);
         let consequence = if is_small {
             "below the MTU, a class that borrows gets less than its share of spare bandwidth"
         } else {
@@ -757,7 +771,18 @@ fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
                 ("proposed_r2q", json!(qp.r2q)),
             ]),
             fix,
+            weight: (i64::from(x.quantum_bytes) - mtu as i64).unsigned_abs() as f64,
+            ..Finding::default()
         });
+    }
+    if flagged > 0 {
+        let others = leaves.iter().copied().filter(|cl| {
+            let x = cl.htb().expect("filtered on htb");
+            !(plan::quantum_small(x, mtu) || plan::quantum_big(x, r2q, c.t))
+        });
+        out[first]
+            .fix
+            .extend(plan::commands(c.iface, c.plan(), others));
     }
 }
 
@@ -814,6 +839,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("proposed_bytes", json!(want)),
             ]),
             fix: fix(),
+            ..Finding::default()
         });
     }
     if h.rate_bytes_per_sec > h.ceil_bytes_per_sec {
@@ -833,6 +859,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
             ]),
             fix: fix(),
+            ..Finding::default()
         });
     }
 }
@@ -863,6 +890,7 @@ fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Findin
             )
             .into_iter()
             .collect(),
+            ..Finding::default()
         });
     }
     // Saturation needs drops or overlimits in the window: a class that never had either is
@@ -900,46 +928,39 @@ fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Findin
                     ),
                 ]),
                 fix: vec![],
+                ..Finding::default()
             });
         }
     }
 }
 
-/// Every class below `top`, parents before children.
-fn descendants(iface: &Interface, top: Handle) -> Vec<&Class> {
-    let mut out: Vec<&Class> = Vec::new();
-    let mut frontier = vec![top];
-    while let Some(p) = frontier.pop() {
-        for k in iface
-            .classes
-            .iter()
-            .filter(|k| k.parent == p && k.handle != p)
-        {
-            if out.len() < iface.classes.len() {
-                out.push(k);
-                frontier.push(k.handle);
-            }
-        }
-    }
-    out
+/// Every class below class `top`, parents before children: linear in its subtree.
+fn descendants(iface: &Interface, top: usize) -> impl Iterator<Item = &Class> {
+    iface
+        .topology()
+        .descendants(Obj::Class(top))
+        .iter()
+        .filter_map(|n| match n.obj {
+            Obj::Class(i) => Some(&iface.classes[i]),
+            Obj::Qdisc(_) => None,
+        })
 }
 
 /// Parent/child consistency: bursts, ceils, rate sums.
 fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
-    // Children by parent in one pass (class order kept): a scan per parent is quadratic.
-    let mut by_parent: HashMap<Handle, Vec<(&Class, &HtbClass)>> = HashMap::default();
-    for k in &c.iface.classes {
-        if let Some(x) = k.htb() {
-            if k.parent != k.handle {
-                by_parent.entry(k.parent).or_default().push((k, x));
-            }
-        }
-    }
-    for parent in &c.iface.classes {
+    let topo = c.iface.topology();
+    for (pi, parent) in c.iface.classes.iter().enumerate() {
         let Some(p) = parent.htb() else { continue };
-        let Some(kids) = by_parent.get(&parent.handle) else {
+        let kids: Vec<(&Class, &HtbClass)> = topo
+            .child_classes(Obj::Class(pi))
+            .filter_map(|k| {
+                let k = &c.iface.classes[k];
+                k.htb().map(|x| (k, x))
+            })
+            .collect();
+        if kids.is_empty() {
             continue;
-        };
+        }
         let sum: u128 = kids
             .iter()
             .map(|(_, x)| u128::from(x.rate_bytes_per_sec))
@@ -970,10 +991,11 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ]),
                 // the children scaled down to fit, in proportion, and below them whatever that
                 // scaling pushes over its own parent
-                fix: plan::commands(c.iface, c.plan(), descendants(c.iface, parent.handle)),
+                fix: plan::commands(c.iface, c.plan(), descendants(c.iface, pi)),
+                ..Finding::default()
             });
         }
-        for (k, x) in kids {
+        for &(k, x) in &kids {
             if x.ceil_bytes_per_sec > p.ceil_bytes_per_sec {
                 out.push(Finding {
                     code: "htb-ceil-exceeds-parent",
@@ -992,7 +1014,8 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                         ("ceil_bytes_per_sec", json!(x.ceil_bytes_per_sec)),
                         ("parent_ceil_bytes_per_sec", json!(p.ceil_bytes_per_sec)),
                     ]),
-                    fix: plan::commands(c.iface, c.plan(), [*k]),
+                    fix: plan::commands(c.iface, c.plan(), [k]),
+                    ..Finding::default()
                 });
             }
             let exceeds = |child: u64, parent: u64| plan::bucket_below(parent, child);
@@ -1020,7 +1043,8 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     ]),
                     // The plan lowers the child to the parent's buckets, and raises the parent
                     // only where the child's own minimum is still larger.
-                    fix: plan::commands(c.iface, c.plan(), [*k, parent]),
+                    fix: plan::commands(c.iface, c.plan(), [k, parent]),
+                    ..Finding::default()
                 });
             }
         }
@@ -1145,6 +1169,7 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
                 ("threshold_ms", json!(c.t.tbf_burst_max_ms)),
             ]),
             fix: tbf_fix.clone(),
+            ..Finding::default()
         });
     }
     if small {
@@ -1164,6 +1189,7 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
                 ("packet_bytes", json!(pkt)),
             ]),
             fix: tbf_fix.clone(),
+            ..Finding::default()
         });
     }
     if !deep {
@@ -1209,6 +1235,7 @@ fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
             ("drain_bytes_per_sec", json!(drain)),
         ]),
         fix,
+        ..Finding::default()
     });
 }
 
@@ -1310,6 +1337,7 @@ fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     "# then move each rule into the bucket of its address's last byte: tc filter add ... u32 ht {new_ht}XX: match ip dst A.B.C.D/32 flowid ..."
                 ),
             ],
+            ..Finding::default()
         });
     }
 }
@@ -1356,6 +1384,7 @@ fn unshaped_root(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         } else {
             vec![format!("tc qdisc replace dev {} root fq_codel", c.iface.name)]
         },
+        ..Finding::default()
     });
 }
 
@@ -1385,5 +1414,6 @@ fn bql(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             "for q in /sys/class/net/{}/queues/tx-*/byte_queue_limits; do echo {} > $q/limit_max; done",
             c.iface.name, c.t.bql_limit_max_bytes
         )],
+        ..Finding::default()
     });
 }

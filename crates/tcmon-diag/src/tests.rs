@@ -423,6 +423,9 @@ fn one_r2q_for_the_whole_qdisc_when_one_fits() {
     let f = check(&snap(Instant::now(), i));
     let big = f.iter().find(|f| f.code == "htb-quantum-big").unwrap();
     assert_eq!(big.evidence["proposed_r2q"], 563);
+    // both leaves are capped: one finding for qdisc 1:, naming both
+    assert_eq!((big.object.as_str(), big.count), ("1:", 2));
+    assert_eq!(big.objects, ["1:10", "1:20"]);
     // burst and cburst are restated as they are, so `change` does not reset them
     assert_eq!(
         big.fix[0],
@@ -430,17 +433,14 @@ fn one_r2q_for_the_whole_qdisc_when_one_fits() {
          burst 114099 cburst 126777 prio 0 quantum 199822"
     );
     // 100 Mbit / 10 is capped too; with r2q 563 it gets 22202
-    let other = f
-        .iter()
-        .find(|f| f.code == "htb-quantum-big" && f.object == "1:20")
-        .unwrap();
-    assert!(other.fix[0].ends_with("quantum 22202"), "{}", other.fix[0]);
+    assert_eq!(big.fix.len(), 2, "{:?}", big.fix);
+    assert!(big.fix[1].ends_with("quantum 22202"), "{}", big.fix[1]);
     assert_eq!(
         codes(&f)
             .iter()
             .filter(|c| c.starts_with("htb-quantum"))
             .count(),
-        2
+        1
     );
 }
 
@@ -574,8 +574,10 @@ fn parent_child_consistency() {
         .iter()
         .find(|f| f.code == "htb-child-burst-exceeds-parent")
         .unwrap();
-    assert_eq!(b.object, "1:10");
-    assert_eq!(b.fix.len(), 1, "{:?}", b.fix);
+    // both children exceed 1:1's buckets: one finding for qdisc 1:, each child's command once
+    assert_eq!((b.object.as_str(), b.count), ("1:", 2));
+    assert_eq!(b.objects, ["1:10", "1:20"]);
+    assert_eq!(b.fix.len(), 2, "{:?}", b.fix);
     assert!(
         b.fix[0].contains("classid 1:10 ") && b.fix[0].contains(" burst 1600 "),
         "{:?}",

@@ -68,6 +68,7 @@ fn tree(classes: u16) -> (Snapshot, Vec<Finding>) {
                 message: String::new(),
                 evidence: Evidence::default(),
                 fix: Vec::new(),
+                ..Finding::default()
             });
         }
     }

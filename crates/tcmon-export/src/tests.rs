@@ -229,6 +229,7 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
         message: String::new(),
         evidence: Evidence::default(),
         fix: Vec::new(),
+        ..Finding::default()
     };
     let findings = vec![
         finding("queue-too-deep", Severity::Critical, "veth0", "1:10"),

@@ -240,6 +240,7 @@ pub fn findings() -> Vec<Finding> {
             message: "pfifo 10: under 1:10 holds 1000 packets (1.51 MB): up to 6.06 s of queueing delay at the class ceil of 2 Mbit".into(),
             evidence: Evidence::default(),
             fix: vec!["tc qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 8".into()],
+            ..Finding::default()
         },
         Finding {
             code: "class-saturated",
@@ -249,6 +250,7 @@ pub fn findings() -> Vec<Finding> {
             message: "class 1:1 sends 2 Mbit of its 2 Mbit ceil".into(),
             evidence: Evidence::default(),
             fix: vec![],
+            ..Finding::default()
         },
     ]
 }

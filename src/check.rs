@@ -9,7 +9,10 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 use tcmon_core::rates::Rates;
-use tcmon_diag::{diagnose, explain, Facts, Finding, Severity, Status, CODES};
+use tcmon_diag::{
+    diagnose, explain, fix_plans, in_netns, script, Facts, Finding, FixPlan, Severity, Status,
+    CODES,
+};
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
 use tcmon_agent::facts;
@@ -21,7 +24,12 @@ use crate::{config, CheckArgs};
 pub(crate) struct Report<'a, F: Serialize + ?Sized> {
     pub(crate) status: Status,
     pub(crate) findings: &'a F,
+    /// Each interface's commands, once each, in the order of the findings that need them.
+    pub(crate) plan: Vec<FixPlan>,
 }
+
+/// Fix commands a finding shows without --verbose: the rest are in the plan.
+const FIX_LINES: usize = 3;
 
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     if let Some(code) = &args.explain {
@@ -46,12 +54,14 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
 }
 
 fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
-    let cfg = config::load(args.target.config.as_deref())?;
+    let mut cfg = config::load(args.target.config.as_deref())?;
     for code in &args.ignore {
         if !CODES.contains(&code.as_str()) {
             anyhow::bail!("--ignore {code}: no such finding (tcmon check --explain list)");
         }
     }
+    // before the diagnosis: the fix plan then sets nothing for an accepted risk
+    cfg.check.ignore.extend(args.ignore.iter().cloned());
     let opts = CollectorOptions {
         devices: args.target.devices.clone(),
         filters: FilterMode::Cached {
@@ -80,15 +90,28 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
             findings.sort_by(tcmon_diag::worst_first);
         }
     }
-    findings.retain(|f| !args.ignore.iter().any(|c| c == f.code));
+    findings.retain(|f| !cfg.check.ignore.iter().any(|c| c == f.code));
     let status = Status::of(&findings);
+    let netns = args.target.netns.as_deref();
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if args.fix_script {
+        out.write_all(script(&fix_plans(&findings), netns).as_bytes())?;
+    } else if args.json {
+        // commands as they run: in the namespace they were read from
+        if let Some(ns) = netns {
+            for f in &mut findings {
+                for cmd in &mut f.fix {
+                    *cmd = in_netns(cmd, ns);
+                }
+            }
+        }
+        let plan = fix_plans(&findings);
         serde_json::to_writer(
             &mut out,
             &Report {
                 status,
                 findings: &findings,
+                plan,
             },
         )?;
         writeln!(out)?;
@@ -156,7 +179,7 @@ fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Finding>
         }) => {
             let fix: Vec<String> = findings
                 .iter()
-                .filter(|f| &f.interface == interface && &f.object == object)
+                .filter(|f| &f.interface == interface && f.objects.contains(object))
                 .flat_map(|f| f.fix.iter().cloned())
                 .collect();
             let place = format!(
@@ -222,6 +245,9 @@ fn human(
             None => by_iface.push((f.interface.as_str(), vec![f])),
         }
     }
+    let plans = fix_plans(findings);
+    let netns = args.target.netns.as_deref();
+    let mut hidden = 0;
     for (iface, list) in by_iface {
         let _ = writeln!(s, "\n{}", if iface.is_empty() { "host" } else { iface });
         for f in list {
@@ -233,12 +259,37 @@ fn human(
                 f.object,
                 f.message
             );
+            // the worst is in the message; the next ones, or with --verbose every object
+            for e in f.examples.iter().skip(1) {
+                let _ = writeln!(s, "           also: {}", e.message);
+            }
+            if args.verbose && f.count > 1 {
+                let _ = writeln!(s, "           objects: {}", f.objects.join(" "));
+            }
             let ev: Vec<String> = f.evidence.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let _ = writeln!(s, "           evidence: {}", ev.join(" "));
-            for cmd in &f.fix {
+            let shown = if args.verbose { f.fix.len() } else { FIX_LINES };
+            for cmd in f.fix.iter().take(shown) {
+                let cmd = netns.map_or_else(|| cmd.clone(), |ns| in_netns(cmd, ns));
                 let _ = writeln!(s, "           fix: {cmd}");
             }
+            if f.fix.len() > shown {
+                hidden += 1;
+                let _ = writeln!(
+                    s,
+                    "           fix: ... {} more commands (--verbose lists them, --fix-script prints the plan)",
+                    f.fix.len() - shown
+                );
+            }
         }
+    }
+    if hidden > 0 || plans.iter().any(|p| p.steps.len() > FIX_LINES) {
+        let steps: usize = plans.iter().map(|p| p.steps.len()).sum();
+        let _ = writeln!(
+            s,
+            "\nThe fix plan has {steps} commands, each once: `tcmon check --fix-script{}` prints it as a script.",
+            netns.map_or(String::new(), |ns| format!(" --netns {ns}"))
+        );
     }
     let _ = writeln!(
         s,

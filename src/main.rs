@@ -156,6 +156,14 @@ struct CheckArgs {
     /// Accept a risk: drop findings with this code (repeatable).
     #[arg(long, value_name = "CODE")]
     ignore: Vec<String>,
+    /// List every object of a finding and every command of its fix (by default: the worst
+    /// three and the first three commands).
+    #[arg(long, short)]
+    verbose: bool,
+    /// Print the fix plan as a shell script (each command once, `tc -batch` per interface,
+    /// in the namespace of --netns) instead of the report; the exit status is the check's.
+    #[arg(long, conflicts_with = "json")]
+    fix_script: bool,
     /// Say what a finding means, why it matters and how its numbers are derived (`list`: all).
     #[arg(long, value_name = "CODE")]
     explain: Option<String>,

@@ -230,6 +230,7 @@ impl Rendered {
                 &crate::check::Report {
                     status: s.status,
                     findings: &s.findings,
+                    plan: tcmon_diag::fix_plans(s.findings.iter()),
                 },
                 w,
             ),

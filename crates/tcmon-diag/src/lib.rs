@@ -9,6 +9,7 @@
 //! else is `info`, with its numbers.
 
 mod explain;
+mod fixplan;
 mod merge;
 mod plan;
 mod rules;
@@ -22,8 +23,10 @@ use serde::Serialize;
 use serde_json::Value;
 use tcmon_core::model::{Interface, Snapshot};
 use tcmon_core::rates::Rates;
+use tcmon_core::units::Handle;
 
 pub use explain::{explain, Explanation, CODES};
+pub use fixplan::{fix_plans, in_netns, script, FixPlan, Step};
 pub use merge::EXAMPLES;
 pub use thresholds::Thresholds;
 
@@ -59,6 +62,10 @@ pub struct Finding {
     pub evidence: Evidence,
     /// Commands that would resolve it.
     pub fix: Vec<String>,
+    /// The class parameters its fix sets, each from what the kernel reports to what the plan
+    /// wants; the `tc class change` commands in `fix` are made from these, and set nothing else.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
     /// How many objects share the problem: findings of one rule about many objects of one
     /// qdisc are reported once, as a script that made them repeats one mistake.
     pub count: usize,
@@ -84,12 +91,23 @@ impl Default for Finding {
             message: String::new(),
             evidence: Evidence::new(),
             fix: Vec::new(),
+            changes: Vec::new(),
             count: 1,
             objects: Vec::new(),
             examples: Vec::new(),
             weight: 0.0,
         }
     }
+}
+
+/// One parameter of one HTB class that a fix changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub class: Handle,
+    /// As tc names it: `rate`, `ceil` (bytes/s), `burst`, `cburst`, `quantum` (bytes).
+    pub field: &'static str,
+    pub from: u64,
+    pub to: u64,
 }
 
 /// One object of a merged finding, with what the rule said about it.
@@ -212,7 +230,7 @@ pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         rules::run_config(&rules::Ctx::new(facts, iface, t, None), &mut out);
     }
     rules::host(facts, t, &mut out);
-    let mut out = merge::merge(facts.snapshot, out);
+    let mut out = settle(facts, t, out);
     out.sort_by(worst_first);
     // kept for as long as the configuration lasts
     out.shrink_to_fit();
@@ -226,8 +244,22 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         let ctx = rules::Ctx::new(facts, iface, t, before_of(facts, iface));
         rules::run_traffic(&ctx, &mut out);
     }
-    let mut out = merge::merge(facts.snapshot, out);
+    let mut out = settle(facts, t, out);
     out.sort_by(worst_first);
+    out
+}
+
+/// The rules' findings as reported: merged per qdisc, without the accepted risks
+/// (`Thresholds::ignore`), and with the class commands made from the changes of the findings
+/// that are left, one command per class.
+fn settle(facts: &Facts<'_>, t: &Thresholds, out: Vec<Finding>) -> Vec<Finding> {
+    let mut out = merge::merge(facts.snapshot, out);
+    out.retain(|f| !t.ignore.iter().any(|c| c == f.code));
+    if out.iter().any(|f| !f.changes.is_empty()) {
+        for iface in &facts.snapshot.interfaces {
+            plan::resolve(iface, &mut out);
+        }
+    }
     out
 }
 

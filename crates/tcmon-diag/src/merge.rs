@@ -59,6 +59,9 @@ fn describe(iface: &Interface, owner: Obj, noun: &'static str) -> Scope {
     }
 }
 
+/// Where a group of findings is: the interface, the qdisc, and what the objects are.
+type Place<'a> = (&'a Interface, Obj, &'static str);
+
 /// Merges the findings of one rule about objects of one qdisc; everything else passes as it
 /// is. Every finding comes out with `count` and `objects` set.
 pub(crate) fn merge(snapshot: &Snapshot, findings: Vec<Finding>) -> Vec<Finding> {
@@ -69,7 +72,7 @@ pub(crate) fn merge(snapshot: &Snapshot, findings: Vec<Finding>) -> Vec<Finding>
         .collect();
     // groups in order of first appearance: deterministic
     let mut index: HashMap<(&'static str, String, Option<Obj>), usize> = HashMap::default();
-    let mut groups: Vec<(Option<(&Interface, Obj, &'static str)>, Vec<Finding>)> = Vec::new();
+    let mut groups: Vec<(Option<Place>, Vec<Finding>)> = Vec::new();
     for f in findings {
         let iface = ifaces.get(f.interface.as_str()).copied();
         let at = iface.and_then(|i| scope(i, &f.object).map(|(o, noun)| (i, o, noun)));
@@ -118,8 +121,10 @@ fn one(mut members: Vec<Finding>, scope: &Scope) -> Finding {
         .collect();
     let mut seen = rustc_hash::FxHashSet::default();
     let mut fix = Vec::new();
+    let mut changes = Vec::new();
     let mut objects = Vec::with_capacity(count);
     for m in &mut members {
+        changes.append(&mut m.changes);
         for cmd in std::mem::take(&mut m.fix) {
             if seen.insert(cmd.clone()) {
                 fix.push(cmd);
@@ -134,8 +139,8 @@ fn one(mut members: Vec<Finding>, scope: &Scope) -> Finding {
     let mut worst = members.swap_remove(0);
     let title = explain(worst.code).map_or(worst.code, |e| e.title);
     worst.message = format!(
-        "{title}: {count} of the {} {} of qdisc {}; the worst, {}: {}",
-        scope.total, scope.noun, scope.qdisc, objects[0], worst.message
+        "{title}: {count} of the {} {} of qdisc {}. Worst: {}",
+        scope.total, scope.noun, scope.qdisc, worst.message
     );
     worst.evidence.insert("count", json!(count));
     worst.object = scope.qdisc.to_string();
@@ -143,5 +148,6 @@ fn one(mut members: Vec<Finding>, scope: &Scope) -> Finding {
     worst.objects = objects;
     worst.examples = examples;
     worst.fix = fix;
+    worst.changes = changes;
     worst
 }

@@ -2,13 +2,13 @@
 //! fixes of different findings about the same class (or its parent and children) are the same
 //! command and never undo each other: applying them all, once, gives a tree the rules accept.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 use tcmon_core::model::{Class, HtbClass, Interface, QdiscDetail};
 use tcmon_core::units::Handle;
 
-use crate::Thresholds;
+use crate::{Change, Finding, Thresholds};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Target {
@@ -256,31 +256,109 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
     p
 }
 
-/// `tc class change` for a class's target, restating everything so nothing falls back to a
-/// default; `None` when the class needs no change.
-pub(crate) fn command(iface: &Interface, plan: &Plan, c: &Class) -> Option<String> {
-    let h = c.htb()?;
-    let t = plan.targets.get(&c.handle)?;
-    if *t == Target::of(h) {
-        return None;
+/// The class parameters a fix can set, as bits of a mask.
+pub(crate) const RATE: u8 = 1;
+pub(crate) const CEIL: u8 = 2;
+pub(crate) const BURST: u8 = 4;
+pub(crate) const CBURST: u8 = 8;
+pub(crate) const QUANTUM: u8 = 16;
+const FIELDS: [(u8, &str); 5] = [
+    (RATE, "rate"),
+    (CEIL, "ceil"),
+    (BURST, "burst"),
+    (CBURST, "cburst"),
+    (QUANTUM, "quantum"),
+];
+
+fn field(t: &Target, bit: u8) -> u64 {
+    match bit {
+        RATE => t.rate,
+        CEIL => t.ceil,
+        BURST => t.burst,
+        CBURST => t.cburst,
+        _ => u64::from(t.quantum),
     }
-    Some(class_line(iface, c, h, t))
 }
 
-/// The class restated as planned (or as it is) with rate tables sized for packets of `mtu`.
-pub(crate) fn command_with_mtu(
-    iface: &Interface,
+fn set_field(t: &mut Target, bit: u8, v: u64) {
+    match bit {
+        RATE => t.rate = v,
+        CEIL => t.ceil = v,
+        BURST => t.burst = v,
+        CBURST => t.cburst = v,
+        _ => t.quantum = u32::try_from(v).unwrap_or(u32::MAX),
+    }
+}
+
+/// The parameters in `mask` that the plan changes on `classes`, as [`Change`]s.
+pub(crate) fn changes<'a>(
     plan: &Plan,
-    c: &Class,
-    mtu: u32,
-) -> Option<String> {
+    classes: impl IntoIterator<Item = &'a Class>,
+    mask: u8,
+) -> Vec<Change> {
+    let mut out = Vec::new();
+    for c in classes {
+        let (Some(h), Some(t)) = (c.htb(), plan.targets.get(&c.handle)) else {
+            continue;
+        };
+        let now = Target::of(h);
+        for (bit, name) in FIELDS {
+            if mask & bit != 0 && field(t, bit) != field(&now, bit) {
+                out.push(Change {
+                    class: c.handle,
+                    field: name,
+                    from: field(&now, bit),
+                    to: field(t, bit),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The `tc class change` commands of `iface`'s findings, made from their changes: one per
+/// class, setting every change any reported finding names for it and restating the rest as the
+/// kernel reports it. Each finding's fix gets the commands of its classes, in order, once.
+pub(crate) fn resolve(iface: &Interface, findings: &mut [Finding]) {
+    let mut wanted: HashMap<Handle, Target> = HashMap::new();
+    for f in findings.iter().filter(|f| f.interface == iface.name) {
+        for ch in &f.changes {
+            let Some(h) = iface.class(ch.class).and_then(Class::htb) else {
+                continue;
+            };
+            let t = wanted.entry(ch.class).or_insert_with(|| Target::of(h));
+            if let Some((bit, _)) = FIELDS.iter().find(|(_, n)| *n == ch.field) {
+                set_field(t, *bit, ch.to);
+            }
+        }
+    }
+    let mut lines: HashMap<Handle, String> = HashMap::with_capacity(wanted.len());
+    for (handle, t) in &wanted {
+        if let Some(c) = iface.class(*handle) {
+            let h = c.htb().expect("wanted only for htb classes");
+            lines.insert(*handle, class_line(iface, c, h, t));
+        }
+    }
+    let mut done: HashSet<Handle> = HashSet::new();
+    for f in findings.iter_mut().filter(|f| f.interface == iface.name) {
+        done.clear();
+        for ch in &f.changes {
+            if done.insert(ch.class) {
+                if let Some(line) = lines.get(&ch.class) {
+                    f.fix.push(line.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The class restated as the kernel reports it, with rate tables sized for packets of `mtu`.
+pub(crate) fn command_with_mtu(iface: &Interface, c: &Class, mtu: u32) -> Option<String> {
     let h = c.htb()?;
-    let t = plan
-        .targets
-        .get(&c.handle)
-        .copied()
-        .unwrap_or_else(|| Target::of(h));
-    Some(format!("{} mtu {mtu}", class_line(iface, c, h, &t)))
+    Some(format!(
+        "{} mtu {mtu}",
+        class_line(iface, c, h, &Target::of(h))
+    ))
 }
 
 fn class_line(iface: &Interface, c: &Class, h: &HtbClass, t: &Target) -> String {
@@ -310,18 +388,6 @@ fn class_line(iface: &Interface, c: &Class, h: &HtbClass, t: &Target) -> String 
         cmd.push_str(" linklayer atm");
     }
     cmd
-}
-
-/// Commands for `classes`, in order, skipping those that need none.
-pub(crate) fn commands<'a>(
-    iface: &Interface,
-    plan: &Plan,
-    classes: impl IntoIterator<Item = &'a Class>,
-) -> Vec<String> {
-    classes
-        .into_iter()
-        .filter_map(|c| command(iface, plan, c))
-        .collect()
 }
 
 /// `2000000bit`: exact, and never overflowing (u64 bytes/s * 8 can).

@@ -738,7 +738,7 @@ fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
         let computed = x.rate_bytes_per_sec / r2q;
         // each leaf's own command; the leaves that change only with the common r2q follow
         // once, below (a list of every leaf per finding is quadratic)
-        let fix = plan::commands(c.iface, c.plan(), [*cl]);
+        let changes = plan::changes(c.plan(), [*cl], plan::QUANTUM);
         let consequence = if is_small {
             "below the MTU, a class that borrows gets less than its share of spare bandwidth"
         } else {
@@ -770,7 +770,7 @@ fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
                 ("older_kernels_max_bytes", json!(60_000)),
                 ("proposed_r2q", json!(qp.r2q)),
             ]),
-            fix,
+            changes,
             weight: (i64::from(x.quantum_bytes) - mtu as i64).unsigned_abs() as f64,
             ..Finding::default()
         });
@@ -780,22 +780,20 @@ fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
             let x = cl.htb().expect("filtered on htb");
             !(plan::quantum_small(x, mtu) || plan::quantum_big(x, r2q, c.t))
         });
-        out[first]
-            .fix
-            .extend(plan::commands(c.iface, c.plan(), others));
+        let more = plan::changes(c.plan(), others, plan::QUANTUM);
+        out[first].changes.extend(more);
     }
 }
 
 /// Per-class HTB checks on configuration: burst, cburst, rate vs ceil.
 fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
     let pkt = packet_bytes(c.iface);
-    // Built only for a finding: most classes have none.
-    let fix = || plan::commands(c.iface, c.plan(), [cl]);
     let target = c.plan().targets.get(&cl.handle).copied();
-    for (code, what, bytes, ns, rate, want) in [
+    for (code, what, bit, bytes, ns, rate, want) in [
         (
             "htb-burst-small",
             "burst",
+            plan::BURST,
             h.burst_bytes,
             h.burst_ns,
             h.rate_bytes_per_sec,
@@ -804,6 +802,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
         (
             "htb-cburst-small",
             "cburst",
+            plan::CBURST,
             h.cburst_bytes,
             h.cburst_ns,
             h.ceil_bytes_per_sec,
@@ -838,7 +837,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("packet_bytes", json!(pkt)),
                 ("proposed_bytes", json!(want)),
             ]),
-            fix: fix(),
+            changes: plan::changes(c.plan(), [cl], bit),
             ..Finding::default()
         });
     }
@@ -858,7 +857,7 @@ fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
                 ("rate_bytes_per_sec", json!(h.rate_bytes_per_sec)),
                 ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
             ]),
-            fix: fix(),
+            changes: plan::changes(c.plan(), [cl], plan::RATE),
             ..Finding::default()
         });
     }
@@ -884,7 +883,6 @@ fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Findin
             // GSO packets can pass the class as one: size the tables for the largest.
             fix: plan::command_with_mtu(
                 c.iface,
-                c.plan(),
                 cl,
                 c.iface.gso_max_size.unwrap_or(0).max(c.iface.mtu).max(1500),
             )
@@ -989,9 +987,13 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                             .collect::<Vec<_>>()),
                     ),
                 ]),
-                // the children scaled down to fit, in proportion, and below them whatever that
-                // scaling pushes over its own parent
-                fix: plan::commands(c.iface, c.plan(), descendants(c.iface, pi)),
+                // the children scaled down to fit, in proportion (buckets keeping their time),
+                // and below them whatever that scaling pushes over its own parent
+                changes: plan::changes(
+                    c.plan(),
+                    descendants(c.iface, pi),
+                    plan::RATE | plan::BURST | plan::CBURST,
+                ),
                 ..Finding::default()
             });
         }
@@ -1014,7 +1016,16 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                         ("ceil_bytes_per_sec", json!(x.ceil_bytes_per_sec)),
                         ("parent_ceil_bytes_per_sec", json!(p.ceil_bytes_per_sec)),
                     ]),
-                    fix: plan::commands(c.iface, c.plan(), [k]),
+                    // the ceil down to the parent's, below it every ceil that exceeds its new
+                    // parent's, and a rate above the new ceil with it
+                    changes: plan::changes(
+                        c.plan(),
+                        std::iter::once(k).chain(descendants(
+                            c.iface,
+                            topo.class(k.handle).expect("a class of the tree"),
+                        )),
+                        plan::CEIL | plan::RATE,
+                    ),
                     ..Finding::default()
                 });
             }
@@ -1043,7 +1054,7 @@ fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     ]),
                     // The plan lowers the child to the parent's buckets, and raises the parent
                     // only where the child's own minimum is still larger.
-                    fix: plan::commands(c.iface, c.plan(), [k, parent]),
+                    changes: plan::changes(c.plan(), [k, parent], plan::BURST | plan::CBURST),
                     ..Finding::default()
                 });
             }

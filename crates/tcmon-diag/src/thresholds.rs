@@ -26,6 +26,9 @@ pub struct Thresholds {
     pub saturated_ratio: f64,
     /// Byte queue limits above this hold more than a shaper would like under it.
     pub bql_limit_max_bytes: u64,
+    /// Accepted risks: findings with these codes are not reported, and the fix plan sets
+    /// nothing for them.
+    pub ignore: Vec<String>,
 }
 
 impl Default for Thresholds {
@@ -41,6 +44,7 @@ impl Default for Thresholds {
             filter_chain_max: 100,
             saturated_ratio: 0.95,
             bql_limit_max_bytes: 100_000,
+            ignore: Vec::new(),
         }
     }
 }
@@ -79,6 +83,15 @@ impl Thresholds {
             return Err(format!(
                 "check.saturated_ratio must be in (0, 1], not {}",
                 self.saturated_ratio
+            ));
+        }
+        if let Some(code) = self
+            .ignore
+            .iter()
+            .find(|c| !crate::CODES.contains(&c.as_str()))
+        {
+            return Err(format!(
+                "check.ignore: no finding named '{code}' (tcmon check --explain list)"
             ));
         }
         Ok(())

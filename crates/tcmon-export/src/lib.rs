@@ -688,8 +688,15 @@ const FINDING: Family = Family::gauge(
     "1 for each active finding of the diagnosis (tcmon check --explain CODE says what it means).",
 );
 
+const FINDING_OBJECTS: Family = Family::gauge(
+    "tcmon_finding_objects",
+    None,
+    "How many objects an active finding is about: a rule that fires on many classes of one \
+     qdisc is one finding (object: the qdisc) with this count.",
+);
+
 fn findings(e: &mut Encoder, findings: &Findings, base: &str) {
-    let mut items: Vec<(String, ())> = findings
+    let mut items: Vec<(String, usize)> = findings
         .iter()
         .map(|f| {
             let mut l = base.to_owned();
@@ -697,14 +704,15 @@ fn findings(e: &mut Encoder, findings: &Findings, base: &str) {
             label(&mut l, "severity", &f.severity.to_string());
             label(&mut l, "device", &f.interface);
             label(&mut l, "object", &f.object);
-            (l, ())
+            (l, f.count.max(1))
         })
         .collect();
     // One series per label set, in a fixed order, whatever order the rules produced.
     items.sort();
-    items.dedup();
-    e.reserve(room(&items, 1));
-    e.family(&FINDING, &items, |()| Some(Value::Int(1)));
+    items.dedup_by(|a, b| a.0 == b.0);
+    e.reserve(room(&items, 2));
+    e.family(&FINDING, &items, |_| Some(Value::Int(1)));
+    e.family(&FINDING_OBJECTS, &items, |n| Some(Value::Int(*n as u64)));
 }
 
 const PROBE_RTT: Family = Family {

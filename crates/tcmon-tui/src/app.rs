@@ -438,8 +438,16 @@ impl App {
         };
         for f in self.state.findings.iter() {
             if f.interface == iface.name && f.severity >= Severity::Warning {
-                let e = self.flagged.entry(f.object.clone()).or_insert(f.severity);
-                *e = (*e).max(f.severity);
+                // a merged finding flags each of its objects
+                let objects = if f.objects.is_empty() {
+                    std::slice::from_ref(&f.object)
+                } else {
+                    &f.objects[..]
+                };
+                for o in objects {
+                    let e = self.flagged.entry(o.clone()).or_insert(f.severity);
+                    *e = (*e).max(f.severity);
+                }
             }
         }
         self.handle_width = walk(iface)
@@ -550,20 +558,20 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
     filter_lower: &str,
     sort: SortKey,
 ) -> Vec<Row> {
-    let topo = iface.topology();
-    let nodes = topo.preorder();
+    let tree = iface.topology();
+    let nodes = tree.preorder();
     let n = nodes.len();
     let parent: Vec<Option<usize>> = nodes
         .iter()
-        .map(|node| topo.parent(node.obj).map(|p| topo.position(p)))
+        .map(|node| tree.parent(node.obj).map(|p| tree.position(p)))
         .collect();
     // copies: sorting reorders siblings
     let mut children: Vec<Vec<usize>> = nodes
         .iter()
         .map(|node| {
-            topo.children(node.obj)
+            tree.children(node.obj)
                 .iter()
-                .map(|&c| topo.position(c))
+                .map(|&c| tree.position(c))
                 .collect()
         })
         .collect();

@@ -1039,6 +1039,9 @@ fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
     n
 }
 
+/// Fix commands a finding shows; a merged finding's others are in the fix plan.
+const FIX_LINES: usize = 3;
+
 fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
     let findings = &app.state().findings;
     let block = t.block(
@@ -1075,9 +1078,23 @@ fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
         for l in hanging(&fd.message, "  ", "  ", width) {
             lines.push(Line::raw(l));
         }
-        for fix in &fd.fix {
+        for e in fd.examples.iter().skip(1) {
+            for l in hanging(&e.message, "  also: ", "        ", width) {
+                lines.push(Line::raw(l));
+            }
+        }
+        for fix in fd.fix.iter().take(FIX_LINES) {
             for l in hanging(fix, "  fix: ", "       ", width) {
                 lines.push(Line::styled(l, t.good()));
+            }
+        }
+        if fd.fix.len() > FIX_LINES {
+            let more = format!(
+                "... {} more commands: tcmon check --fix-script",
+                fd.fix.len() - FIX_LINES
+            );
+            for l in hanging(&more, "  fix: ", "       ", width) {
+                lines.push(Line::styled(l, t.dim()));
             }
         }
     }

@@ -7,26 +7,16 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde::Serialize;
 use tcmon_core::rates::Rates;
 use tcmon_diag::{
-    diagnose, explain, fix_plans, in_netns, script, Facts, Finding, FixPlan, Severity, Status,
-    CODES,
+    diagnose, explain, fix_plans, in_netns, script, Code, Facts, Finding, Report, Severity, Status,
+    RULES,
 };
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
 use tcmon_agent::facts;
 
 use crate::{config, CheckArgs};
-
-/// The `check --json` document; `/api/v1/findings` serves the same.
-#[derive(Serialize)]
-pub(crate) struct Report<'a, F: Serialize + ?Sized> {
-    pub(crate) status: Status,
-    pub(crate) findings: &'a F,
-    /// Each interface's commands, once each, in the order of the findings that need them.
-    pub(crate) plan: Vec<FixPlan>,
-}
 
 /// Fix commands a finding shows without --verbose: the rest are in the plan.
 const FIX_LINES: usize = 3;
@@ -56,8 +46,8 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
 fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     let mut cfg = config::load(args.target.config.as_deref())?;
     for code in &args.ignore {
-        if !CODES.contains(&code.as_str()) {
-            anyhow::bail!("--ignore {code}: no such finding (tcmon check --explain list)");
+        if let Err(e) = code.parse::<Code>() {
+            anyhow::bail!("--ignore: {e}");
         }
     }
     // before the diagnosis: the fix plan then sets nothing for an accepted risk
@@ -85,12 +75,12 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     let mut findings = diagnose(&facts, &cfg.check);
     if let Some(sink) = args.load {
         let report = load_test(args, sink)?;
-        if let Some(f) = bufferbloat(&report, &findings) {
+        if let Some(f) = tcmon_diag::bufferbloat(&report, &findings) {
             findings.push(f);
             findings.sort_by(tcmon_diag::worst_first);
         }
     }
-    findings.retain(|f| !cfg.check.ignore.iter().any(|c| c == f.code));
+    findings.retain(|f| !cfg.check.ignore.iter().any(|c| f.code == c.as_str()));
     let status = Status::of(&findings);
     let netns = args.target.netns.as_deref();
     let mut out = std::io::stdout().lock();
@@ -151,57 +141,6 @@ fn load_test(args: &CheckArgs, sink: std::net::SocketAddr) -> Result<tcmon_probe
         }
         other => other,
     }
-}
-
-/// The test's verdict as a finding: none for A+ and A, info for B, warning for C, critical
-/// for D and F. A local bottleneck carries the fixes already found for that queue.
-fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Finding> {
-    use tcmon_probe::{Bottleneck, Grade};
-    let (inc, grade) = (r.latency_increase_ms?, r.grade?);
-    let severity = match grade {
-        Grade::APlus | Grade::A => return None,
-        Grade::B => Severity::Info,
-        Grade::C => Severity::Warning,
-        Grade::D | Grade::F => Severity::Critical,
-    };
-    let mut evidence = tcmon_diag::Evidence::new();
-    evidence.insert("latency_increase_ms", serde_json::json!(inc));
-    evidence.insert("grade", serde_json::json!(grade.to_string()));
-    evidence.insert("rpm", serde_json::json!(r.rpm));
-    evidence.insert("bottleneck", serde_json::json!(r.bottleneck));
-    let rpm = r.rpm.map_or(String::new(), |x| format!(", {x:.0} RPM"));
-    let (interface, object, place, fix) = match &r.bottleneck {
-        Some(Bottleneck::Local {
-            interface,
-            object,
-            queue_delay_ms,
-            ..
-        }) => {
-            let fix: Vec<String> = findings
-                .iter()
-                .filter(|f| &f.interface == interface && f.objects.contains(object))
-                .flat_map(|f| f.fix.iter().cloned())
-                .collect();
-            let place = format!(
-                "{interface} {object} holds {queue_delay_ms:.0} ms of it (see its other findings)"
-            );
-            (interface.clone(), object.clone(), place, fix)
-        }
-        Some(Bottleneck::Upstream { advice, .. }) => {
-            (String::new(), String::new(), advice.clone(), Vec::new())
-        }
-        None => (String::new(), String::new(), String::new(), Vec::new()),
-    };
-    Some(Finding {
-        code: "bufferbloat",
-        severity,
-        interface,
-        object,
-        message: format!("latency rises {inc:.0} ms under load (grade {grade}{rpm}); {place}"),
-        evidence,
-        fix,
-        ..Finding::default()
-    })
 }
 
 /// Grouped by interface, worst first, each with its evidence and fix.
@@ -300,9 +239,8 @@ fn human(
 
 fn print_explain(code: &str) -> ExitCode {
     if code == "list" {
-        for c in CODES {
-            let e = explain(c).expect("every code is explained");
-            println!("{c:<32} {}", e.title);
+        for r in RULES {
+            println!("{:<32} {}", r.code, r.title);
         }
         return ExitCode::SUCCESS;
     }
@@ -322,9 +260,9 @@ mod tests {
     use super::human;
     use crate::{Cli, Command};
 
-    fn finding(sev: Severity, iface: &str, code: &'static str) -> Finding {
+    fn finding(sev: Severity, iface: &str, code: &str) -> Finding {
         Finding {
-            code,
+            code: code.parse().unwrap(),
             severity: sev,
             interface: iface.to_owned(),
             object: "1:10".to_owned(),

@@ -1,6 +1,7 @@
 //! The config file: TOML, every key optional, unknown keys rejected. `config.toml` at the top
 //! of the repository documents every key with its default.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -94,10 +95,18 @@ pub(crate) struct ServeConfig {
     pub(crate) header_timeout: Duration,
 }
 
+/// Where `tcmon serve` listens unless told otherwise.
+pub(crate) const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+    DEFAULT_PORT,
+);
+/// See README "tcmon serve" for how it was chosen.
+pub(crate) const DEFAULT_PORT: u16 = 29110;
+
 impl Default for ServeConfig {
     fn default() -> Self {
         ServeConfig {
-            listen: crate::serve::DEFAULT_LISTEN,
+            listen: DEFAULT_LISTEN,
             max_connections: 256,
             header_timeout: Duration::from_secs(10),
         }

@@ -8,7 +8,6 @@
 
 use std::convert::Infallible;
 use std::io::Write;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -227,7 +226,7 @@ impl Rendered {
             ),
             Doc::Snapshot => json(&*s.snapshot, w),
             Doc::Findings => json(
-                &crate::check::Report {
+                &tcmon_diag::Report {
                     status: s.status,
                     findings: &s.findings,
                     plan: tcmon_diag::fix_plans(s.findings.iter()),
@@ -403,14 +402,6 @@ fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
     *r.status_mut() = status;
     r
 }
-
-/// The `serve` defaults, for config.rs.
-pub(crate) const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
-    std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
-    DEFAULT_PORT,
-);
-/// See README "tcmon serve" for how it was chosen.
-pub(crate) const DEFAULT_PORT: u16 = 29110;
 
 #[cfg(test)]
 mod tests {

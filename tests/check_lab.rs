@@ -859,7 +859,7 @@ fn unknown_and_explain() {
     assert!(o.status.success());
     assert!(common::stdout(&o).contains("60000"));
     let o = common::tcmon(&["check", "--explain", "list"]);
-    assert_eq!(common::stdout(&o).lines().count(), tcmon_diag::CODES.len());
+    assert_eq!(common::stdout(&o).lines().count(), tcmon_diag::RULES.len());
     // usage errors are UNKNOWN to monitoring, not CRITICAL
     let o = common::tcmon(&["check", "--explain", "nope"]);
     assert_eq!(o.status.code(), Some(3));

@@ -156,9 +156,9 @@ mod tests {
     use super::{fix_plans, in_netns, script};
     use crate::Finding;
 
-    fn f(code: &'static str, iface: &str, object: &str, fix: &[&str]) -> Finding {
+    fn f(code: &str, iface: &str, object: &str, fix: &[&str]) -> Finding {
         Finding {
-            code,
+            code: code.parse().unwrap(),
             interface: iface.into(),
             object: object.into(),
             fix: fix.iter().map(|s| (*s).to_owned()).collect(),
@@ -169,17 +169,20 @@ mod tests {
     #[test]
     fn each_command_once_in_the_order_of_the_findings() {
         let findings = [
-            f("a", "eth0", "1:10", &["tc one", "tc two"]),
-            f("b", "eth1", "1:", &["ip x"]),
-            f("c", "eth0", "1:20", &["tc two", "tc three"]),
-            f("d", "eth0", "", &[]),
+            f("htb-burst-small", "eth0", "1:10", &["tc one", "tc two"]),
+            f("queue-too-deep", "eth1", "1:", &["ip x"]),
+            f("htb-cburst-small", "eth0", "1:20", &["tc two", "tc three"]),
+            f("htb-giants", "eth0", "", &[]),
         ];
         let plans = fix_plans(&findings);
         assert_eq!(plans.len(), 2);
         assert_eq!(plans[0].interface, "eth0");
         let cmds: Vec<&str> = plans[0].steps.iter().map(|s| s.command.as_str()).collect();
         assert_eq!(cmds, ["tc one", "tc two", "tc three"]);
-        assert_eq!(plans[0].steps[1].findings, ["a 1:10", "c 1:20"]);
+        assert_eq!(
+            plans[0].steps[1].findings,
+            ["htb-burst-small 1:10", "htb-cburst-small 1:20"]
+        );
         let sh = script(&plans, Some("lab"));
         assert!(
             sh.contains("tc -n lab -batch - <<'EOF'\none\ntwo\nthree\nEOF\n"),

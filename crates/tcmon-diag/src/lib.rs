@@ -8,10 +8,10 @@
 //! shows the effect it claims (seconds of queueing delay, traffic leaving unshaped); everything
 //! else is `info`, with its numbers.
 
-mod explain;
 mod fixplan;
 mod merge;
 mod plan;
+mod registry;
 mod rules;
 mod thresholds;
 
@@ -25,9 +25,10 @@ use tcmon_core::model::{Interface, Snapshot};
 use tcmon_core::rates::Rates;
 use tcmon_core::units::Handle;
 
-pub use explain::{explain, Explanation, CODES};
 pub use fixplan::{fix_plans, in_netns, script, FixPlan, Step};
 pub use merge::EXAMPLES;
+pub use registry::{explain, table, Area, Code, Phase, Rule, RULES};
+pub use rules::bufferbloat;
 pub use thresholds::Thresholds;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -51,7 +52,7 @@ impl std::fmt::Display for Severity {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// Stable kebab-case identifier (`queue-too-deep`).
-    pub code: &'static str,
+    pub code: Code,
     pub severity: Severity,
     pub interface: String,
     /// The qdisc or class it is about, in tc notation; empty for the link itself.
@@ -84,7 +85,7 @@ pub struct Finding {
 impl Default for Finding {
     fn default() -> Self {
         Finding {
-            code: "",
+            code: Code::QueueTooDeep,
             severity: Severity::Info,
             interface: String::new(),
             object: String::new(),
@@ -230,6 +231,10 @@ pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         rules::run_config(&rules::Ctx::new(facts, iface, t, None), &mut out);
     }
     rules::host(facts, t, &mut out);
+    debug_assert!(out.iter().all(|f| matches!(
+        f.code.rule().phase,
+        Phase::Config | Phase::Both | Phase::Host
+    )));
     let mut out = settle(facts, t, out);
     out.sort_by(worst_first);
     // kept for as long as the configuration lasts
@@ -244,6 +249,9 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         let ctx = rules::Ctx::new(facts, iface, t, before_of(facts, iface));
         rules::run_traffic(&ctx, &mut out);
     }
+    debug_assert!(out
+        .iter()
+        .all(|f| matches!(f.code.rule().phase, Phase::Traffic | Phase::Both)));
     let mut out = settle(facts, t, out);
     out.sort_by(worst_first);
     out
@@ -254,7 +262,7 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
 /// that are left, one command per class.
 fn settle(facts: &Facts<'_>, t: &Thresholds, out: Vec<Finding>) -> Vec<Finding> {
     let mut out = merge::merge(facts.snapshot, out);
-    out.retain(|f| !t.ignore.iter().any(|c| c == f.code));
+    out.retain(|f| !t.ignore.iter().any(|c| f.code == c.as_str()));
     if out.iter().any(|f| !f.changes.is_empty()) {
         for iface in &facts.snapshot.interfaces {
             plan::resolve(iface, &mut out);
@@ -270,7 +278,7 @@ pub fn worst_first(a: &Finding, b: &Finding) -> Ordering {
         .cmp(&a.severity)
         .then_with(|| a.interface.cmp(&b.interface))
         .then_with(|| a.object.cmp(&b.object))
-        .then_with(|| a.code.cmp(b.code))
+        .then_with(|| a.code.cmp(&b.code))
 }
 
 /// One poll's findings: the configuration part, shared (`Arc`) between polls while the tree is
@@ -286,14 +294,14 @@ pub struct Findings {
     config: Arc<Vec<Finding>>,
     traffic: Vec<Finding>,
     /// (code, interface) of the traffic findings, sorted: configuration findings to hide.
-    seen: Vec<(&'static str, String)>,
+    seen: Vec<(Code, String)>,
     len: usize,
 }
 
 impl Findings {
     /// Both parts sorted as [`diagnose_config`] and [`diagnose_traffic`] return them.
     pub fn new(config: Arc<Vec<Finding>>, traffic: Vec<Finding>) -> Findings {
-        let mut seen: Vec<(&'static str, String)> = traffic
+        let mut seen: Vec<(Code, String)> = traffic
             .iter()
             .map(|f| (f.code, f.interface.clone()))
             .collect();
@@ -388,6 +396,15 @@ fn before_of<'a>(facts: &Facts<'a>, iface: &Interface) -> Option<&'a Interface> 
         .interfaces
         .iter()
         .find(|i| i.ifindex == iface.ifindex && i.name == iface.name)
+}
+
+/// The `tcmon check --json` document; `tcmon serve`'s `/api/v1/findings` serves the same.
+#[derive(Debug, Serialize)]
+pub struct Report<'a, F: Serialize + ?Sized> {
+    pub status: Status,
+    pub findings: &'a F,
+    /// Each interface's commands, once each, in the order of the findings that need them.
+    pub plan: Vec<FixPlan>,
 }
 
 /// The monitoring-plugin status of a set of findings.

@@ -9,7 +9,7 @@ use tcmon_core::model::{Interface, Snapshot};
 use tcmon_core::topology::Obj;
 use tcmon_core::units::Handle;
 
-use crate::{explain, Example, Finding};
+use crate::{Code, Example, Finding};
 
 /// How many of a merged finding's objects are spelled out with their own message.
 pub const EXAMPLES: usize = 3;
@@ -71,7 +71,7 @@ pub(crate) fn merge(snapshot: &Snapshot, findings: Vec<Finding>) -> Vec<Finding>
         .map(|i| (i.name.as_str(), i))
         .collect();
     // groups in order of first appearance: deterministic
-    let mut index: HashMap<(&'static str, String, Option<Obj>), usize> = HashMap::default();
+    let mut index: HashMap<(Code, String, Option<Obj>), usize> = HashMap::default();
     let mut groups: Vec<(Option<Place>, Vec<Finding>)> = Vec::new();
     for f in findings {
         let iface = ifaces.get(f.interface.as_str()).copied();
@@ -137,7 +137,7 @@ fn one(mut members: Vec<Finding>, scope: &Scope) -> Finding {
         }
     }
     let mut worst = members.swap_remove(0);
-    let title = explain(worst.code).map_or(worst.code, |e| e.title);
+    let title = worst.code.rule().title;
     worst.message = format!(
         "{title}: {count} of the {} {} of qdisc {}. Worst: {}",
         scope.total, scope.noun, scope.qdisc, worst.message

@@ -85,14 +85,9 @@ impl Thresholds {
                 self.saturated_ratio
             ));
         }
-        if let Some(code) = self
-            .ignore
-            .iter()
-            .find(|c| !crate::CODES.contains(&c.as_str()))
-        {
-            return Err(format!(
-                "check.ignore: no finding named '{code}' (tcmon check --explain list)"
-            ));
+        for code in &self.ignore {
+            code.parse::<crate::Code>()
+                .map_err(|e| format!("check.ignore: {e}"))?;
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use tcmon_core::model::{
     Class, ClassDetail, Fifo, HtbClass, Interface, Qdisc, QdiscDetail, Stats, Undecoded,
 };
 use tcmon_core::{Handle, Snapshot};
-use tcmon_diag::{Evidence, Finding, Severity};
+use tcmon_diag::{Code, Evidence, Finding, Severity};
 use tcmon_export::{render, Format, Input};
 
 fn tree(classes: u16) -> (Snapshot, Vec<Finding>) {
@@ -57,8 +57,8 @@ fn tree(classes: u16) -> (Snapshot, Vec<Finding>) {
             undecoded: Undecoded::default(),
         });
         for (code, severity) in [
-            ("queue-too-deep", Severity::Critical),
-            ("htb-quantum-small", Severity::Info),
+            (Code::QueueTooDeep, Severity::Critical),
+            (Code::HtbQuantumSmall, Severity::Info),
         ] {
             findings.push(Finding {
                 code,

@@ -700,7 +700,7 @@ fn findings(e: &mut Encoder, findings: &Findings, base: &str) {
         .iter()
         .map(|f| {
             let mut l = base.to_owned();
-            label(&mut l, "code", f.code);
+            label(&mut l, "code", f.code.as_str());
             label(&mut l, "severity", &f.severity.to_string());
             label(&mut l, "device", &f.interface);
             label(&mut l, "object", &f.object);

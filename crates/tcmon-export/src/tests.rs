@@ -221,8 +221,8 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
         ..Interface::default()
     };
     s.interfaces = vec![veth, wan, lan];
-    let finding = |code, severity, interface: &str, object: &str| Finding {
-        code,
+    let finding = |code: &str, severity, interface: &str, object: &str| Finding {
+        code: code.parse().unwrap(),
         severity,
         interface: interface.into(),
         object: object.into(),

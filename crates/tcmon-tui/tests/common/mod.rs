@@ -233,7 +233,7 @@ pub fn shaped(at: Instant, shape: Shape) -> Snapshot {
 pub fn findings() -> Vec<Finding> {
     vec![
         Finding {
-            code: "queue-too-deep",
+            code: tcmon_diag::Code::QueueTooDeep,
             severity: Severity::Critical,
             interface: "eth1".into(),
             object: "1:10".into(),
@@ -243,7 +243,7 @@ pub fn findings() -> Vec<Finding> {
             ..Finding::default()
         },
         Finding {
-            code: "class-saturated",
+            code: tcmon_diag::Code::ClassSaturated,
             severity: Severity::Info,
             interface: "eth1".into(),
             object: "1:1".into(),

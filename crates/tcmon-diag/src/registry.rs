@@ -1,0 +1,483 @@
+//! The rule registry: every finding tcmon reports, with where its rule lives, when it runs,
+//! the policy of its severity and what `tcmon check --explain CODE` says about it. The
+//! `--explain list` and the README's table of findings come from here.
+
+use std::fmt::{self, Write};
+
+use serde::{Serialize, Serializer};
+
+/// A finding's stable identifier; its kebab-case name is what every face shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    QueueTooDeep,
+    StandingQueue,
+    OffloadOnShapedLink,
+    HtbDefaultClassMissing,
+    HtbQuantumSmall,
+    HtbQuantumBig,
+    HtbBurstSmall,
+    HtbCburstSmall,
+    HtbChildBurstExceedsParent,
+    HtbRatesOversubscribed,
+    HtbCeilExceedsParent,
+    HtbRateExceedsCeil,
+    HtbGiants,
+    ClassSaturated,
+    TbfQueueTooDeep,
+    TbfBurstHuge,
+    TbfBurstSmall,
+    FilterChainLong,
+    TxqueuelenDeepUnshaped,
+    HtbHysteresisOn,
+    BqlLimitHigh,
+    Bufferbloat,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::QueueTooDeep => "queue-too-deep",
+            Code::StandingQueue => "standing-queue",
+            Code::OffloadOnShapedLink => "offload-on-shaped-link",
+            Code::HtbDefaultClassMissing => "htb-default-class-missing",
+            Code::HtbQuantumSmall => "htb-quantum-small",
+            Code::HtbQuantumBig => "htb-quantum-big",
+            Code::HtbBurstSmall => "htb-burst-small",
+            Code::HtbCburstSmall => "htb-cburst-small",
+            Code::HtbChildBurstExceedsParent => "htb-child-burst-exceeds-parent",
+            Code::HtbRatesOversubscribed => "htb-rates-oversubscribed",
+            Code::HtbCeilExceedsParent => "htb-ceil-exceeds-parent",
+            Code::HtbRateExceedsCeil => "htb-rate-exceeds-ceil",
+            Code::HtbGiants => "htb-giants",
+            Code::ClassSaturated => "class-saturated",
+            Code::TbfQueueTooDeep => "tbf-queue-too-deep",
+            Code::TbfBurstHuge => "tbf-burst-huge",
+            Code::TbfBurstSmall => "tbf-burst-small",
+            Code::FilterChainLong => "filter-chain-long",
+            Code::TxqueuelenDeepUnshaped => "txqueuelen-deep-unshaped",
+            Code::HtbHysteresisOn => "htb-hysteresis-on",
+            Code::BqlLimitHigh => "bql-limit-high",
+            Code::Bufferbloat => "bufferbloat",
+        }
+    }
+
+    /// The rule that reports it.
+    pub fn rule(self) -> &'static Rule {
+        RULES
+            .iter()
+            .find(|r| r.code == self)
+            .expect("every code is in RULES")
+    }
+}
+
+impl std::str::FromStr for Code {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Code, String> {
+        RULES
+            .iter()
+            .map(|r| r.code)
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| format!("no finding named '{s}' (tcmon check --explain list)"))
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// By name, so that reports sort as they always have.
+impl Ord for Code {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for Code {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for Code {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+/// Where a rule's code lives: one file of `rules/` each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Area {
+    Queue,
+    Offload,
+    Htb,
+    Tbf,
+    Filters,
+    Link,
+    Measured,
+}
+
+/// What a rule reads, and so when it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Only configuration: its findings hold until the tree changes (cached by the agent).
+    Config,
+    /// Counters, backlog and rates: every poll.
+    Traffic,
+    /// Both: predicted from configuration, superseded by what is seen in traffic.
+    Both,
+    /// The host rather than one interface (module parameters).
+    Host,
+    /// A latency-under-load test (`tcmon check --load`).
+    Load,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub code: Code,
+    pub area: Area,
+    pub phase: Phase,
+    /// When it is info, warning or critical.
+    pub severity: &'static str,
+    pub title: &'static str,
+    pub meaning: &'static str,
+    pub why: &'static str,
+    pub numbers: &'static str,
+}
+
+/// Every rule, in the order `--explain list` gives them.
+pub const RULES: &[Rule] = &[
+    Rule {
+        code: Code::QueueTooDeep,
+        area: Area::Queue,
+        phase: Phase::Config,
+        severity: "warning > 100 ms, critical > 1 s",
+        title: "A queue under a shaped class takes long to drain",
+        meaning:
+            "A FIFO (pfifo, bfifo, pfifo_fast, or the default pfifo the kernel attaches to an HTB \
+             class that has no qdisc, sized by txqueuelen) can hold more than the class can send \
+             in a reasonable time.",
+        why: "When the class is busy the FIFO fills, and every packet, including pings, DNS and \
+             TCP ACKs, waits behind all of it. A 2 Mbit class with the default FIFO of 1000 \
+             packets gives pings of 6 seconds.",
+        numbers: "capacity = limit x (MTU + 14) bytes for packet FIFOs, limit bytes for bfifo; \
+             predicted delay = capacity / class ceil. Warning at queue_delay_warning_ms \
+             (100 ms), critical at queue_delay_critical_ms (1 s). The fix sizes the queue for \
+             target_queue_delay_ms (50 ms) at the ceil, or replaces it with fq_codel.",
+    },
+    Rule {
+        code: Code::StandingQueue,
+        area: Area::Queue,
+        phase: Phase::Traffic,
+        severity: "warning",
+        title: "A queue stayed full through the sampling window",
+        meaning: "The backlog of a leaf queue was non-zero at both ends of the window.",
+        why: "A standing queue is delay every packet pays right now, not a burst.",
+        numbers:
+            "delay = min(backlog at start, backlog at end) x 8 / sending rate (or the ceil when \
+             nothing was sent); reported above standing_queue_ms (100 ms).",
+    },
+    Rule {
+        code: Code::OffloadOnShapedLink,
+        area: Area::Offload,
+        phase: Phase::Both,
+        severity: "warning (seen), info (predicted)",
+        title: "A software shaper queues GSO/GRO super-packets",
+        meaning: "TCP builds packets of up to gso_max_size (64 kB) that are split into MTU-sized \
+             frames only after the qdisc dequeues them; GRO merges arriving frames the same way \
+             for forwarded traffic. The shaper's queue then holds a few huge packets.",
+        why: "A FIFO limit counted in packets no longer bounds the delay, and a single packet \
+             takes long at a low rate. Measured here (HTB 2 Mbit, pfifo limit 20, 4 local TCP \
+             streams): ~24 kB per queued packet and ~1 s of delay; `ethtool -K gso off tso off` \
+             alone still left ~43 kB packets; `ip link set dev X gso_max_segs 1` gave 1514 B \
+             packets and ~85 ms with the same goodput.",
+        numbers:
+            "Seen: backlog bytes / backlog packets > 2 x (MTU + 14) in a leaf queue of a shaped \
+             class (warning). Predicted: gso_max_segs > 1 and one gso_max_size packet at the \
+             slowest leaf's ceil takes longer than queue_delay_warning_ms (info), whatever \
+             the gso/tso features say. The fix is \
+             gso_max_segs 1 on the shaped device for local traffic, and GRO off on every \
+             other interface with GRO on (loopback aside) for forwarded traffic: in the lab \
+             (2 Mbit, pfifo 20, 4 forwarded TCP streams, GRO on the ingress) ~10 kB packets \
+             and ~1 s of delay became 1514 B and ~110 ms with `ethtool -K IN gro off`; \
+             gso_max_segs 1 alone left ~2 kB packets.",
+    },
+    Rule {
+        code: Code::HtbDefaultClassMissing,
+        area: Area::Htb,
+        phase: Phase::Traffic,
+        severity: "critical while direct packets grow, warning when any went through, else info",
+        title: "Unclassified traffic leaves unshaped",
+        meaning: "The HTB qdisc's `default` is 0 or names a class that does not exist.",
+        why: "Packets no filter classifies go to HTB's direct queue, which is not shaped at all, \
+             so the shaper stops limiting that traffic. direct_packets_stat counts them.",
+        numbers: "Missing when `default` is 0, names no class, or names an inner class (HTB sends \
+             that traffic to the direct queue too). Critical when direct_packets_stat grew \
+             during the sampling window, warning when it is above 0, info otherwise (a \
+             catch-all filter may keep the direct queue empty). The fix adds a leaf (rate: a \
+             tenth of the ceil of the inner class above it, ceil: that ceil) with a short pfifo \
+             of its own, under an inner class, never under a leaf; and, for `default 0` or an \
+             inner default, a catch-all u32 filter at the lowest priority, since HTB cannot \
+             change `default` in place.",
+    },
+    Rule {
+        code: Code::HtbQuantumSmall,
+        area: Area::Htb,
+        phase: Phase::Config,
+        severity: "info",
+        title: "A class's DRR quantum is below the MTU",
+        meaning:
+            "HTB shares spare bandwidth between classes of one priority by deficit round robin \
+             with `quantum` bytes per turn; by default quantum = rate / r2q, and the kernel \
+             raises computed values below 1000 to 1000.",
+        why: "A quantum below one packet makes a borrowing class wait extra rounds: spare \
+             bandwidth is not shared in proportion to rate.",
+        numbers:
+            "computed = rate / r2q; small when the effective quantum < MTU. The fix uses one r2q \
+             for the whole qdisc with MTU <= rate/r2q <= 200000 for every leaf, applied as \
+             explicit quanta with `tc class change` (HTB cannot change r2q in place); when no \
+             r2q fits, explicit quanta clamped to that range.",
+    },
+    Rule {
+        code: Code::HtbQuantumBig,
+        area: Area::Htb,
+        phase: Phase::Config,
+        severity: "info",
+        title: "A class's DRR quantum is above 200000 bytes or was capped there",
+        meaning: "The kernel caps computed quanta at 200000 (older kernels and guides: 60000).",
+        why: "Capped quanta no longer follow the rates, so spare bandwidth is split by the cap \
+             rather than by rate; very large quanta also make scheduling coarse.",
+        numbers: "big when quantum > quantum_max_bytes, or quantum = 200000 while rate / r2q is \
+             larger. Same fix as htb-quantum-small.",
+    },
+    Rule {
+        code: Code::HtbBurstSmall,
+        area: Area::Htb,
+        phase: Phase::Config,
+        severity: "info",
+        title: "A class's burst is small for its rate",
+        meaning: "burst (cburst) is how many bytes a class may send at once after being idle, at \
+             rate (ceil).",
+        why: "A bucket smaller than one packet, or than the timer's granularity at the rate, can \
+             keep a class below its rate. On this kernel (hrtimers) tc's default bucket cost \
+             only 1-3% of throughput between 100 Mbit and 2 Gbit, so this is information.",
+        numbers:
+            "small when the bucket < MTU + 14 bytes, or < burst_min_ms (1 ms) of the rate. The \
+             fix sets max(MTU + 14, rate x burst_min_ms).",
+    },
+    Rule {
+        code: Code::HtbCburstSmall,
+        area: Area::Htb,
+        phase: Phase::Config,
+        severity: "info",
+        title: "A class's cburst is small for its ceil",
+        meaning: "burst (cburst) is how many bytes a class may send at once after being idle, at \
+             rate (ceil).",
+        why: "A bucket smaller than one packet, or than the timer's granularity at the rate, can \
+             keep a class below its rate. On this kernel (hrtimers) tc's default bucket cost \
+             only 1-3% of throughput between 100 Mbit and 2 Gbit, so this is information.",
+        numbers:
+            "small when the bucket < MTU + 14 bytes, or < burst_min_ms (1 ms) of the rate. The \
+             fix sets max(MTU + 14, rate x burst_min_ms).",
+    },
+    Rule {
+        code: Code::HtbChildBurstExceedsParent,
+        area: Area::Htb,
+        phase: Phase::Config,
+        severity: "info",
+        title: "A child may burst more than its parent",
+        meaning: "burst/cburst of a class are larger than its parent's.",
+        why: "The parent's bucket empties first, so the child's larger burst is never available.",
+        numbers:
+            "compares bytes of the buckets; the fix lowers the child's buckets to the parent's \
+             (raising the parent's would weaken the shaper above it).",
+    },
+    Rule {
+        code: Code::HtbRatesOversubscribed,
+        area: Area::Htb,
+        phase: Phase::Config,
+        severity: "info",
+        title: "Children are guaranteed more than their parent",
+        meaning: "The rates of a class's children add up to more than its own rate.",
+        why: "Guarantees cannot all be met when every child is busy.",
+        numbers:
+            "sum of children's rate > parent rate; the fix scales the children down to fit, in \
+             proportion, and their own children with them.",
+    },
+    Rule {
+        code: Code::HtbCeilExceedsParent,
+        area: Area::Htb,
+        phase: Phase::Config,
+        severity: "info",
+        title: "A child's ceil is above its parent's",
+        meaning: "A class may borrow up to a ceil its parent can never supply.",
+        why: "The configuration promises bandwidth that does not exist.",
+        numbers: "child ceil > parent ceil; the fix lowers the child's ceil.",
+    },
+    Rule {
+        code: Code::HtbRateExceedsCeil,
+        area: Area::Htb,
+        phase: Phase::Config,
+        severity: "info",
+        title: "A class's rate is above its ceil",
+        meaning: "The guaranteed rate is higher than the cap.",
+        why: "The guarantee cannot be met.",
+        numbers:
+            "rate > ceil; the fix lowers the rate to the ceil (the ceil may be the link's cap).",
+    },
+    Rule {
+        code: Code::HtbGiants,
+        area: Area::Htb,
+        phase: Phase::Traffic,
+        severity: "info",
+        title: "Packets larger than the class's mtu",
+        meaning: "HTB counts packets longer than the rate table's mtu as giants.",
+        why: "They are sent, but rate accounting is wrong for them (GSO super-packets are the \
+             usual source).",
+        numbers:
+            "giants > 0 in the class's xstats. The fix restates the class (as planned, if other \
+             findings change it) with `mtu` set to the device's gso_max_size (at least its MTU), \
+             so the rate tables cover the largest packet. Kernels since 3.8 compute transmit times \
+             exactly and no longer count giants, so this fires on older kernels only.",
+    },
+    Rule {
+        code: Code::ClassSaturated,
+        area: Area::Htb,
+        phase: Phase::Traffic,
+        severity: "info",
+        title: "A class runs at its ceil and is dropping or delaying",
+        meaning:
+            "The class sent at least saturated_ratio (95%) of its ceil during the window while \
+             drops or overlimits grew.",
+        why: "This is the bottleneck. It is working as configured; it tells where queues form.",
+        numbers: "bits/s over the window vs ceil; drops/s + overlimits/s > 0.",
+    },
+    Rule {
+        code: Code::TbfQueueTooDeep,
+        area: Area::Tbf,
+        phase: Phase::Config,
+        severity: "warning > 100 ms, critical > 1 s",
+        title: "A TBF queue takes long to drain",
+        meaning: "TBF's limit holds more bytes than its rate sends in a reasonable time.",
+        why: "As for queue-too-deep: a full queue delays every packet by its length.",
+        numbers:
+            "Under load the bucket is empty, so the queue drains at the rate: delay = limit / \
+             rate (tc's `lat` subtracts the bucket and understates it), or the capacity of a \
+             FIFO the user put inside the TBF / rate. Under an HTB class the rate is the lower \
+             of TBF's and the ceils above it. Warning at 100 ms, critical at 1 s. The fix \
+             restates the TBF (rate, peak rate, mpu, overhead, link layer kept) with a latency \
+             (or, where no whole millisecond gives it, a limit) that makes the queue drain in \
+             target_queue_delay_ms at that rate, and the bucket fixes of \
+             tbf-burst-huge/-small in the same command; or shortens the FIFO inside.",
+    },
+    Rule {
+        code: Code::TbfBurstHuge,
+        area: Area::Tbf,
+        phase: Phase::Config,
+        severity: "info",
+        title: "A TBF bucket holds a lot of time at its rate",
+        meaning: "After every idle moment TBF lets the whole bucket through at line rate.",
+        why: "Shaping only starts after that burst, so downstream queues see it anyway.",
+        numbers: "burst time = burst / rate > tbf_burst_max_ms (100 ms); the fix proposes 10 ms.",
+    },
+    Rule {
+        code: Code::TbfBurstSmall,
+        area: Area::Tbf,
+        phase: Phase::Config,
+        severity: "info",
+        title: "A TBF bucket is smaller than one packet",
+        meaning: "A packet larger than the bucket can never earn enough tokens.",
+        why: "Such packets are dropped: large transfers stall.",
+        numbers: "burst < MTU + 14.",
+    },
+    Rule {
+        code: Code::FilterChainLong,
+        area: Area::Filters,
+        phase: Phase::Config,
+        severity: "info",
+        title: "Many filters at one priority are tried one by one",
+        meaning: "The kernel walks the rules at a (parent, prio) linearly until one matches.",
+        why: "Every packet pays for every rule before its own: with ten thousand u32 rules at \
+             one priority, traffic classified behind them crawls.",
+        numbers: "u32 rules in one hash bucket of one (parent, prio, protocol, chain) > \
+             filter_chain_max (100); basic/bpf/matchall rules count all; flower, fw and route \
+             look rules up by key and are not counted. The fix makes a new u32 hash table keyed \
+             on the address's last byte.",
+    },
+    Rule {
+        code: Code::TxqueuelenDeepUnshaped,
+        area: Area::Link,
+        phase: Phase::Config,
+        severity: "info",
+        title: "An unshaped link with a deep FIFO",
+        meaning: "The root qdisc is a plain FIFO sized by txqueuelen.",
+        why: "If this link is the bottleneck, the FIFO fills and adds its length to latency.",
+        numbers: "txqueuelen >= 1000 with pfifo_fast or pfifo at the root of an up link.",
+    },
+    Rule {
+        code: Code::HtbHysteresisOn,
+        area: Area::Link,
+        phase: Phase::Host,
+        severity: "info",
+        title: "HTB hysteresis is enabled",
+        meaning: "sch_htb's htb_hysteresis module parameter is 1.",
+        why: "Classes change mode late, letting rates overshoot by up to a burst; it saves CPU \
+             on very fast links only.",
+        numbers: "/sys/module/sch_htb/parameters/htb_hysteresis = 1.",
+    },
+    Rule {
+        code: Code::BqlLimitHigh,
+        area: Area::Link,
+        phase: Phase::Config,
+        severity: "info",
+        title: "The driver queue below the qdisc is large",
+        meaning: "Byte Queue Limits let the driver hold this many bytes.",
+        why: "Bytes in the driver queue are beyond the qdisc's control and add delay.",
+        numbers: "max over tx queues of byte_queue_limits/limit > bql_limit_max_bytes (100000).",
+    },
+    Rule {
+        code: Code::Bufferbloat,
+        area: Area::Measured,
+        phase: Phase::Load,
+        severity: "info at grade B, warning at C, critical at D and F",
+        title: "Latency rises under load (measured)",
+        meaning:
+            "`tcmon check --load SINK` ran the latency-under-load test (`tcmon probe`): idle, \
+             download, upload, both, idle, against a `tcmon sink`, with probes throughout.",
+        why: "Latency that appears only when the link is busy is what users feel as a slow \
+             network: calls break up and pages stall while something uploads.",
+        numbers: "increase = mean of the download and upload phases' median RTT minus the idle \
+             median; grade A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F >= 400; B is info, \
+             C warning, D and F critical. The bottleneck is the queue on this host whose \
+             backlog / sending rate, averaged over the worst phase, holds at least a quarter \
+             of that phase's increase; none: upstream. RPM = 60000 / loaded median RTT (ms).",
+    },
+];
+
+/// The rule of the finding named `code`.
+pub fn explain(code: &str) -> Option<&'static Rule> {
+    code.parse::<Code>().ok().map(Code::rule)
+}
+
+/// The README's table of findings: code, severity, title.
+pub fn table() -> String {
+    let mut s = String::from("| code | severity | what |\n|---|---|---|\n");
+    for r in RULES {
+        let _ = writeln!(s, "| `{}` | {} | {} |", r.code, r.severity, r.title);
+    }
+    s
+}

@@ -1,0 +1,113 @@
+//! Filter chains the kernel walks linearly (`filter-chain-long`).
+
+use serde_json::json;
+
+use super::{ev, Ctx};
+use crate::{Code, Finding, Severity};
+
+pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    filter_chains(c, out);
+}
+
+/// `filter-chain-long`: the kernel tries rules at one (parent, prio) one by one.
+pub(super) fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    // u32 hash tables in use, so that the proposed one is new.
+    let htid_max = c
+        .iface
+        .filters
+        .iter()
+        .filter(|f| f.kind == "u32")
+        .map(|f| f.handle_raw >> 20)
+        .max()
+        .unwrap_or(0x800);
+    for ch in &c.iface.filter_chains {
+        // What the kernel tries one by one: for u32, the rules of one hash bucket; flower, fw
+        // and route look rules up by key, so their count costs nothing per packet.
+        let (linear, bucket) = match ch.kind.as_str() {
+            "u32" => {
+                // Ordered, for a deterministic pick among buckets of equal length.
+                let mut buckets: std::collections::BTreeMap<u32, u32> =
+                    std::collections::BTreeMap::new();
+                for f in c.iface.filters.iter().filter(|f| {
+                    f.is_rule
+                        && f.parent == ch.parent
+                        && f.prio == ch.prio
+                        && f.protocol == ch.protocol
+                        && f.chain == ch.chain
+                        && f.kind == "u32"
+                }) {
+                    *buckets.entry(f.handle_raw >> 12).or_default() += 1;
+                }
+                buckets
+                    .into_iter()
+                    .max_by_key(|&(_, n)| n)
+                    .map_or((0, None), |(b, n)| (n, Some(b)))
+            }
+            "basic" | "bpf" | "matchall" | "cgroup" => (ch.rules, None),
+            _ => continue,
+        };
+        if linear <= c.t.filter_chain_max {
+            continue;
+        }
+        let new_ht = format!("{:x}:", (htid_max + 1).min(0xFFF));
+        // Classes reached only by rules tried after this chain pay for all of it.
+        let mut behind: Vec<String> = c
+            .iface
+            .filters
+            .iter()
+            .filter(|f| f.is_rule && f.parent == ch.parent && f.prio > ch.prio)
+            .filter_map(|f| f.class_id.map(|h| h.to_string()))
+            .collect();
+        behind.sort();
+        behind.dedup();
+        out.push(Finding {
+            code: Code::FilterChainLong,
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: ch.parent.to_string(),
+            message: format!(
+                "{} {} rules at parent {} prio {} are tried one after another for every packet{}",
+                linear,
+                ch.kind,
+                ch.parent,
+                ch.prio,
+                if behind.is_empty() {
+                    String::new()
+                } else {
+                    format!("; traffic for {} is classified only after all of them", behind.join(", "))
+                }
+            ),
+            evidence: ev([
+                ("rules", json!(ch.rules)),
+                ("rules_in_one_bucket", json!(linear)),
+                ("prio", json!(ch.prio)),
+                ("protocol", json!(ch.protocol.as_str())),
+                ("kind", json!(ch.kind.as_str())),
+                ("classes_behind", json!(behind)),
+            ]),
+            fix: vec![
+                format!(
+                    "tc filter add dev {} parent {} prio {} handle {new_ht} protocol {} u32 divisor 256",
+                    c.iface.name, ch.parent, ch.prio, ch.protocol
+                ),
+                // Each prio has its own root table (800:, 801:, ...): link from the one this
+                // chain's rules sit in.
+                format!(
+                    "tc filter add dev {} parent {} prio {} protocol {} u32 ht {} match ip dst 0.0.0.0/0 hashkey mask 0x000000ff at 16 link {new_ht}",
+                    c.iface.name,
+                    ch.parent,
+                    ch.prio,
+                    ch.protocol,
+                    bucket.map_or_else(
+                        || "800::".to_owned(),
+                        |b| format!("{:x}:{:x}:", b >> 8, b & 0xff)
+                    )
+                ),
+                format!(
+                    "# then move each rule into the bucket of its address's last byte: tc filter add ... u32 ht {new_ht}XX: match ip dst A.B.C.D/32 flowid ..."
+                ),
+            ],
+            ..Finding::default()
+        });
+    }
+}

@@ -1,0 +1,539 @@
+//! HTB: the default class, quanta, buckets, and what parents and children promise each other.
+
+use serde_json::json;
+use tcmon_core::model::{Class, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail};
+use tcmon_core::topology::Obj;
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+
+use super::{ev, tenths, Ctx};
+use crate::plan::{self, packet_bytes, rate_arg};
+use crate::{Code, Finding, Severity};
+
+pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for q in &c.iface.qdiscs {
+        if let Some(QdiscDetail::Htb(h)) = &q.detail {
+            htb_quantum(c, q, h, out);
+        }
+    }
+    for cl in &c.iface.classes {
+        if let Some(h) = cl.htb() {
+            htb_class(c, cl, h, out);
+        }
+    }
+    htb_children(c, out);
+}
+
+pub(super) fn traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for q in &c.iface.qdiscs {
+        if let Some(QdiscDetail::Htb(h)) = &q.detail {
+            htb_default(c, q, h, out);
+        }
+    }
+    for cl in &c.iface.classes {
+        if let Some(h) = cl.htb() {
+            htb_class_traffic(c, cl, h, out);
+        }
+    }
+}
+
+/// `htb-default-class-missing`: unclassified traffic leaves through the direct queue, unshaped.
+/// The kernel does so when `default` is 0, names no class, or names an inner class.
+pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
+    let named = h.default_class.and_then(|d| c.iface.class(d));
+    let inner = named.and_then(Class::htb).is_some_and(|x| x.level > 0);
+    if named.is_some() && !inner {
+        return;
+    }
+    // A catch-all filter at the lowest priority (this rule's own fix) covers the rest.
+    let caught = c.iface.filters.iter().any(|f| {
+        f.is_rule
+            && f.parent == q.handle
+            && f.prio == 65535
+            && f.protocol == "all"
+            && f.class_id.is_some()
+    });
+    if caught && (h.default_minor == 0 || inner) {
+        return;
+    }
+    let before = c
+        .before
+        .and_then(|b| b.qdisc(q.handle))
+        .and_then(|o| match &o.detail {
+            Some(QdiscDetail::Htb(o)) => Some(o.direct_packets),
+            _ => None,
+        });
+    let growing = before.is_some_and(|b| h.direct_packets > b);
+    // Measured effect (lab): traffic through the direct queue passes unshaped. Without any such
+    // traffic (e.g. a catch-all filter), it is only a risk.
+    // With a window, only traffic going unshaped now counts (the counter never goes down, so
+    // old packets would keep a fixed tree flagged); without one, any is a sign.
+    let severity = match before {
+        _ if growing => Severity::Critical,
+        None if h.direct_packets > 0 => Severity::Warning,
+        _ => Severity::Info,
+    };
+    // The new class's parent: the inner class `default` names, else the top class if it is
+    // an inner class, else the qdisc itself. Never a leaf: that would take its queue away.
+    let top_inner = c.iface.classes.iter().find(|cl| {
+        cl.handle.qdisc() == q.handle
+            && cl.parent == Handle::ROOT
+            && cl.htb().is_some_and(|x| x.level > 0)
+    });
+    let parent = if inner { named } else { top_inner };
+    let (parent_handle, ceil) = match parent.and_then(|p| p.htb().map(|x| (p, x))) {
+        Some((p, x)) => (p.handle, x.ceil_bytes_per_sec),
+        // directly under the qdisc, capped like the widest class already there
+        None => (
+            q.handle,
+            c.iface
+                .classes
+                .iter()
+                .filter(|cl| cl.handle.qdisc() == q.handle)
+                .filter_map(|cl| cl.htb().map(|x| x.ceil_bytes_per_sec))
+                .max()
+                .unwrap_or(0),
+        ),
+    };
+    let minor = if h.default_minor != 0 && named.is_none() {
+        h.default_minor as u16
+    } else {
+        (0xFFF0u16..=0xFFFE)
+            .rev()
+            .find(|m| c.iface.class(Handle::new(q.handle.major(), *m)).is_none())
+            .unwrap_or(0xFFFF)
+    };
+    let new_class = Handle::new(q.handle.major(), minor);
+    let pkt = packet_bytes(c.iface);
+    let dev = &c.iface.name;
+    let mut fix = Vec::new();
+    if ceil > 0 {
+        fix.push(format!(
+            "tc class add dev {dev} parent {parent_handle} classid {new_class} htb rate {} ceil {}",
+            rate_arg((ceil / 10).max(125)),
+            rate_arg(ceil)
+        ));
+        // a short queue of its own, or it gets the kernel's deep default FIFO
+        let limit = ((c.t.target_queue_delay_ms * 1e-3 * ceil as f64) as u64 / pkt).max(2);
+        let qh = Handle::new(minor, 0);
+        let handle = if c.iface.qdisc(qh).is_none() {
+            format!(" handle {qh}")
+        } else {
+            String::new()
+        };
+        fix.push(format!(
+            "tc qdisc add dev {dev} parent {new_class}{handle} pfifo limit {limit}"
+        ));
+    }
+    if ceil > 0 && (h.default_minor == 0 || inner) {
+        // `default` cannot be changed in place (HTB has no change operation): a catch-all
+        // filter at the lowest priority sends the rest to the new class instead.
+        fix.push(format!(
+            "tc filter add dev {dev} parent {} protocol all prio 65535 u32 match u32 0 0 flowid {new_class}",
+            q.handle
+        ));
+    }
+    let why = if h.default_minor == 0 {
+        "has no default class (default 0)".to_owned()
+    } else if inner {
+        format!(
+            "names default class {} which has children: HTB sends such traffic to the direct queue",
+            h.default_class.unwrap_or_default()
+        )
+    } else {
+        format!(
+            "names default class {} which does not exist",
+            h.default_class.unwrap_or_default()
+        )
+    };
+    out.push(Finding {
+        code: Code::HtbDefaultClassMissing,
+        severity,
+        interface: c.iface.name.clone(),
+        object: q.handle.to_string(),
+        message: format!(
+            "htb {} {why}: traffic no filter classifies leaves through the direct queue, \
+             unshaped ({} packets so far{})",
+            q.handle,
+            h.direct_packets,
+            if growing {
+                format!(
+                    ", {} during the window",
+                    h.direct_packets - before.unwrap_or(0)
+                )
+            } else {
+                String::new()
+            }
+        ),
+        evidence: ev([
+            ("default_minor", json!(h.default_minor)),
+            (
+                "default_class",
+                json!(h.default_class.map(|c| c.to_string())),
+            ),
+            ("default_is_inner_class", json!(inner)),
+            ("direct_packets", json!(h.direct_packets)),
+            ("direct_packets_before", json!(before)),
+            ("growing", json!(growing)),
+        ]),
+        fix,
+        ..Finding::default()
+    });
+}
+
+/// `htb-quantum-small` / `htb-quantum-big`: the fix applies one r2q to every leaf of the qdisc
+/// (so spare bandwidth stays shared by rate), or explicit quanta where no r2q fits.
+pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
+    let Some(qp) = c.plan().quantum.get(&q.handle) else {
+        return;
+    };
+    let mtu = packet_bytes(c.iface) - 14;
+    let r2q = u64::from(h.r2q.max(1));
+    let topo = c.iface.topology();
+    let Some(qi) = topo.qdisc(q.handle) else {
+        return;
+    };
+    let leaves: Vec<&Class> = topo
+        .descendants(Obj::Qdisc(qi))
+        .iter()
+        .filter_map(|n| match n.obj {
+            Obj::Class(i) => Some(&c.iface.classes[i]),
+            Obj::Qdisc(_) => None,
+        })
+        .filter(|cl| topo.class(cl.handle).and_then(|i| topo.owner(i)) == Some(qi))
+        .filter(|cl| cl.htb().is_some_and(|x| x.level == 0))
+        .collect();
+    let first = out.len();
+    let mut flagged = 0;
+    for cl in &leaves {
+        let x = cl.htb().expect("filtered on htb");
+        let (is_small, is_big) = (plan::quantum_small(x, mtu), plan::quantum_big(x, r2q, c.t));
+        if !(is_small || is_big) {
+            continue;
+        }
+        flagged += 1;
+        let computed = x.rate_bytes_per_sec / r2q;
+        // each leaf's own command; the leaves that change only with the common r2q follow
+        // once, below (a list of every leaf per finding is quadratic)
+        let changes = plan::changes(c.plan(), [*cl], plan::QUANTUM);
+        let consequence = if is_small {
+            "below the MTU, a class that borrows gets less than its share of spare bandwidth"
+        } else {
+            "the kernel capped it, so spare bandwidth is shared by the capped quanta, not by rate"
+        };
+        out.push(Finding {
+            code: if is_small { Code::HtbQuantumSmall } else { Code::HtbQuantumBig },
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: cl.handle.to_string(),
+            message: format!(
+                "class {} has quantum {} B (rate {} / r2q {r2q} = {computed} B{}): {consequence}; {}",
+                cl.handle,
+                x.quantum_bytes,
+                fmt_bits_per_sec(x.rate_bytes_per_sec as f64 * 8.0),
+                if u64::from(x.quantum_bytes) == computed { "" } else { ", clamped by the kernel" },
+                match qp.r2q {
+                    Some(n) => format!("r2q {n} puts every leaf of qdisc {} in range (quanta set to rate/{n})", q.handle),
+                    None => format!("no single r2q fits every leaf of qdisc {}, so quanta are set explicitly", q.handle),
+                }
+            ),
+            evidence: ev([
+                ("quantum_bytes", json!(x.quantum_bytes)),
+                ("rate_bytes_per_sec", json!(x.rate_bytes_per_sec)),
+                ("r2q", json!(r2q)),
+                ("computed_quantum_bytes", json!(computed)),
+                ("mtu", json!(mtu)),
+                ("quantum_max_bytes", json!(c.t.quantum_max_bytes)),
+                ("older_kernels_max_bytes", json!(60_000)),
+                ("proposed_r2q", json!(qp.r2q)),
+            ]),
+            changes,
+            weight: (i64::from(x.quantum_bytes) - mtu as i64).unsigned_abs() as f64,
+            ..Finding::default()
+        });
+    }
+    if flagged > 0 {
+        let others = leaves.iter().copied().filter(|cl| {
+            let x = cl.htb().expect("filtered on htb");
+            !(plan::quantum_small(x, mtu) || plan::quantum_big(x, r2q, c.t))
+        });
+        let more = plan::changes(c.plan(), others, plan::QUANTUM);
+        out[first].changes.extend(more);
+    }
+}
+
+/// Per-class HTB checks on configuration: burst, cburst, rate vs ceil.
+pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
+    let pkt = packet_bytes(c.iface);
+    let target = c.plan().targets.get(&cl.handle).copied();
+    for (code, what, bit, bytes, ns, rate, want) in [
+        (
+            Code::HtbBurstSmall,
+            "burst",
+            plan::BURST,
+            h.burst_bytes,
+            h.burst_ns,
+            h.rate_bytes_per_sec,
+            target.map(|t| t.burst),
+        ),
+        (
+            Code::HtbCburstSmall,
+            "cburst",
+            plan::CBURST,
+            h.cburst_bytes,
+            h.cburst_ns,
+            h.ceil_bytes_per_sec,
+            target.map(|t| t.cburst),
+        ),
+    ] {
+        if rate == 0 || !plan::bucket_small(bytes, ns, pkt, c.t) {
+            continue;
+        }
+        out.push(Finding {
+            code,
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: cl.handle.to_string(),
+            message: format!(
+                "class {} has {what} {} = {} at {}: below {}, so the class can fall short of \
+                 that rate when the timer is late (measured here: 1-3% at tc's default)",
+                cl.handle,
+                fmt_bytes(bytes as f64),
+                fmt_ns(ns as i64),
+                fmt_bits_per_sec(rate as f64 * 8.0),
+                if plan::bucket_below(bytes, pkt) {
+                    format!("one packet ({pkt} B)")
+                } else {
+                    format!("{} ms of rate", c.t.burst_min_ms)
+                }
+            ),
+            evidence: ev([
+                ("bytes", json!(bytes)),
+                ("ns", json!(ns)),
+                ("rate_bytes_per_sec", json!(rate)),
+                ("packet_bytes", json!(pkt)),
+                ("proposed_bytes", json!(want)),
+            ]),
+            changes: plan::changes(c.plan(), [cl], bit),
+            ..Finding::default()
+        });
+    }
+    if h.rate_bytes_per_sec > h.ceil_bytes_per_sec {
+        out.push(Finding {
+            code: Code::HtbRateExceedsCeil,
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: cl.handle.to_string(),
+            message: format!(
+                "class {} is guaranteed {} but capped at {}: the guarantee cannot be met",
+                cl.handle,
+                fmt_bits_per_sec(h.rate_bytes_per_sec as f64 * 8.0),
+                fmt_bits_per_sec(h.ceil_bytes_per_sec as f64 * 8.0)
+            ),
+            evidence: ev([
+                ("rate_bytes_per_sec", json!(h.rate_bytes_per_sec)),
+                ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
+            ]),
+            changes: plan::changes(c.plan(), [cl], plan::RATE),
+            ..Finding::default()
+        });
+    }
+}
+
+/// Per-class HTB checks on counters and rates: giants, saturation.
+pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
+    if h.giants > 0 {
+        out.push(Finding {
+            code: Code::HtbGiants,
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: cl.handle.to_string(),
+            message: format!(
+                "class {} saw {} packets larger than its configured mtu: they are sent, but \
+                 charged against the rate tables as if they were the largest size",
+                cl.handle, h.giants
+            ),
+            evidence: ev([
+                ("giants", json!(h.giants)),
+                ("link_mtu", json!(c.iface.mtu)),
+            ]),
+            // GSO packets can pass the class as one: size the tables for the largest.
+            fix: plan::command_with_mtu(
+                c.iface,
+                cl,
+                c.iface.gso_max_size.unwrap_or(0).max(c.iface.mtu).max(1500),
+            )
+            .into_iter()
+            .collect(),
+            ..Finding::default()
+        });
+    }
+    // Saturation needs drops or overlimits in the window: a class that never had either is
+    // skipped without looking up its rates (most of them, on trees of thousands).
+    if cl.stats.drops == 0 && cl.stats.overlimits == 0 {
+        return;
+    }
+    if let Some(r) = c.facts.rates.and_then(|r| r.class(c.iface, cl)) {
+        let ceil_bits = h.ceil_bytes_per_sec as f64 * 8.0;
+        let sending = r.bits_per_sec.unwrap_or(0.0);
+        let pressure = r.drops_per_sec.unwrap_or(0.0) + r.overlimits_per_sec.unwrap_or(0.0);
+        if ceil_bits > 0.0 && sending >= c.t.saturated_ratio * ceil_bits && pressure > 0.0 {
+            out.push(Finding {
+                code: Code::ClassSaturated,
+                severity: Severity::Info,
+                interface: c.iface.name.clone(),
+                object: cl.handle.to_string(),
+                message: format!(
+                    "class {} sends {} of its {} ceil, with {:.0} drops/s and {:.0} overlimits/s: \
+                     it is the bottleneck, held to its ceil as configured (raise the ceil if \
+                     that is too low)",
+                    cl.handle,
+                    fmt_bits_per_sec(sending),
+                    fmt_bits_per_sec(ceil_bits),
+                    r.drops_per_sec.unwrap_or(0.0),
+                    r.overlimits_per_sec.unwrap_or(0.0)
+                ),
+                evidence: ev([
+                    ("bits_per_sec", json!(sending.round())),
+                    ("ceil_bits_per_sec", json!(ceil_bits)),
+                    ("drops_per_sec", json!(r.drops_per_sec.map(tenths))),
+                    (
+                        "overlimits_per_sec",
+                        json!(r.overlimits_per_sec.map(tenths)),
+                    ),
+                ]),
+                fix: vec![],
+                ..Finding::default()
+            });
+        }
+    }
+}
+
+/// Every class below class `top`, parents before children: linear in its subtree.
+pub(super) fn descendants(iface: &Interface, top: usize) -> impl Iterator<Item = &Class> {
+    iface
+        .topology()
+        .descendants(Obj::Class(top))
+        .iter()
+        .filter_map(|n| match n.obj {
+            Obj::Class(i) => Some(&iface.classes[i]),
+            Obj::Qdisc(_) => None,
+        })
+}
+
+/// Parent/child consistency: bursts, ceils, rate sums.
+pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let topo = c.iface.topology();
+    for (pi, parent) in c.iface.classes.iter().enumerate() {
+        let Some(p) = parent.htb() else { continue };
+        let kids: Vec<(&Class, &HtbClass)> = topo
+            .child_classes(Obj::Class(pi))
+            .filter_map(|k| {
+                let k = &c.iface.classes[k];
+                k.htb().map(|x| (k, x))
+            })
+            .collect();
+        if kids.is_empty() {
+            continue;
+        }
+        let sum: u128 = kids
+            .iter()
+            .map(|(_, x)| u128::from(x.rate_bytes_per_sec))
+            .sum();
+        if sum > u128::from(p.rate_bytes_per_sec) {
+            out.push(Finding {
+                code: Code::HtbRatesOversubscribed,
+                severity: Severity::Info,
+                interface: c.iface.name.clone(),
+                object: parent.handle.to_string(),
+                message: format!(
+                    "the children of {} are guaranteed {} in total, more than its own {}: \
+                     when all are busy, some get less than their rate",
+                    parent.handle,
+                    fmt_bits_per_sec(sum as f64 * 8.0),
+                    fmt_bits_per_sec(p.rate_bytes_per_sec as f64 * 8.0)
+                ),
+                evidence: ev([
+                    ("children_rate_bytes_per_sec", json!(sum as u64)),
+                    ("rate_bytes_per_sec", json!(p.rate_bytes_per_sec)),
+                    (
+                        "children",
+                        json!(kids
+                            .iter()
+                            .map(|(k, _)| k.handle.to_string())
+                            .collect::<Vec<_>>()),
+                    ),
+                ]),
+                // the children scaled down to fit, in proportion (buckets keeping their time),
+                // and below them whatever that scaling pushes over its own parent
+                changes: plan::changes(
+                    c.plan(),
+                    descendants(c.iface, pi),
+                    plan::RATE | plan::BURST | plan::CBURST,
+                ),
+                ..Finding::default()
+            });
+        }
+        for &(k, x) in &kids {
+            if x.ceil_bytes_per_sec > p.ceil_bytes_per_sec {
+                out.push(Finding {
+                    code: Code::HtbCeilExceedsParent,
+                    severity: Severity::Info,
+                    interface: c.iface.name.clone(),
+                    object: k.handle.to_string(),
+                    message: format!(
+                        "class {} may borrow up to {}, but its parent {} is capped at {}: the \
+                         extra ceil can never be reached",
+                        k.handle,
+                        fmt_bits_per_sec(x.ceil_bytes_per_sec as f64 * 8.0),
+                        parent.handle,
+                        fmt_bits_per_sec(p.ceil_bytes_per_sec as f64 * 8.0)
+                    ),
+                    evidence: ev([
+                        ("ceil_bytes_per_sec", json!(x.ceil_bytes_per_sec)),
+                        ("parent_ceil_bytes_per_sec", json!(p.ceil_bytes_per_sec)),
+                    ]),
+                    // the ceil down to the parent's, below it every ceil that exceeds its new
+                    // parent's, and a rate above the new ceil with it
+                    changes: plan::changes(
+                        c.plan(),
+                        std::iter::once(k).chain(descendants(
+                            c.iface,
+                            topo.class(k.handle).expect("a class of the tree"),
+                        )),
+                        plan::CEIL | plan::RATE,
+                    ),
+                    ..Finding::default()
+                });
+            }
+            let exceeds = |child: u64, parent: u64| plan::bucket_below(parent, child);
+            if exceeds(x.burst_bytes, p.burst_bytes) || exceeds(x.cburst_bytes, p.cburst_bytes) {
+                out.push(Finding {
+                    code: Code::HtbChildBurstExceedsParent,
+                    severity: Severity::Info,
+                    interface: c.iface.name.clone(),
+                    object: k.handle.to_string(),
+                    message: format!(
+                        "class {} may burst {} / {} (burst/cburst) but its parent {} only {} / {}: \
+                         the parent throttles the child's bursts",
+                        k.handle,
+                        fmt_bytes(x.burst_bytes as f64),
+                        fmt_bytes(x.cburst_bytes as f64),
+                        parent.handle,
+                        fmt_bytes(p.burst_bytes as f64),
+                        fmt_bytes(p.cburst_bytes as f64)
+                    ),
+                    evidence: ev([
+                        ("burst_bytes", json!(x.burst_bytes)),
+                        ("cburst_bytes", json!(x.cburst_bytes)),
+                        ("parent_burst_bytes", json!(p.burst_bytes)),
+                        ("parent_cburst_bytes", json!(p.cburst_bytes)),
+                    ]),
+                    // The plan lowers the child to the parent's buckets, and raises the parent
+                    // only where the child's own minimum is still larger.
+                    changes: plan::changes(c.plan(), [k, parent], plan::BURST | plan::CBURST),
+                    ..Finding::default()
+                });
+            }
+        }
+    }
+}

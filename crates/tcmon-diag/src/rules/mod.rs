@@ -1,0 +1,170 @@
+//! The rules, one file per area (the registry says which code lives where). Each reads the
+//! context and pushes findings; none has side effects.
+
+mod filters;
+mod htb;
+mod link;
+mod measured;
+mod offload;
+mod queue;
+mod tbf;
+
+pub(crate) use link::host;
+pub use measured::bufferbloat;
+
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::OnceCell;
+
+use serde_json::Value;
+use tcmon_core::model::{Class, HtbClass, Interface, Qdisc, QdiscDetail};
+use tcmon_core::units::Handle;
+
+use crate::plan::{self, packet_bytes, Plan};
+use crate::{Evidence, Facts, Finding, Thresholds};
+
+pub(crate) struct Ctx<'a> {
+    /// The tree after the class fixes; built on first use (traffic rules rarely need it).
+    plan: OnceCell<Plan>,
+    pub(crate) facts: &'a Facts<'a>,
+    pub(crate) iface: &'a Interface,
+    pub(crate) t: &'a Thresholds,
+    pub(crate) before: Option<&'a Interface>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(
+        facts: &'a Facts<'a>,
+        iface: &'a Interface,
+        t: &'a Thresholds,
+        before: Option<&'a Interface>,
+    ) -> Self {
+        Ctx {
+            plan: OnceCell::new(),
+            facts,
+            iface,
+            t,
+            before,
+        }
+    }
+
+    fn plan(&self) -> &Plan {
+        self.plan.get_or_init(|| plan::plan(self.iface, self.t))
+    }
+}
+
+/// Rules that read only configuration: the tree's options, link facts and thresholds. Never
+/// counters, rates or the poll before, so their findings hold until the configuration changes.
+pub(crate) fn run_config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    queue::config(c, out);
+    offload::config(c, out);
+    htb::config(c, out);
+    tbf::config(c, out);
+    filters::config(c, out);
+    link::config(c, out);
+}
+
+/// Rules that read counters, backlog and rates: run on every poll.
+pub(crate) fn run_traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    queue::traffic(c, out);
+    offload::traffic(c, out);
+    htb::traffic(c, out);
+}
+
+fn ev<const N: usize>(pairs: [(&'static str, Value); N]) -> Evidence {
+    pairs.into_iter().collect()
+}
+
+fn ms(ns: f64) -> f64 {
+    (ns / 1e4).round() / 100.0
+}
+
+/// Rates in evidence to a tenth: `260.9739324882664` drops/s says no more than `261.0`.
+fn tenths(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// Qdiscs by (handle, parent), for finding each one in the poll before without a scan per
+/// qdisc (quadratic on trees of thousands).
+fn by_key(qdiscs: &[Qdisc]) -> HashMap<(Handle, Handle), &Qdisc> {
+    let mut m = HashMap::with_capacity_and_hasher(qdiscs.len(), rustc_hash::FxBuildHasher);
+    for q in qdiscs {
+        m.entry((q.handle, q.parent)).or_insert(q);
+    }
+    m
+}
+
+/// The HTB class a qdisc hangs under, with the qdisc that owns that class.
+fn htb_parent<'a>(iface: &'a Interface, q: &Qdisc) -> Option<(&'a Class, &'a HtbClass)> {
+    let class = iface.class(q.parent)?;
+    Some((class, class.htb()?))
+}
+
+/// The fastest a shaper lets `q` drain, bytes/s: the narrower of a TBF's own rate and the
+/// narrowest HTB ceil above it (after the plan's fixes); `None` when nothing shapes it.
+fn shaper_rate(c: &Ctx<'_>, q: &Qdisc) -> Option<u64> {
+    let ceil = htb_parent(c.iface, q)
+        .map(|(class, _)| plan::effective_ceil(c.iface, c.plan(), class.handle));
+    let tbf = match &q.detail {
+        Some(QdiscDetail::Tbf(t)) => Some(t.rate_bytes_per_sec),
+        _ => None,
+    };
+    ceil.into_iter().chain(tbf).min()
+}
+
+/// The qdisc directly under a TBF is TBF's own queue: rules judge the TBF, not it.
+fn inside_tbf(iface: &Interface, q: &Qdisc) -> bool {
+    iface
+        .qdisc(q.parent.qdisc())
+        .is_some_and(|p| p.handle != q.handle && matches!(p.detail, Some(QdiscDetail::Tbf(_))))
+}
+
+/// A command that replaces the FIFO `q` under `class` with one of the same kind sized for the
+/// target delay at `drain_bytes_per_sec`.
+fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64) -> Vec<String> {
+    let pkt = packet_bytes(c.iface);
+    let target_bytes = (c.t.target_queue_delay_ms * 1e-3 * drain_bytes_per_sec as f64) as u64;
+    let (kind, limit) = match q.detail {
+        Some(QdiscDetail::Bfifo(_)) => ("bfifo", target_bytes.max(2 * pkt)),
+        Some(QdiscDetail::PfifoHeadDrop(_)) => ("pfifo_head_drop", (target_bytes / pkt).max(2)),
+        _ => ("pfifo", (target_bytes / pkt).max(2)),
+    };
+    let handle = new_handle(c.iface, q, class, kind);
+    vec![replace_cmd(
+        c.iface,
+        class,
+        handle,
+        &format!("{kind} limit {limit}"),
+    )]
+}
+
+/// The AQM alternative to a shorter FIFO, where the kernel may have it. Evidence rather than a
+/// fix line: it replaces the same queue, so the two are not to be run one after the other.
+fn aqm_alternative(c: &Ctx<'_>, class: Handle) -> Option<String> {
+    (c.facts.fq_codel_available != Some(false)).then(|| {
+        format!(
+            "tc qdisc replace dev {} parent {class} fq_codel",
+            c.iface.name
+        )
+    })
+}
+
+/// A handle for a replacement qdisc of `kind` under `class`. `tc qdisc replace` keeps a handle
+/// only for the same kind; the kernel's own queue (handle 0) gets the class's minor id as
+/// major, as people write it (`1:10` -> `10:`), unless taken; otherwise the kernel picks one.
+fn new_handle(iface: &Interface, q: &Qdisc, class: Handle, kind: &str) -> Option<Handle> {
+    if q.handle != Handle::UNSPEC {
+        return (q.kind == kind).then_some(q.handle);
+    }
+    let h = Handle::new(class.minor(), 0);
+    (class.minor() != 0 && iface.qdisc(h).is_none()).then_some(h)
+}
+
+fn replace_cmd(iface: &Interface, parent: Handle, handle: Option<Handle>, what: &str) -> String {
+    match handle {
+        Some(h) => format!(
+            "tc qdisc replace dev {} parent {parent} handle {h} {what}",
+            iface.name
+        ),
+        None => format!("tc qdisc replace dev {} parent {parent} {what}", iface.name),
+    }
+}

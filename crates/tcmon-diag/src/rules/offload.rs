@@ -1,0 +1,196 @@
+//! GSO/GRO super-packets in a shaped queue (`offload-on-shaped-link`): seen in the backlog,
+//! or predicted from the link's GSO limits.
+
+use serde_json::{json, Value};
+use tcmon_core::model::{Qdisc, QdiscDetail};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+
+use super::{by_key, ev, htb_parent, inside_tbf, ms, Ctx};
+use crate::plan::packet_bytes;
+use crate::{Code, Evidence, Finding, Severity};
+
+pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    offload_predicted(c, out);
+}
+
+pub(super) fn traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    offload_observed(c, out);
+}
+
+/// `offload-on-shaped-link`: a software shaper's queue holding GSO/GRO super-packets, each of
+/// which takes long at the class rate. Seen in the backlog (bytes per queued packet far above
+/// the MTU) it is a warning; predicted from the link's GSO limits it is information, and an
+/// observed one supersedes it (see [`crate::Findings`]).
+pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let pkt = packet_bytes(c.iface);
+    let link = c.facts.links.get(&c.iface.name);
+    // Most polls have no queue of two packets anywhere: skip building the lookup.
+    let queued = |qs: &[Qdisc]| qs.iter().any(|q| q.stats.backlog_packets >= 2);
+    if !queued(&c.iface.qdiscs) && !c.before.is_some_and(|b| queued(&b.qdiscs)) {
+        return;
+    }
+    let old_qdiscs = c.before.map(|b| by_key(&b.qdiscs)).unwrap_or_default();
+    for q in &c.iface.qdiscs {
+        if inside_tbf(c.iface, q) {
+            continue;
+        }
+        let rate = match (&q.detail, htb_parent(c.iface, q)) {
+            // a TBF under a class drains no faster than the class's ceil
+            (Some(QdiscDetail::Tbf(t)), Some((_, h))) => {
+                t.rate_bytes_per_sec.min(h.ceil_bytes_per_sec)
+            }
+            (Some(QdiscDetail::Tbf(t)), None) => t.rate_bytes_per_sec,
+            (_, Some((_, h))) => h.ceil_bytes_per_sec,
+            _ => continue,
+        }
+        .max(1);
+        let old = old_qdiscs.get(&(q.handle, q.parent)).copied();
+        // the larger of the two averages: the queue may have drained at one end of the window
+        let (bytes, packets) = [Some(q), old]
+            .into_iter()
+            .flatten()
+            .map(|x| (x.stats.backlog_bytes, x.stats.backlog_packets))
+            .filter(|(_, p)| *p >= 2)
+            .max_by(|a, b| (a.0 * b.1).cmp(&(b.0 * a.1)))
+            .unwrap_or((0, 0));
+        if packets == 0 || bytes / packets <= 2 * pkt {
+            continue;
+        }
+        let avg = bytes / packets;
+        let one_ns = avg as f64 * 1e9 / rate as f64;
+        let queue_ns = bytes as f64 * 1e9 / rate as f64;
+        let object = if q.handle == Handle::UNSPEC {
+            q.parent
+        } else {
+            q.handle
+        };
+        out.push(Finding {
+            code: Code::OffloadOnShapedLink,
+            severity: Severity::Warning,
+            interface: c.iface.name.clone(),
+            object: object.to_string(),
+            message: format!(
+                "{} {} holds GSO/GRO super-packets: {packets} packets of {} on average ({} queued = {} at {}); one such packet alone takes {} to send, and a queue limit counted in packets no longer bounds the delay",
+                q.kind,
+                object,
+                fmt_bytes(avg as f64),
+                fmt_bytes(bytes as f64),
+                fmt_ns(queue_ns as i64),
+                fmt_bits_per_sec(rate as f64 * 8.0),
+                fmt_ns(one_ns as i64)
+            ),
+            evidence: offload_evidence(c, link, [
+                ("backlog_bytes", json!(bytes)),
+                ("backlog_packets", json!(packets)),
+                ("avg_packet_bytes", json!(avg)),
+                ("packet_bytes", json!(pkt)),
+                ("one_packet_ms", json!(ms(one_ns))),
+                ("queue_delay_ms", json!(ms(queue_ns))),
+            ]),
+            fix: offload_fix(c),
+            ..Finding::default()
+        });
+    }
+}
+
+/// Predicted: a shaped class slow enough that one GSO packet is already a long delay.
+pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let pkt = packet_bytes(c.iface);
+    let link = c.facts.links.get(&c.iface.name);
+    let segs = c.iface.gso_max_segs.unwrap_or(0);
+    let size = u64::from(c.iface.gso_max_size.unwrap_or(0));
+    // Not gated on the gso/tso features: local TCP builds super-packets with them off too
+    // (measured: ~43 kB packets after `ethtool -K gso off tso off`).
+    if segs <= 1 || size <= 2 * pkt {
+        return;
+    }
+    let slowest = c
+        .iface
+        .classes
+        .iter()
+        .filter_map(|cl| {
+            cl.htb()
+                .filter(|h| h.level == 0)
+                .map(|h| (cl, h.ceil_bytes_per_sec))
+        })
+        .filter(|(_, ceil)| *ceil > 0)
+        .min_by_key(|(_, ceil)| *ceil);
+    let Some((class, ceil)) = slowest else { return };
+    let one_ns = size as f64 * 1e9 / ceil as f64;
+    if one_ns / 1e6 < c.t.queue_delay_warning_ms {
+        return;
+    }
+    out.push(Finding {
+        code: Code::OffloadOnShapedLink,
+        severity: Severity::Info,
+        interface: c.iface.name.clone(),
+        object: class.handle.to_string(),
+        message: format!(
+            "{} may queue GSO packets of up to {} (gso_max_size, {segs} segments): one of them takes {} at the {} ceil of {}",
+            c.iface.name,
+            fmt_bytes(size as f64),
+            fmt_ns(one_ns as i64),
+            fmt_bits_per_sec(ceil as f64 * 8.0),
+            class.handle
+        ),
+        evidence: offload_evidence(c, link, [
+            ("gso_max_size", json!(size)),
+            ("ceil_bytes_per_sec", json!(ceil)),
+            ("one_packet_ms", json!(ms(one_ns))),
+        ]),
+        fix: offload_fix(c),
+        ..Finding::default()
+    });
+}
+
+pub(super) fn offload_evidence<const N: usize>(
+    c: &Ctx<'_>,
+    link: Option<&crate::LinkFacts>,
+    extra: [(&'static str, Value); N],
+) -> Evidence {
+    let mut e = ev(extra);
+    e.insert("gso_max_size", json!(c.iface.gso_max_size));
+    e.insert("gso_max_segs", json!(c.iface.gso_max_segs));
+    if let Some(l) = link {
+        e.insert("gso", json!(l.gso));
+        e.insert("tso", json!(l.tso));
+        e.insert("gro", json!(l.gro));
+    }
+    e
+}
+
+/// What works (measured here): locally generated TCP builds super-packets whatever
+/// `ethtool -K gso off tso off` says; `gso_max_segs 1` stops it. Forwarded traffic is merged
+/// by GRO on the interface it arrives on, and only GRO off there stops it (the lab: 1514 B
+/// packets again; `gso_max_segs 1` on the shaped device alone left ~2 kB ones). So: every
+/// other interface with GRO on, but not loopback (nothing forwarded arrives there); the
+/// generic advice only where GRO states are unknown, none when all are known to be off.
+pub(super) fn offload_fix(c: &Ctx<'_>) -> Vec<String> {
+    let mut fix = vec![format!("ip link set dev {} gso_max_segs 1", c.iface.name)];
+    let others: Vec<(&String, Option<bool>)> = c
+        .facts
+        .links
+        .iter()
+        .filter(|(name, _)| **name != c.iface.name && name.as_str() != "lo")
+        .map(|(name, l)| (name, l.gro))
+        .collect();
+    let gro_on: Vec<&String> = others
+        .iter()
+        .filter(|(_, gro)| *gro == Some(true))
+        .map(|(name, _)| *name)
+        .collect();
+    if !gro_on.is_empty() {
+        for name in gro_on {
+            fix.push(format!(
+                "ethtool -K {name} gro off   # if traffic through {} arrives on {name}",
+                c.iface.name
+            ));
+        }
+    } else if others.is_empty() || others.iter().any(|(_, gro)| gro.is_none()) {
+        fix.push(
+            "# for forwarded traffic: ethtool -K IN_DEV gro off, on the interface it arrives on"
+                .into(),
+        );
+    }
+    fix
+}

@@ -1,0 +1,207 @@
+//! TBF: bucket size and queue depth, fixed by one command.
+
+use std::fmt::Write;
+
+use serde_json::json;
+use tcmon_core::model::{Qdisc, QdiscDetail};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+
+use super::{ev, ms, replace_cmd, shaper_rate, shorter_queue, Ctx};
+use crate::plan::{self, packet_bytes, rate_arg};
+use crate::{Code, Finding, Severity};
+
+pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for q in &c.iface.qdiscs {
+        if matches!(q.detail, Some(QdiscDetail::Tbf(_))) {
+            tbf(c, q, out);
+        }
+    }
+}
+
+/// TBF: bucket size and queue depth. One command carries every TBF correction, so the fixes
+/// of its findings agree, and it restates the link-layer settings `replace` would drop.
+pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
+    let Some(QdiscDetail::Tbf(t)) = &q.detail else {
+        return;
+    };
+    let pkt = packet_bytes(c.iface);
+    let rate = t.rate_bytes_per_sec.max(1);
+    let burst_ms = t.burst_ns as f64 / 1e6;
+    let huge = burst_ms > c.t.tbf_burst_max_ms;
+    let small = plan::bucket_below(t.burst_bytes, pkt);
+    let burst = if huge {
+        pkt.max((rate as f64 * c.t.tbf_burst_max_ms * 0.1 * 1e-3).ceil() as u64)
+    } else if small {
+        pkt.max((rate as f64 * 1e-3).ceil() as u64)
+    } else {
+        t.burst_bytes
+    };
+    // Under sustained load the bucket is empty and the queue drains at the rate: TBF's own
+    // queue (the kernel's bfifo of `limit` bytes), or the queue the user put inside it.
+    let inner = c.iface.qdiscs.iter().find(|i| {
+        i.handle != Handle::UNSPEC && i.parent.qdisc() == q.handle && i.handle != q.handle
+    });
+    let (capacity, inner_fifo) = match inner.map(|i| (i, &i.detail)) {
+        None => (u64::from(t.limit_bytes), None),
+        Some((i, Some(QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f)))) => {
+            (u64::from(f.limit) * pkt, Some(i))
+        }
+        Some((i, Some(QdiscDetail::Bfifo(f)))) => (u64::from(f.limit), Some(i)),
+        Some(_) => (0, None), // an AQM or other qdisc inside: its own rules judge it
+    };
+    // Under an HTB class the queue drains at the narrower of TBF's rate and the ceils above.
+    let drain = shaper_rate(c, q).unwrap_or(rate).max(1);
+    let delay_ns = capacity as f64 * 1e9 / drain as f64;
+    let deep = delay_ns / 1e6 >= c.t.queue_delay_warning_ms;
+    // The queue is stated as tc's `latency` L (limit = rate * L + burst), or as `limit` bytes
+    // where no whole millisecond of L gives it: far under the rate, or with a bucket larger than
+    // the target queue. The target is a limit of drain * target delay.
+    let queue_arg = if deep && inner_fifo.is_none() {
+        let target_bytes = drain as f64 * c.t.target_queue_delay_ms * 1e-3;
+        let latency_ms = (target_bytes - burst as f64) * 1e3 / rate as f64;
+        if latency_ms >= 1.0 {
+            format!("latency {}ms", latency_ms.round())
+        } else {
+            format!("limit {}", (target_bytes.round() as u64).max(pkt))
+        }
+    } else {
+        let latency_ms = ((u64::from(t.limit_bytes).saturating_sub(t.burst_bytes)) as f64 * 1e3
+            / rate as f64)
+            .max(1.0)
+            .round();
+        format!("latency {latency_ms}ms")
+    };
+    let at = if q.parent == Handle::ROOT {
+        "root".to_owned()
+    } else {
+        format!("parent {}", q.parent)
+    };
+    let mut tbf_cmd = format!(
+        "tc qdisc replace dev {} {at} handle {} tbf rate {} burst {burst} {queue_arg}",
+        c.iface.name,
+        q.handle,
+        rate_arg(t.rate_bytes_per_sec)
+    );
+    if let (Some(p), Some(m)) = (t.peakrate_bytes_per_sec, t.mtu_bytes) {
+        let _ = write!(tbf_cmd, " peakrate {} mtu {m}", rate_arg(p));
+    }
+    if t.mpu_bytes != 0 {
+        let _ = write!(tbf_cmd, " mpu {}", t.mpu_bytes);
+    }
+    if t.overhead_bytes != 0 {
+        let _ = write!(tbf_cmd, " overhead {}", t.overhead_bytes);
+    }
+    if t.linklayer == "atm" {
+        tbf_cmd.push_str(" linklayer atm");
+    }
+    let mut tbf_fix = vec![tbf_cmd];
+    if let Some(i) = inner_fifo {
+        // Changing a TBF resets the limit of the FIFO inside it to TBF's byte limit (read as
+        // packets by a pfifo): restate that FIFO after it, shortened if it is too deep.
+        let limit = match &i.detail {
+            Some(QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f) | QdiscDetail::Bfifo(f)) => {
+                f.limit
+            }
+            _ => 0,
+        };
+        if deep {
+            tbf_fix.extend(shorter_queue(c, i, i.parent, drain));
+        } else {
+            tbf_fix.push(replace_cmd(
+                c.iface,
+                i.parent,
+                Some(i.handle),
+                &format!("{} limit {limit}", i.kind),
+            ));
+        }
+    }
+    if huge {
+        out.push(Finding {
+            code: Code::TbfBurstHuge,
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: q.handle.to_string(),
+            message: format!(
+                "tbf {} lets {} ({} at {}) through at line rate after every idle moment: \
+                 the shaping only starts after that burst",
+                q.handle,
+                fmt_bytes(t.burst_bytes as f64),
+                fmt_ns(t.burst_ns as i64),
+                fmt_bits_per_sec(rate as f64 * 8.0)
+            ),
+            evidence: ev([
+                ("burst_bytes", json!(t.burst_bytes)),
+                ("burst_ms", json!(burst_ms)),
+                ("rate_bytes_per_sec", json!(rate)),
+                ("threshold_ms", json!(c.t.tbf_burst_max_ms)),
+            ]),
+            fix: tbf_fix.clone(),
+            ..Finding::default()
+        });
+    }
+    if small {
+        out.push(Finding {
+            code: Code::TbfBurstSmall,
+            severity: Severity::Info,
+            interface: c.iface.name.clone(),
+            object: q.handle.to_string(),
+            message: format!(
+                "tbf {} has a bucket of {}, less than one full packet ({pkt} B): larger packets \
+                 can never be sent and are dropped",
+                q.handle,
+                fmt_bytes(t.burst_bytes as f64)
+            ),
+            evidence: ev([
+                ("burst_bytes", json!(t.burst_bytes)),
+                ("packet_bytes", json!(pkt)),
+            ]),
+            fix: tbf_fix.clone(),
+            ..Finding::default()
+        });
+    }
+    if !deep {
+        return;
+    }
+    let severity = if delay_ns / 1e6 >= c.t.queue_delay_critical_ms {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let (what, fix) = match inner_fifo {
+        Some(i) => (format!("the {} {} inside it", i.kind, i.handle), tbf_fix),
+        None => (
+            format!("its queue of {}", fmt_bytes(f64::from(t.limit_bytes))),
+            tbf_fix,
+        ),
+    };
+    let at_rate = if drain < rate {
+        format!(
+            "{} (the HTB ceil above it; TBF's own rate is {})",
+            fmt_bits_per_sec(drain as f64 * 8.0),
+            fmt_bits_per_sec(rate as f64 * 8.0)
+        )
+    } else {
+        fmt_bits_per_sec(rate as f64 * 8.0)
+    };
+    out.push(Finding {
+        code: Code::TbfQueueTooDeep,
+        severity,
+        interface: c.iface.name.clone(),
+        object: q.handle.to_string(),
+        message: format!(
+            "tbf {} at {at_rate}: {what} holds up to {} of traffic under load",
+            q.handle,
+            fmt_ns(delay_ns as i64)
+        ),
+        evidence: ev([
+            ("limit_bytes", json!(t.limit_bytes)),
+            ("queue_capacity_bytes", json!(capacity)),
+            ("predicted_delay_ms", json!(ms(delay_ns))),
+            ("tc_lat_ms", json!(ms(t.latency_ns as f64))),
+            ("rate_bytes_per_sec", json!(rate)),
+            ("drain_bytes_per_sec", json!(drain)),
+        ]),
+        fix,
+        ..Finding::default()
+    });
+}

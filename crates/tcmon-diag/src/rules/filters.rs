@@ -1,6 +1,7 @@
 //! Filter chains the kernel walks linearly (`filter-chain-long`).
 
 use serde_json::json;
+use tcmon_core::model::{Filter, FilterChain};
 
 use super::{ev, Ctx};
 use crate::{Code, Finding, Severity};
@@ -28,14 +29,7 @@ pub(super) fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 // Ordered, for a deterministic pick among buckets of equal length.
                 let mut buckets: std::collections::BTreeMap<u32, u32> =
                     std::collections::BTreeMap::new();
-                for f in c.iface.filters.iter().filter(|f| {
-                    f.is_rule
-                        && f.parent == ch.parent
-                        && f.prio == ch.prio
-                        && f.protocol == ch.protocol
-                        && f.chain == ch.chain
-                        && f.kind == "u32"
-                }) {
+                for f in chain_filters(&c.iface.filters, ch).filter(|f| f.is_rule) {
                     *buckets.entry(f.handle_raw >> 12).or_default() += 1;
                 }
                 buckets
@@ -110,4 +104,36 @@ pub(super) fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             ..Finding::default()
         });
     }
+}
+
+/// The filters of one chain: a range of the sorted filters (a scan per chain is quadratic on
+/// trees with a filter per class).
+fn chain_filters<'a>(
+    filters: &'a [Filter],
+    ch: &'a FilterChain,
+) -> impl Iterator<Item = &'a Filter> {
+    let key = |f: &Filter| {
+        (
+            f.parent,
+            f.prio,
+            f.protocol.clone(),
+            f.chain,
+            f.kind.clone(),
+        )
+    };
+    let want = (
+        ch.parent,
+        ch.prio,
+        ch.protocol.clone(),
+        ch.chain,
+        ch.kind.clone(),
+    );
+    let start = filters.partition_point(|f| key(f) < want);
+    filters[start..].iter().take_while(move |f| {
+        f.parent == ch.parent
+            && f.prio == ch.prio
+            && f.protocol == ch.protocol
+            && f.chain == ch.chain
+            && f.kind == ch.kind
+    })
 }

@@ -45,13 +45,12 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Fi
         return;
     }
     // A catch-all filter at the lowest priority (this rule's own fix) covers the rest.
-    let caught = c.iface.filters.iter().any(|f| {
-        f.is_rule
-            && f.parent == q.handle
-            && f.prio == 65535
-            && f.protocol == "all"
-            && f.class_id.is_some()
-    });
+    // filters are sorted by parent: only this qdisc's are looked at
+    let at = c.iface.filters.partition_point(|f| f.parent < q.handle);
+    let caught = c.iface.filters[at..]
+        .iter()
+        .take_while(|f| f.parent == q.handle)
+        .any(|f| f.is_rule && f.prio == 65535 && f.protocol == "all" && f.class_id.is_some());
     if caught && (h.default_minor == 0 || inner) {
         return;
     }
@@ -74,21 +73,26 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Fi
     };
     // The new class's parent: the inner class `default` names, else the top class if it is
     // an inner class, else the qdisc itself. Never a leaf: that would take its queue away.
-    let top_inner = c.iface.classes.iter().find(|cl| {
-        cl.handle.qdisc() == q.handle
-            && cl.parent == Handle::ROOT
-            && cl.htb().is_some_and(|x| x.level > 0)
-    });
+    let topo = c.iface.topology();
+    let top: Vec<&Class> = topo
+        .qdisc(q.handle)
+        .map(|qi| {
+            topo.child_classes(Obj::Qdisc(qi))
+                .map(|i| &c.iface.classes[i])
+                .collect()
+        })
+        .unwrap_or_default();
+    let top_inner = top
+        .iter()
+        .copied()
+        .find(|cl| cl.htb().is_some_and(|x| x.level > 0));
     let parent = if inner { named } else { top_inner };
     let (parent_handle, ceil) = match parent.and_then(|p| p.htb().map(|x| (p, x))) {
         Some((p, x)) => (p.handle, x.ceil_bytes_per_sec),
         // directly under the qdisc, capped like the widest class already there
         None => (
             q.handle,
-            c.iface
-                .classes
-                .iter()
-                .filter(|cl| cl.handle.qdisc() == q.handle)
+            top.iter()
                 .filter_map(|cl| cl.htb().map(|x| x.ceil_bytes_per_sec))
                 .max()
                 .unwrap_or(0),

@@ -38,9 +38,11 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
     };
     // Under sustained load the bucket is empty and the queue drains at the rate: TBF's own
     // queue (the kernel's bfifo of `limit` bytes), or the queue the user put inside it.
-    let inner = c.iface.qdiscs.iter().find(|i| {
-        i.handle != Handle::UNSPEC && i.parent.qdisc() == q.handle && i.handle != q.handle
-    });
+    // TBF's one class is :1
+    let inner = c
+        .iface
+        .qdisc_under(Handle::new(q.handle.major(), 1))
+        .filter(|i| i.handle != Handle::UNSPEC && i.handle != q.handle);
     let (capacity, inner_fifo) = match inner.map(|i| (i, &i.detail)) {
         None => (u64::from(t.limit_bytes), None),
         Some((i, Some(QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f)))) => {

@@ -2,6 +2,7 @@
 //! it through [`App::on_key`], and what the poller must do comes back as an [`Action`].
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,8 +13,6 @@ use tcmon_core::rates::{ObjectKey, ObjectRates};
 use tcmon_core::units::Handle;
 use tcmon_diag::Severity;
 use tcmon_render::{walk, Obj};
-
-use crate::view::FrameInfo;
 
 /// What the caller must do after a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +73,20 @@ pub struct Row {
     pub parent: Option<usize>,
 }
 
+/// What the last frame showed, for the next keys: where the tree window is and how long each
+/// pane is. Here rather than in the view so that the state does not depend on how it is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FrameInfo {
+    pub tree_offset: usize,
+    pub tree_rows: usize,
+    /// Lines of the panes drawn (`None`: not on screen), to bound their scrolling. A pane may
+    /// stop counting past the end of its window: then this is at least one more than its
+    /// scroll, which bounds nothing yet.
+    pub detail_lines: Option<usize>,
+    pub latency_lines: Option<usize>,
+    pub findings_lines: Option<usize>,
+}
+
 /// Poll intervals `+`/`-` step through (the agent's minimum is 100 ms).
 const INTERVALS_MS: [u64; 9] = [100, 200, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000];
 
@@ -106,9 +119,11 @@ pub struct App {
     interval: Duration,
     help: bool,
     rows: Vec<Row>,
-    /// The worst warning or critical finding per object of the selected interface (findings
-    /// name objects in tc notation), so a frame looks flags up instead of scanning findings.
-    flagged: HashMap<String, Severity>,
+    /// The worst warning or critical finding per object of the selected interface, so a frame
+    /// looks flags up instead of scanning findings. By handle: findings name objects in tc
+    /// notation, and a merged one names every object, so a poll of 50,000 flagged classes
+    /// would otherwise copy and hash as many strings.
+    flagged: Flags,
     /// Width of the tree's HANDLE column with every subtree unfolded, so that folding, a
     /// filter or scrolling never shifts the columns.
     handle_width: usize,
@@ -143,7 +158,7 @@ impl App {
             help: false,
             handle_width: 0,
             rows: Vec::new(),
-            flagged: HashMap::new(),
+            flagged: Flags::default(),
             history: Vec::new(),
             detail_scroll: 0,
             findings_scroll: 0,
@@ -208,7 +223,12 @@ impl App {
     /// The worst warning or critical finding about `object` (tc notation) on the selected
     /// interface.
     pub fn flag(&self, object: &str) -> Option<Severity> {
-        self.flagged.get(object).copied()
+        self.flag_of(canonical_handle(object)?)
+    }
+
+    /// [`App::flag`] by handle: what `flag(&h.to_string())` says, without the string.
+    pub fn flag_of(&self, h: Handle) -> Option<Severity> {
+        self.flagged.get(&h).copied()
     }
 
     pub fn rates_of(&self, key: &ObjectKey) -> Option<&ObjectRates> {
@@ -444,8 +464,8 @@ impl App {
                 } else {
                     &f.objects[..]
                 };
-                for o in objects {
-                    let e = self.flagged.entry(o.clone()).or_insert(f.severity);
+                for h in objects.iter().filter_map(|o| canonical_handle(o)) {
+                    let e = self.flagged.entry(h).or_insert(f.severity);
                     *e = (*e).max(f.severity);
                 }
             }
@@ -453,10 +473,10 @@ impl App {
         self.handle_width = walk(iface)
             .iter()
             .map(|n| {
-                let h = handle_kind(iface, n.obj).0.to_string();
+                let h = handle_kind(iface, n.obj).0;
                 // as view's name_cell lays it out: indent, fold marker, handle; and a finding's ` !`
                 let flag = if self.flagged.contains_key(&h) { 2 } else { 0 };
-                n.depth + 2 + h.chars().count() + flag
+                n.depth + 2 + tc_name(h, &mut [0; 16]).len() + flag
             })
             .max()
             .unwrap_or(0);
@@ -498,6 +518,71 @@ impl App {
         }
         self.selected_path.reverse();
     }
+}
+
+/// Flags by handle. Handles are small integers: a multiply and a fold spread them (SipHash's
+/// resistance to chosen keys buys nothing for the kernel's handles).
+type Flags = HashMap<Handle, Severity, BuildHasherDefault<HandleHasher>>;
+
+#[derive(Debug, Default)]
+struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        // the table indexes by the low bits, and a product's low bits come from the key's low
+        // bits only (0 in every qdisc handle): fold the well-mixed high half in
+        self.0 ^ (self.0 >> 32)
+    }
+}
+
+/// `h` in tc notation, as its `Display` writes it, without allocating: the tree's handle
+/// width and filter look at every object.
+fn tc_name(h: Handle, buf: &mut [u8; 16]) -> &str {
+    fn hex(v: u16, out: &mut [u8; 16], at: &mut usize) {
+        let digits = (16 - v.leading_zeros() as usize).div_ceil(4).max(1);
+        for i in 0..digits {
+            out[*at + i] = b"0123456789abcdef"[usize::from((v >> (4 * (digits - 1 - i))) & 0xF)];
+        }
+        *at += digits;
+    }
+    let n = match h {
+        Handle::ROOT => return "root",
+        Handle::UNSPEC => return "0:",
+        h => {
+            let mut at = 0;
+            if h.major() != 0 {
+                hex(h.major(), buf, &mut at);
+            }
+            buf[at] = b':';
+            at += 1;
+            if h.minor() != 0 {
+                hex(h.minor(), buf, &mut at);
+            }
+            at
+        }
+    };
+    std::str::from_utf8(&buf[..n]).expect("ASCII")
+}
+
+/// The handle `object` names in tc notation, if it is spelled as `Handle`'s `Display` spells
+/// it: what a handle's `to_string()` would have matched.
+fn canonical_handle(object: &str) -> Option<Handle> {
+    let h: Handle = object.parse().ok()?;
+    (tc_name(h, &mut [0; 16]) == object).then_some(h)
 }
 
 /// The first interface with a shaper on its root, else the first one.
@@ -565,14 +650,15 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
         .iter()
         .map(|node| tree.parent(node.obj).map(|p| tree.position(p)))
         .collect();
-    // copies: sorting reorders siblings
-    let mut children: Vec<Vec<usize>> = nodes
+    // Copies, since sorting reorders siblings; in one buffer, as a Vec per node is an
+    // allocation per class with a leaf qdisc.
+    let mut kids: Vec<usize> = Vec::with_capacity(n);
+    let kid_span: Vec<(usize, usize)> = nodes
         .iter()
         .map(|node| {
-            tree.children(node.obj)
-                .iter()
-                .map(|&c| tree.position(c))
-                .collect()
+            let start = kids.len();
+            kids.extend(tree.children(node.obj).iter().map(|&c| tree.position(c)));
+            (start, kids.len())
         })
         .collect();
     let mut roots: Vec<usize> = (0..n).filter(|&i| parent[i].is_none()).collect();
@@ -594,10 +680,11 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
             .collect();
         let by = |a: &usize, b: &usize| metric[*b].total_cmp(&metric[*a]);
         roots.sort_by(by);
-        for c in &mut children {
-            c.sort_by(by);
+        for &(start, end) in &kid_span {
+            kids[start..end].sort_by(by);
         }
     }
+    let children = |i: usize| &kids[kid_span[i].0..kid_span[i].1];
     let keep: Vec<bool> = if filter_lower.is_empty() {
         vec![true; n]
     } else {
@@ -605,7 +692,8 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
             .iter()
             .map(|node| {
                 let (h, kind) = handle_kind(iface, node.obj);
-                h.to_string().contains(filter_lower) || kind.to_lowercase().contains(filter_lower)
+                tc_name(h, &mut [0; 16]).contains(filter_lower)
+                    || kind.to_lowercase().contains(filter_lower)
             })
             .collect();
         // Preorder puts children after parents: backwards, a match reaches every ancestor.
@@ -624,7 +712,7 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
         if !keep[i] {
             continue;
         }
-        let has_children = children[i].iter().any(|&c| keep[c]);
+        let has_children = children(i).iter().any(|&c| keep[c]);
         let folded = has_children && filter_lower.is_empty() && folded.contains(&keys[i]);
         let row = rows.len();
         rows.push(Row {
@@ -636,8 +724,33 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
             parent: parent_row,
         });
         if !folded {
-            todo.extend(children[i].iter().rev().map(|&c| (c, Some(row))));
+            todo.extend(children(i).iter().rev().map(|&c| (c, Some(row))));
         }
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_are_named_as_display_names_them() {
+        let mut handles = vec![Handle::ROOT, Handle::UNSPEC, Handle::INGRESS];
+        for major in [0, 1, 0xf, 0x10, 0xab, 0x100, 0xfff, 0x1000, 0xffff] {
+            for minor in [0, 1, 0xa, 0x10, 0x1ff, 0x2000, 0xfff1, 0xffff] {
+                handles.push(Handle::new(major, minor));
+            }
+        }
+        for h in handles {
+            assert_eq!(tc_name(h, &mut [0; 16]), h.to_string());
+            assert_eq!(canonical_handle(&h.to_string()), Some(h));
+        }
+        // what no handle's to_string() is: nothing is flagged by it
+        for o in [
+            "", "eth0", "1:010", "01:1", "1:A", "none", "ingress", "0:0", ":",
+        ] {
+            assert_eq!(canonical_handle(o), None, "{o}");
+        }
+    }
 }

@@ -10,6 +10,6 @@ pub mod app;
 mod term;
 pub mod view;
 
-pub use app::{Action, App, Pane, Row, SortKey};
+pub use app::{Action, App, FrameInfo, Pane, Row, SortKey};
 pub use term::{is_terminal, run, Error, RunOptions, TerminalGuard};
-pub use view::{draw, FrameInfo};
+pub use view::draw;

@@ -14,8 +14,8 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use tcmon_agent::Agent;
 
-use crate::app::{Action, App};
-use crate::view::{draw, FrameInfo};
+use crate::app::{Action, App, FrameInfo};
+use crate::view::draw;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {

@@ -271,3 +271,90 @@ fn folding_or_filtering_keeps_the_columns_in_place() {
     assert!(a.rows().len() < 7, "the filter hides rows");
     assert_eq!(header(&mut a), unfolded);
 }
+
+/// The findings pane builds only the lines on screen: scrolled by k it shows lines k.. of the
+/// whole list, and scrolling past the end stops at the last line.
+#[test]
+fn the_findings_pane_scrolls_line_by_line_to_its_last_line() {
+    use tcmon_diag::{Code, Example, Finding, Severity};
+    let mut findings = common::findings();
+    findings.push(Finding {
+        code: Code::HtbQuantumSmall,
+        severity: Severity::Info,
+        interface: "eth1".into(),
+        object: "1:".into(),
+        message: "HTB quantum out of range: 3 of the 4 classes of qdisc 1:. Worst: class 1:10 \
+                  has quantum 1000 B, below the MTU"
+            .into(),
+        count: 3,
+        objects: vec!["1:10".into(), "1:20".into(), "1:1".into()],
+        examples: ["1:10", "1:20", "1:1"]
+            .iter()
+            .map(|c| Example {
+                object: (*c).into(),
+                message: format!("class {c} has quantum 1000 B: a class that borrows gets less"),
+            })
+            .collect(),
+        fix: (0..40)
+            .map(|n| format!("tc class change dev eth1 classid 1:{n} htb quantum 1514"))
+            .collect(),
+        ..Finding::default()
+    });
+    for n in 0..12 {
+        findings.push(Finding {
+            code: Code::HtbBurstSmall,
+            severity: Severity::Info,
+            interface: "eth1".into(),
+            object: format!("1:{n}"),
+            message: format!("class 1:{n} has a burst of 1600 B, less than one tick at its rate"),
+            ..Finding::default()
+        });
+    }
+    let t0 = Instant::now();
+    let prev = common::shaped(t0, common::FIRST);
+    let cur = common::shaped(t0 + std::time::Duration::from_secs(1), common::SECOND);
+    let mut a = App::new(
+        common::state(&prev, cur, findings, vec![]),
+        "h".into(),
+        true,
+    );
+    a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    assert_eq!(a.focus(), tcmon_tui::Pane::Findings);
+    // The pane's lines inside its borders.
+    let pane = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with("┌ Findings"))
+            .skip(1)
+            .take_while(|l| !l.starts_with('└'))
+            .map(|l| l.trim_start_matches('│').trim_end_matches('│').to_owned())
+            .collect()
+    };
+    let all = pane(&screen(&mut a, 80, 200));
+    let blank = " ".repeat(78);
+    let n = all
+        .iter()
+        .rposition(|l| *l != blank)
+        .expect("findings shown")
+        + 1;
+    assert!(n > 30, "more lines than the pane has rows: {n}");
+    for k in 0..n + 3 {
+        let shown = pane(&screen(&mut a, 80, 24));
+        let from = k.min(n - 1);
+        let want: Vec<&str> = all[..n]
+            .iter()
+            .map(String::as_str)
+            .chain(std::iter::repeat(blank.as_str()))
+            .skip(from)
+            .take(shown.len())
+            .collect();
+        assert_eq!(shown, want, "scrolled by {k}");
+        assert_eq!(a.scroll(tcmon_tui::Pane::Findings), from);
+        a.on_key(ch('j'));
+    }
+    // Far past the end at once: the last line, and the scroll comes back to it.
+    a.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
+    let shown = pane(&screen(&mut a, 80, 24));
+    assert_eq!(shown[0], all[n - 1]);
+    assert_eq!(a.scroll(tcmon_tui::Pane::Findings), n - 1);
+}

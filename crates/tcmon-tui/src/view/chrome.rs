@@ -1,0 +1,123 @@
+//! The lines around the panes: the header (status, counts, poll), the interface tabs and the
+//! footer (keys, the filter prompt, a failed poll).
+
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use tcmon_core::model::Interface;
+use tcmon_diag::{Severity, Status};
+
+use super::text::compact_ns;
+use super::Theme;
+use crate::app::App;
+
+/// Status and pause first: on a narrow terminal the end of the line is what gets cut.
+pub(super) fn header_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
+    let st = app.state();
+    let snap = &st.snapshot;
+    let mut spans = vec![Span::styled("tcmon ", Theme::bold())];
+    if app.paused() {
+        spans.push(Span::styled(
+            "[PAUSED]",
+            t.warn().add_modifier(Modifier::REVERSED),
+        ));
+        spans.push(Span::raw(" "));
+    }
+    let (label, style) = match st.status {
+        Status::Ok => ("OK", t.good()),
+        Status::Warning => ("WARNING", t.warn()),
+        Status::Critical => ("CRITICAL", t.bad()),
+        Status::Unknown => ("UNKNOWN", t.dim()),
+    };
+    spans.push(Span::styled(label, style.add_modifier(Modifier::BOLD)));
+    let count = |s: Severity| st.findings.iter().filter(|f| f.severity == s).count();
+    let counts: Vec<String> = [(Severity::Critical, "crit"), (Severity::Warning, "warn")]
+        .into_iter()
+        .filter(|(s, _)| count(*s) > 0)
+        .map(|(s, name)| format!("{} {name}", count(s)))
+        .collect();
+    if !counts.is_empty() {
+        spans.push(Span::raw(format!(" {}", counts.join(" "))));
+    }
+    // Whole fields only, as many as fit: a cut-off unit would be worse than none.
+    let mut used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    for field in [
+        format!("  netns {}", snap.netns.as_deref().unwrap_or("(current)")),
+        format!("  every {}", compact_ns(app.interval().as_nanos() as i64)),
+        format!("  poll {}", compact_ns(snap.poll_duration_ns as i64)),
+        format!("  host {}", app.host),
+    ] {
+        let n = field.chars().count();
+        if used + n <= width as usize {
+            used += n;
+            spans.push(Span::raw(field));
+        }
+    }
+    Line::from(spans)
+}
+
+pub(super) fn tabs_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
+    let ifaces = &app.state().snapshot.interfaces;
+    if ifaces.is_empty() {
+        return Line::styled("no interfaces", t.dim());
+    }
+    // Drop tabs from the left until the selected one fits.
+    let label = |i: &Interface| format!(" {} ", i.name);
+    let sel = app.interface_index();
+    let mut start = 0;
+    while start < sel
+        && ifaces[start..=sel]
+            .iter()
+            .map(|i| label(i).len() + 1)
+            .sum::<usize>()
+            + 4
+            > width as usize
+    {
+        start += 1;
+    }
+    let mut spans = Vec::new();
+    if start > 0 {
+        spans.push(Span::styled("< ", t.dim()));
+    }
+    for (n, i) in ifaces.iter().enumerate().skip(start) {
+        let style = if n == sel {
+            Theme::selected().add_modifier(Modifier::BOLD)
+        } else {
+            Style::new()
+        };
+        spans.push(Span::styled(label(i), style));
+        spans.push(Span::raw(" "));
+    }
+    Line::from(spans)
+}
+
+/// The footer's keys, most needed first.
+const KEYS: &str = "? help  q quit  ↑↓ move  Enter fold  Tab pane  / filter  ←→ interface  \
+                    s sort  p pause  +/- interval";
+
+pub(super) fn footer_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
+    if app.editing_filter() {
+        return Line::from(vec![
+            Span::styled("filter (handle or kind): ", Theme::bold()),
+            Span::raw(format!("{}_", app.filter())),
+            Span::styled("   Enter keeps it, Esc clears it", t.dim()),
+        ]);
+    }
+    if let Some(e) = &app.state().last_error {
+        return Line::styled(
+            format!("poll failed: {e} (showing the last good poll)"),
+            t.bad(),
+        );
+    }
+    // Cut to what fits, whole keys only: the rest is in the help.
+    let (mut shown, mut cols) = (String::new(), 0);
+    for key in KEYS.split("  ") {
+        let sep = if shown.is_empty() { "" } else { "  " };
+        cols += sep.len() + key.chars().count();
+        if cols > usize::from(width) {
+            break;
+        }
+        shown.push_str(sep);
+        shown.push_str(key);
+    }
+    Line::styled(shown, t.dim())
+}

@@ -1,0 +1,283 @@
+//! The detail pane: the selected object's history as sparklines, its counters, rates and
+//! decoded options.
+
+use std::fmt::Write;
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use serde_json::Value;
+use tcmon_agent::Sample;
+use tcmon_core::model::ClassDetail;
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns};
+use tcmon_render::Obj;
+
+use super::text::{compact_ns, fit, fmt_count, sparkline};
+use super::tree::{observe, queue_delay_ns};
+use super::Theme;
+use crate::app::{App, Pane};
+
+/// `alone`: the only pane below the tree, so its title says where the findings are.
+pub(super) fn detail_pane(
+    f: &mut Frame<'_>,
+    app: &App,
+    t: &Theme,
+    area: Rect,
+    alone: bool,
+) -> usize {
+    let window = match (app.history.first(), app.history.last()) {
+        (Some(a), Some(b)) if b.timestamp_ms > a.timestamp_ms => format!(
+            " · last {}",
+            // Whole seconds: polls drift by milliseconds.
+            fmt_ns(((b.timestamp_ms - a.timestamp_ms + 500) / 1000 * 1_000_000_000) as i64)
+        ),
+        _ => String::new(),
+    };
+    let mut title = format!(" Detail{window} ");
+    if alone {
+        let _ = write!(title, "· Tab: findings ({}) ", app.state().findings.len());
+    }
+    let block = t.block(title, app.focus() == Pane::Detail);
+    let inner = block.inner(area);
+    let lines = detail_lines(app, t, inner.width as usize);
+    let n = lines.len();
+    let scroll = app.scroll(Pane::Detail).min(n.saturating_sub(1));
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .scroll((scroll as u16, 0)),
+        area,
+    );
+    n
+}
+
+fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
+    let (Some(iface), Some(row)) = (app.interface(), app.selected_row()) else {
+        return vec![Line::styled("nothing selected", t.dim())];
+    };
+    let o = observe(app, iface, row);
+    let mut lines = Vec::new();
+    let (what, handle, parent) = match row.obj {
+        Obj::Qdisc(i) => ("qdisc", iface.qdiscs[i].handle, iface.qdiscs[i].parent),
+        Obj::Class(i) => ("class", iface.classes[i].handle, iface.classes[i].parent),
+    };
+    let mut title = format!("{what} {} {handle}  parent {parent}", o.kind);
+    if let Some(leaf) = o.class.and_then(|c| c.leaf_qdisc) {
+        let _ = write!(title, "  leaf qdisc {leaf}");
+    }
+    lines.push(Line::styled(title, Theme::bold()));
+    // Sparklines first: they are what changes.
+    let label_w = 36.min(width / 2);
+    let spark_w = width.saturating_sub(label_w + 1);
+    let h = &app.history;
+    let r = o.rates;
+    let rate_now = r
+        .and_then(|r| r.bits_per_sec)
+        .map_or_else(|| "-".to_owned(), |b| format!("{}/s", fmt_bits_per_sec(b)));
+    let rate_max = h.iter().filter_map(|s| s.bits_per_sec).fold(0.0, f64::max);
+    let delay_now = queue_delay_ns(o.stats.backlog_bytes, r.and_then(|r| r.bits_per_sec))
+        .map_or_else(|| "?".to_owned(), |d| compact_ns(d as i64));
+    let drops_now = r
+        .and_then(|r| r.drops_per_sec)
+        .map_or_else(|| "-".to_owned(), fmt_count);
+    let series: [(String, Vec<Option<f64>>, Style); 3] = [
+        (
+            if h.is_empty() {
+                format!("rate {rate_now}")
+            } else {
+                format!("rate {rate_now} (max {}/s)", fmt_bits_per_sec(rate_max))
+            },
+            h.iter().map(|s| s.bits_per_sec).collect(),
+            t.good(),
+        ),
+        (
+            format!(
+                "backlog {} ~{delay_now}",
+                fmt_bytes(o.stats.backlog_bytes as f64)
+            ),
+            h.iter().map(|s: &Sample| s.queue_delay_ms).collect(),
+            t.warn(),
+        ),
+        (
+            format!("drops {drops_now}/s"),
+            h.iter().map(|s| s.drops_per_sec).collect(),
+            t.bad(),
+        ),
+    ];
+    for (label, values, style) in series {
+        lines.push(Line::from(vec![
+            Span::raw(fit(&label, label_w, false)),
+            Span::raw(" "),
+            Span::styled(sparkline(&values, spark_w), style),
+        ]));
+    }
+    match o.limits {
+        Some((rate, ceil)) if o.class.is_some() => lines.push(Line::raw(format!(
+            "limits: rate {}/s  ceil {}/s",
+            fmt_bits_per_sec(rate),
+            fmt_bits_per_sec(ceil)
+        ))),
+        // A TBF has one rate.
+        Some((rate, _)) => lines.push(Line::raw(format!(
+            "limit: rate {}/s",
+            fmt_bits_per_sec(rate)
+        ))),
+        None => {}
+    }
+    let s = o.stats;
+    lines.push(Line::raw(format!(
+        "sent {} in {} pkt  drops {}  overlimits {}  requeues {}",
+        fmt_bytes(s.bytes as f64),
+        s.packets,
+        s.drops,
+        s.overlimits,
+        s.requeues
+    )));
+    lines.push(Line::raw(format!(
+        "backlog {} in {} pkt  ~{} at the current rate",
+        fmt_bytes(s.backlog_bytes as f64),
+        s.backlog_packets,
+        delay_now
+    )));
+    if let Some(est) = s.rate_estimator {
+        lines.push(Line::raw(format!(
+            "estimator {}/s {} pkt/s",
+            fmt_bits_per_sec(est.bytes_per_sec as f64 * 8.0),
+            est.packets_per_sec
+        )));
+    }
+    match r {
+        Some(r) if r.fresh => lines.push(Line::styled(
+            "new or reset since the last poll: rates from the next one",
+            t.dim(),
+        )),
+        Some(r) => {
+            let v = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), fmt_count);
+            let mut l = format!(
+                "per second: {} pkt  {} drops  {} overlimits  {} requeues",
+                v(r.packets_per_sec),
+                v(r.drops_per_sec),
+                v(r.overlimits_per_sec),
+                v(r.requeues_per_sec)
+            );
+            if r.lends_per_sec.is_some() {
+                let _ = write!(
+                    l,
+                    "  {} lends  {} borrows",
+                    v(r.lends_per_sec),
+                    v(r.borrows_per_sec)
+                );
+            }
+            let _ = write!(
+                l,
+                "  backlog {}{}/s",
+                if r.backlog_trend_bytes_per_sec > 0.0 {
+                    "+"
+                } else {
+                    ""
+                },
+                fmt_bytes(r.backlog_trend_bytes_per_sec)
+            );
+            lines.push(Line::raw(l));
+        }
+        None => lines.push(Line::styled("rates from the second poll on", t.dim())),
+    }
+    let detail = match row.obj {
+        Obj::Qdisc(i) => iface.qdiscs[i].detail.as_ref().map(serde_json::to_value),
+        Obj::Class(i) => iface.classes[i].detail.as_ref().map(serde_json::to_value),
+    };
+    let undecoded = match row.obj {
+        Obj::Qdisc(i) => &iface.qdiscs[i].undecoded,
+        Obj::Class(i) => &iface.classes[i].undecoded,
+    };
+    match detail {
+        Some(Ok(v)) => {
+            lines.push(Line::styled("options and xstats", Theme::bold()));
+            // The outer object names the kind, already in the title.
+            let v = match v {
+                Value::Object(m) if m.len() == 1 => m.into_iter().next().map(|(_, x)| x),
+                other => Some(other),
+            }
+            .unwrap_or(Value::Null);
+            let fields: Vec<(String, String)> = tcmon_render::leaves(&v)
+                .into_iter()
+                .map(|(k, x)| {
+                    let h = human(&k, x);
+                    (k, h)
+                })
+                .collect();
+            for (k, v) in fields {
+                let style = if k.contains("tokens") && v.starts_with('-') {
+                    t.bad()
+                } else {
+                    Style::new()
+                };
+                lines.push(Line::from(vec![
+                    Span::styled(format!("  {k:<24} "), t.dim()),
+                    Span::styled(v, style),
+                ]));
+            }
+        }
+        // noqueue, ingress, clsact, mq: nothing came to decode
+        _ if undecoded.raw_attributes.is_empty() => {
+            lines.push(Line::styled(format!("{}: no options", o.kind), t.dim()));
+        }
+        _ => lines.push(Line::styled(
+            format!("{} options are not decoded by tcmon", o.kind),
+            t.dim(),
+        )),
+    }
+    for e in &undecoded.decode_errors {
+        lines.push(Line::styled(format!("decode error: {e}"), t.bad()));
+    }
+    if !undecoded.raw_attributes.is_empty() {
+        lines.push(Line::styled(
+            format!(
+                "{} raw attribute(s) kept undecoded: tcmon dump --json shows them",
+                undecoded.raw_attributes.len()
+            ),
+            t.dim(),
+        ));
+    }
+    if let Some(ClassDetail::Htb(h)) = o.class.and_then(|c| c.detail.as_ref()) {
+        if !h.has_xstats {
+            lines.push(Line::styled(
+                "no xstats from the kernel: tokens and lends are not measured",
+                t.dim(),
+            ));
+        }
+    }
+    lines
+}
+
+/// A decoded leaf in human units, by its name's suffix.
+fn human(name: &str, v: &Value) -> String {
+    match v {
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(0.0);
+            if name.ends_with("_bytes_per_sec") {
+                // in bits as tc says rates, and the field's own unit next to it
+                format!("{}/s ({n} B/s)", fmt_bits_per_sec(x * 8.0))
+            } else if name.ends_with("_bytes") && x.abs() >= 1000.0 {
+                format!("{} ({n} B)", fmt_bytes(x))
+            } else if name.ends_with("_bytes") {
+                format!("{n} B")
+            } else if name.ends_with("_ns") {
+                let s = fmt_ns(x as i64);
+                if x < 0.0 {
+                    format!("{s} (debt)")
+                } else {
+                    s
+                }
+            } else if name.ends_with("_us") {
+                fmt_ns((x * 1000.0) as i64)
+            } else {
+                n.to_string()
+            }
+        }
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

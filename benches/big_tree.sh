@@ -20,3 +20,25 @@ big_tree() {
   tc -n "$ns" -batch "$batch"
   rm -f "$batch"
 }
+
+# flagged_tree NS CLASSES: the same shape with the mistakes a script repeats on every class:
+# r2q 100 (each leaf's quantum 1250 B, below the MTU) and a 1000-packet pfifo on each leaf
+# (1.2 s at its 10 Mbit ceil), so every leaf is flagged by two rules.
+flagged_tree() {
+  local ns=$1 classes=$2 batch
+  ip netns add "$ns"
+  ip -n "$ns" link add v0 type veth peer name v1
+  ip -n "$ns" link set v0 up
+  ip -n "$ns" link set v1 up
+  batch=$(mktemp)
+  {
+    echo "qdisc add dev v0 root handle 1: htb default 2 r2q 100"
+    echo "class add dev v0 parent 1: classid 1:1 htb rate 10gbit"
+    for ((i = 2; i <= classes + 1; i++)); do
+      printf 'class add dev v0 parent 1:1 classid 1:%x htb rate 1mbit ceil 10mbit\n' "$i"
+      printf 'qdisc add dev v0 parent 1:%x handle %x: pfifo limit 1000\n' "$i" "$i"
+    done
+  } >"$batch"
+  tc -n "$ns" -batch "$batch" 2>/dev/null
+  rm -f "$batch"
+}

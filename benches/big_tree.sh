@@ -33,10 +33,52 @@ flagged_tree() {
   batch=$(mktemp)
   {
     echo "qdisc add dev v0 root handle 1: htb default 2 r2q 100"
-    echo "class add dev v0 parent 1: classid 1:1 htb rate 10gbit"
+    # room for 65,000 leaves' rates: no oversubscription at any size
+    echo "class add dev v0 parent 1: classid 1:1 htb rate 100gbit"
     for ((i = 2; i <= classes + 1; i++)); do
       printf 'class add dev v0 parent 1:1 classid 1:%x htb rate 1mbit ceil 10mbit\n' "$i"
       printf 'qdisc add dev v0 parent 1:%x handle %x: pfifo limit 1000\n' "$i" "$i"
+    done
+  } >"$batch"
+  tc -n "$ns" -batch "$batch" 2>/dev/null
+  rm -f "$batch"
+}
+
+# libreqos_tree NS CIRCUITS [QUEUES]: the layout LibreQoS builds on a multiqueue NIC, from its
+# command shapes: an mq root (7fff:) on a veth with QUEUES TX queues (default 4), an HTB under
+# each queue (handle Q:, default Q:2) with a top class Q:1 and a default class Q:2, then sites
+# > access points > circuits spread over the queues (10 APs a site, 20 circuits an AP), each
+# circuit with a guaranteed rate far below its ceil, as subscriber plans are. The circuits'
+# leaf queues are the kernel's default FIFO (LibreQoS puts cake or fq_codel there; this
+# kernel has neither).
+libreqos_tree() {
+  local ns=$1 circuits=$2 queues=${3:-4} batch q minor site ap c per_q
+  ip netns add "$ns"
+  ip -n "$ns" link add v0 numtxqueues "$queues" numrxqueues "$queues" type veth peer name v1 \
+    numtxqueues "$queues" numrxqueues "$queues"
+  ip -n "$ns" link set v0 up
+  ip -n "$ns" link set v1 up
+  batch=$(mktemp)
+  per_q=$(((circuits + queues - 1) / queues))
+  {
+    echo "qdisc replace dev v0 root handle 7fff: mq"
+    for ((q = 1; q <= queues; q++)); do
+      printf 'qdisc add dev v0 parent 7fff:%x handle %x: htb default 2\n' "$q" "$q"
+      printf 'class add dev v0 parent %x: classid %x:1 htb rate 10gbit ceil 10gbit\n' "$q" "$q"
+      printf 'class add dev v0 parent %x:1 classid %x:2 htb rate 100mbit ceil 10gbit prio 5\n' "$q" "$q"
+      minor=3
+      for ((c = 0; c < per_q; c++)); do
+        if ((c % 200 == 0)); then
+          site=$minor; minor=$((minor + 1))
+          printf 'class add dev v0 parent %x:1 classid %x:%x htb rate 2gbit ceil 10gbit prio 3\n' "$q" "$q" "$site"
+        fi
+        if ((c % 20 == 0)); then
+          ap=$minor; minor=$((minor + 1))
+          printf 'class add dev v0 parent %x:%x classid %x:%x htb rate 200mbit ceil 1gbit prio 3\n' "$q" "$site" "$q" "$ap"
+        fi
+        printf 'class add dev v0 parent %x:%x classid %x:%x htb rate 5mbit ceil 100mbit prio 3\n' "$q" "$ap" "$q" "$minor"
+        minor=$((minor + 1))
+      done
     done
   } >"$batch"
   tc -n "$ns" -batch "$batch" 2>/dev/null

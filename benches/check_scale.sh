@@ -9,8 +9,8 @@
 #                     `tcmon dump --json` (target: within 4x), its peak RSS (target <= 160 MB)
 #                     and its lines of output (target <= 200)
 #   check --json      bytes at N/4 and N (target: ratio <= 4.6)
-#   serve at SERVE_N  /metrics median over 20 scrapes, one after each poll (target < 50 ms),
-#                     RSS after them (target < 64 MB)
+#   serve at SERVE_N  /metrics median over 20 scrapes, one after each poll, gzipped as
+#                     Prometheus asks (target < 50 ms), RSS and peak RSS (target < 64 MB)
 #   serve at N        time from start to the first /metrics with the tree (target <= 30 s),
 #                     RSS (target <= 200 MB)
 #   BIG classes       check, serve and the TUI (in tmux, 80x24) work: time and RSS of each
@@ -36,7 +36,8 @@ cleanup() {
   for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
 }
 trap cleanup EXIT
-tree() { local ns=tcmon-bench-check-$1-$$; namespaces+=("$ns"); flagged_tree "$ns" "$1"; echo "$ns"; }
+# tree N: a flagged tree of N leaves in a namespace of its own, named in NS
+tree() { NS=tcmon-bench-check-$1-$$; namespaces+=("$NS"); flagged_tree "$NS" "$1"; }
 ms() { awk -v s="$1" -v e="$2" 'BEGIN {printf "%.0f", (e - s) / 1e6}'; }
 now() { date +%s%N; }
 # peak RSS in MB of a command, its output thrown away
@@ -45,8 +46,8 @@ peak() { { /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null || true; } | tail -1 | awk
 median() { sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]}'; }
 
 # --- check at N and N/4 ---
-ns_n=$(tree "$N")
-ns_q=$(tree $((N / 4)))
+tree "$N"; ns_n=$NS
+tree $((N / 4)); ns_q=$NS
 t0=$(now); "$TCMON" dump --json --netns "$ns_n" --dev v0 >/dev/null; t1=$(now)
 dump_ms=$(ms "$t0" "$t1")
 t0=$(now); "$TCMON" check --window 1s --netns "$ns_n" --dev v0 >/tmp/tcmon-check-$$.txt || true; t1=$(now)
@@ -69,7 +70,8 @@ serve_run() {
   SERVE_PID=$!
   pids+=("$SERVE_PID")
   for _ in $(seq 600); do
-    if curl -sf "http://127.0.0.1:$PORT/metrics" 2>/dev/null | grep -q '^tcmon_class_bytes'; then
+    # (grep -c reads it all: grep -q would stop curl with SIGPIPE, a failure under pipefail)
+    if [ "$(curl -sf "http://127.0.0.1:$PORT/metrics" 2>/dev/null | grep -c '^tcmon_class_bytes' || true)" -gt 0 ]; then
       t1=$(now)
       FIRST=$(awk -v s="$t0" -v e="$t1" 'BEGIN {printf "%.1f", (e - s) / 1e9}')
       return 0
@@ -82,11 +84,11 @@ rss() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 hwm() { awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 OM='application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5'
 
-ns_s=$(tree "$SERVE_N")
+tree "$SERVE_N"; ns_s=$NS
 serve_run "$ns_s"
 sleep 2
 scrape_ms=$(for _ in $(seq 20); do
-  curl -s -o /dev/null -H "Accept: $OM" -w '%{time_total}\n' "http://127.0.0.1:$PORT/metrics"
+  curl -s -o /dev/null --compressed -H "Accept: $OM" -w '%{time_total}\n' "http://127.0.0.1:$PORT/metrics"
   sleep 1.05
 done | awk '{printf "%.3f\n", $1 * 1000}' | median)
 serve_bytes=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | wc -c)
@@ -103,7 +105,7 @@ kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true
 
 # --- BIG: check, serve, the TUI ---
 ip netns del "$ns_q"
-ns_b=$(tree "$BIG")
+tree "$BIG"; ns_b=$NS
 t0=$(now); big_rss=$(peak "$TCMON" check --window 1s --netns "$ns_b" --dev v0); t1=$(now)
 big_check_ms=$(( $(ms "$t0" "$t1") - 1000 ))
 big_lines=$("$TCMON" check --window 100ms --netns "$ns_b" --dev v0 | wc -l || true)
@@ -112,7 +114,7 @@ first_b=$FIRST
 sleep 3
 big_serve_rss=$(rss "$SERVE_PID"); big_serve_hwm=$(hwm "$SERVE_PID")
 big_scrape_ms=$(for _ in $(seq 5); do
-  curl -s -o /dev/null -H "Accept: $OM" -w '%{time_total}\n' "http://127.0.0.1:$PORT/metrics"
+  curl -s -o /dev/null --compressed -H "Accept: $OM" -w '%{time_total}\n' "http://127.0.0.1:$PORT/metrics"
   sleep 1.05
 done | awk '{printf "%.3f\n", $1 * 1000}' | median)
 big_bytes=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | wc -c)
@@ -137,11 +139,11 @@ echo "trees: HTB r2q 100, leaves of 1 Mbit with a 1000-packet pfifo each (every 
 echo "check at $N leaves: $check_ms ms beyond its 1 s window, one dump --json $dump_ms ms: $(ratio "$check_ms" "$dump_ms")x (target <= 4x)"
 echo "  peak RSS $check_rss MB (target <= 160 MB), $lines lines of output (target <= 200), fix script $script_n lines"
 echo "check --json: $json_q bytes at $((N / 4)) leaves, $json_n at $N: $(ratio "$json_n" "$json_q")x (target <= 4.6x)"
-echo "serve at $SERVE_N flagged leaves: /metrics median $scrape_ms ms, one after each poll (target < 50 ms);"
+echo "serve at $SERVE_N flagged leaves: /metrics median $scrape_ms ms, gzipped, one after each poll (target < 50 ms);"
 echo "  RSS $serve_rss MB, peak $serve_hwm MB (target < 64 MB); $((serve_bytes / 1024)) KiB, $serve_findings tcmon_finding series; poll ${poll_s} s"
 echo "serve at $N flagged leaves: first /metrics ${first_n} s after start (target <= 30 s), RSS $serve_n_rss MB, peak $serve_n_hwm MB (target <= 200 MB)"
 echo "at $BIG flagged leaves:"
 echo "  check: $big_check_ms ms beyond its window, peak RSS $big_rss MB, $big_lines lines"
-echo "  serve: first /metrics ${first_b} s after start, median scrape $big_scrape_ms ms, $((big_bytes / 1024)) KiB, RSS $big_serve_rss MB, peak $big_serve_hwm MB, poll ${big_poll_s} s"
+echo "  serve: first /metrics ${first_b} s after start, median scrape (gzipped) $big_scrape_ms ms, $((big_bytes / 1024)) KiB, RSS $big_serve_rss MB, peak $big_serve_hwm MB, poll ${big_poll_s} s"
 echo "  TUI (tmux 80x24): RSS $tui_rss MB, peak $tui_hwm MB, $tui_rows tree rows on screen"
 echo "$tui_screen" | sed 's/^/    | /'

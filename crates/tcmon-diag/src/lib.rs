@@ -26,6 +26,7 @@ use tcmon_core::rates::Rates;
 use tcmon_core::units::Handle;
 
 pub use fixplan::{fix_plans, in_netns, script, FixPlan, Step};
+use merge::Sink;
 pub use merge::EXAMPLES;
 pub use registry::{explain, table, Area, Code, Phase, Rule, RULES};
 pub use rules::bufferbloat;
@@ -228,14 +229,17 @@ pub fn diagnose(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
 pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
     let mut out = Vec::new();
     for iface in &facts.snapshot.interfaces {
-        rules::run_config(&rules::Ctx::new(facts, iface, t, None), &mut out);
+        let mut sink = Sink::new(Some(iface), &t.ignore);
+        rules::run_config(&rules::Ctx::new(facts, iface, t, None), &mut sink);
+        out.extend(settle(iface, sink));
     }
-    rules::host(facts, t, &mut out);
+    let mut sink = Sink::new(None, &t.ignore);
+    rules::host(facts, t, &mut sink);
+    out.extend(sink.finish());
     debug_assert!(out.iter().all(|f| matches!(
         f.code.rule().phase,
         Phase::Config | Phase::Both | Phase::Host
     )));
-    let mut out = settle(facts, t, out);
     out.sort_by(worst_first);
     // kept for as long as the configuration lasts
     out.shrink_to_fit();
@@ -247,26 +251,23 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
     let mut out = Vec::new();
     for iface in &facts.snapshot.interfaces {
         let ctx = rules::Ctx::new(facts, iface, t, before_of(facts, iface));
-        rules::run_traffic(&ctx, &mut out);
+        let mut sink = Sink::new(Some(iface), &t.ignore);
+        rules::run_traffic(&ctx, &mut sink);
+        out.extend(settle(iface, sink));
     }
     debug_assert!(out
         .iter()
         .all(|f| matches!(f.code.rule().phase, Phase::Traffic | Phase::Both)));
-    let mut out = settle(facts, t, out);
     out.sort_by(worst_first);
     out
 }
 
-/// The rules' findings as reported: merged per qdisc, without the accepted risks
-/// (`Thresholds::ignore`), and with the class commands made from the changes of the findings
-/// that are left, one command per class.
-fn settle(facts: &Facts<'_>, t: &Thresholds, out: Vec<Finding>) -> Vec<Finding> {
-    let mut out = merge::merge(facts.snapshot, out);
-    out.retain(|f| !t.ignore.iter().any(|c| f.code == c.as_str()));
+/// One interface's findings as reported: merged per qdisc (by the sink), and with the class
+/// commands made from the changes of the findings, one command per class.
+fn settle(iface: &Interface, sink: Sink<'_>) -> Vec<Finding> {
+    let mut out = sink.finish();
     if out.iter().any(|f| !f.changes.is_empty()) {
-        for iface in &facts.snapshot.interfaces {
-            plan::resolve(iface, &mut out);
-        }
+        plan::resolve(iface, &mut out);
     }
     out
 }

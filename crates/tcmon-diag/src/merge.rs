@@ -1,153 +1,202 @@
 //! Findings the way an engineer reports them: a rule that fires on many objects of one qdisc
 //! (a script made the tree, so one mistake is repeated on every class) becomes one finding
-//! with a count, every object, and the worst few spelled out. Linear in the findings.
+//! with a count, every object, and the worst few spelled out.
+//!
+//! Rules push into a [`Sink`], which folds each finding into its group as it arrives: what a
+//! merged finding keeps of the others is their object, their commands and changes, and the
+//! messages of the worst three, so 20,000 flagged classes never exist as 20,000 full findings
+//! at once. Linear in the findings.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde_json::json;
-use tcmon_core::model::{Interface, Snapshot};
+use tcmon_core::model::Interface;
 use tcmon_core::topology::Obj;
 use tcmon_core::units::Handle;
 
-use crate::{Code, Example, Finding};
+use crate::{Code, Example, Finding, Severity};
 
 /// How many of a merged finding's objects are spelled out with their own message.
 pub const EXAMPLES: usize = 3;
 
-/// Where a finding about `object` is reported: the qdisc whose classes (or whose classes'
-/// queues) it is about. `None` for the link, the host, or an object not in the tree.
-struct Scope {
-    qdisc: Handle,
-    /// What kind of object: `classes` or `qdiscs`, and how many the scope has of them.
-    noun: &'static str,
-    total: usize,
-}
-
-fn scope(iface: &Interface, object: &str) -> Option<(Obj, &'static str)> {
+/// The qdisc a finding about `object` is reported under: the one whose classes (or whose
+/// classes' queues) it is about; `None` for the link, or an object not in the tree. With
+/// what the objects are: `classes` or `qdiscs`.
+fn scope(iface: &Interface, object: &str) -> Option<(usize, &'static str)> {
     let h: Handle = object.parse().ok()?;
     let t = iface.topology();
     // a class id, or a qdisc handle (minor 0); a default leaf is named by its class
     if h.minor() != 0 {
         let c = t.class(h)?;
-        Some((Obj::Qdisc(t.owner(c)?), "classes"))
+        Some((t.owner(c)?, "classes"))
     } else {
         let q = t.qdisc(h)?;
         match t.parent_class(Obj::Qdisc(q)) {
-            Some(c) => Some((Obj::Qdisc(t.owner(c)?), "qdiscs")),
-            None => Some((Obj::Qdisc(q), "qdiscs")),
+            Some(c) => Some((t.owner(c)?, "qdiscs")),
+            None => Some((q, "qdiscs")),
         }
     }
 }
 
-fn describe(iface: &Interface, owner: Obj, noun: &'static str) -> Scope {
-    let t = iface.topology();
-    let Obj::Qdisc(q) = owner else {
-        unreachable!("scopes are qdiscs")
-    };
-    let total = t
-        .descendants(owner)
+/// How many objects of `noun` the qdisc has below it.
+fn total(iface: &Interface, qdisc: usize, noun: &str) -> usize {
+    iface
+        .topology()
+        .descendants(Obj::Qdisc(qdisc))
         .iter()
-        .filter(|n| match n.obj {
-            Obj::Class(_) => noun == "classes",
-            Obj::Qdisc(_) => noun == "qdiscs",
-        })
-        .count();
-    Scope {
-        qdisc: iface.qdiscs[q].handle,
-        noun,
-        total,
-    }
+        .filter(|n| matches!(n.obj, Obj::Class(_)) == (noun == "classes"))
+        .count()
 }
 
-/// Where a group of findings is: the interface, the qdisc, and what the objects are.
-type Place<'a> = (&'a Interface, Obj, &'static str);
-
-/// Merges the findings of one rule about objects of one qdisc; everything else passes as it
-/// is. Every finding comes out with `count` and `objects` set.
-pub(crate) fn merge(snapshot: &Snapshot, findings: Vec<Finding>) -> Vec<Finding> {
-    let ifaces: HashMap<&str, &Interface> = snapshot
-        .interfaces
-        .iter()
-        .map(|i| (i.name.as_str(), i))
-        .collect();
-    // groups in order of first appearance: deterministic
-    let mut index: HashMap<(Code, String, Option<Obj>), usize> = HashMap::default();
-    let mut groups: Vec<(Option<Place>, Vec<Finding>)> = Vec::new();
-    for f in findings {
-        let iface = ifaces.get(f.interface.as_str()).copied();
-        let at = iface.and_then(|i| scope(i, &f.object).map(|(o, noun)| (i, o, noun)));
-        let key = (f.code, f.interface.clone(), at.map(|(_, o, _)| o));
-        match index.get(&key) {
-            Some(&g) if at.is_some() => groups[g].1.push(f),
-            _ => {
-                index.insert(key, groups.len());
-                groups.push((at, vec![f]));
-            }
-        }
-    }
-    groups
-        .into_iter()
-        .map(|(at, members)| match at {
-            Some((iface, owner, noun)) if members.len() > 1 => {
-                one(members, &describe(iface, owner, noun))
-            }
-            _ => {
-                let mut f = members.into_iter().next().expect("groups are not empty");
-                if f.objects.is_empty() && !f.object.is_empty() {
-                    f.objects.push(f.object.clone());
-                }
-                f
-            }
-        })
-        .collect()
+/// Collects one interface's findings (or the host's: `None`), merging per (rule, qdisc).
+pub(crate) struct Sink<'a> {
+    iface: Option<&'a Interface>,
+    /// Accepted risks: not reported, so the fix plan sets nothing for them either.
+    ignore: &'a [String],
+    index: HashMap<(Code, Option<usize>), usize>,
+    groups: Vec<Group>,
 }
 
-/// One finding for `members` (same rule, same qdisc): worst first by severity, then weight.
-fn one(mut members: Vec<Finding>, scope: &Scope) -> Finding {
-    // stable: equally bad objects keep the tree's order
-    members.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(b.weight.total_cmp(&a.weight))
-    });
-    let count = members.iter().map(|f| f.count.max(1)).sum::<usize>();
-    let examples: Vec<Example> = members
-        .iter()
-        .take(EXAMPLES)
-        .map(|m| Example {
-            object: m.object.clone(),
-            message: m.message.clone(),
-        })
-        .collect();
-    let mut seen = rustc_hash::FxHashSet::default();
-    let mut fix = Vec::new();
-    let mut changes = Vec::new();
-    let mut objects = Vec::with_capacity(count);
-    for m in &mut members {
-        changes.append(&mut m.changes);
-        for cmd in std::mem::take(&mut m.fix) {
-            if seen.insert(cmd.clone()) {
-                fix.push(cmd);
-            }
-        }
-        if m.objects.is_empty() {
-            objects.push(std::mem::take(&mut m.object));
+struct Group {
+    /// The worst so far, whole.
+    worst: Finding,
+    scope: Option<(usize, &'static str)>,
+    /// Set once a second finding joined.
+    merged: Option<Merged>,
+}
+
+#[derive(Default)]
+struct Merged {
+    count: usize,
+    /// Every object with how bad it is, sorted worst first at the end.
+    objects: Vec<(Severity, f64, String)>,
+    /// The worst few, worst first.
+    examples: Vec<(Severity, f64, Example)>,
+    fix: Vec<String>,
+    seen: HashSet<String>,
+    changes: Vec<crate::Change>,
+}
+
+fn worse(a: (Severity, f64), b: (Severity, f64)) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && a.1 > b.1)
+}
+
+impl Merged {
+    fn take(&mut self, f: &mut Finding) {
+        self.count += f.count.max(1);
+        let rank = (f.severity, f.weight);
+        if f.objects.is_empty() {
+            self.objects.push((rank.0, rank.1, f.object.clone()));
         } else {
-            objects.append(&mut m.objects);
+            self.objects
+                .extend(f.objects.drain(..).map(|o| (rank.0, rank.1, o)));
+        }
+        // stable among equals: an earlier example stays ahead
+        let at = self
+            .examples
+            .iter()
+            .position(|(s, w, _)| worse(rank, (*s, *w)))
+            .unwrap_or(self.examples.len());
+        if at < EXAMPLES {
+            self.examples.insert(
+                at,
+                (
+                    rank.0,
+                    rank.1,
+                    Example {
+                        object: f.object.clone(),
+                        message: f.message.clone(),
+                    },
+                ),
+            );
+            self.examples.truncate(EXAMPLES);
+        }
+        for cmd in f.fix.drain(..) {
+            if !self.seen.contains(&cmd) {
+                self.seen.insert(cmd.clone());
+                self.fix.push(cmd);
+            }
+        }
+        self.changes.append(&mut f.changes);
+    }
+}
+
+impl<'a> Sink<'a> {
+    pub(crate) fn new(iface: Option<&'a Interface>, ignore: &'a [String]) -> Sink<'a> {
+        Sink {
+            iface,
+            ignore,
+            index: HashMap::default(),
+            groups: Vec::new(),
         }
     }
-    let mut worst = members.swap_remove(0);
+
+    pub(crate) fn push(&mut self, mut f: Finding) {
+        if self.ignore.iter().any(|c| f.code == c.as_str()) {
+            return;
+        }
+        let scope = self.iface.and_then(|i| scope(i, &f.object));
+        let key = (f.code, scope.map(|(q, _)| q));
+        let g = match (scope, self.index.get(&key)) {
+            (Some(_), Some(&g)) => &mut self.groups[g],
+            _ => {
+                self.index.insert(key, self.groups.len());
+                self.groups.push(Group {
+                    worst: f,
+                    scope,
+                    merged: None,
+                });
+                return;
+            }
+        };
+        let m = g.merged.get_or_insert_with(|| {
+            let mut m = Merged::default();
+            m.take(&mut g.worst);
+            m
+        });
+        m.take(&mut f);
+        if worse((f.severity, f.weight), (g.worst.severity, g.worst.weight)) {
+            g.worst = f;
+        }
+    }
+
+    /// The findings, in the order their groups first appeared; `count` and `objects` set.
+    pub(crate) fn finish(self) -> Vec<Finding> {
+        let iface = self.iface;
+        self.groups
+            .into_iter()
+            .map(|g| match (g.merged, g.scope, iface) {
+                (Some(m), Some((qdisc, noun)), Some(i)) => one(g.worst, m, i, qdisc, noun),
+                _ => {
+                    let mut f = g.worst;
+                    if f.objects.is_empty() && !f.object.is_empty() {
+                        f.objects.push(f.object.clone());
+                    }
+                    f
+                }
+            })
+            .collect()
+    }
+}
+
+fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, noun: &str) -> Finding {
+    // stable: equally bad objects keep the tree's order
+    m.objects
+        .sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
+    let handle = iface.qdiscs[qdisc].handle;
     let title = worst.code.rule().title;
     worst.message = format!(
-        "{title}: {count} of the {} {} of qdisc {}. Worst: {}",
-        scope.total, scope.noun, scope.qdisc, worst.message
+        "{title}: {} of the {} {noun} of qdisc {handle}. Worst: {}",
+        m.count,
+        total(iface, qdisc, noun),
+        worst.message
     );
-    worst.evidence.insert("count", json!(count));
-    worst.object = scope.qdisc.to_string();
-    worst.count = count;
-    worst.objects = objects;
-    worst.examples = examples;
-    worst.fix = fix;
-    worst.changes = changes;
+    worst.evidence.insert("count", json!(m.count));
+    worst.object = handle.to_string();
+    worst.count = m.count;
+    worst.objects = m.objects.into_iter().map(|(_, _, o)| o).collect();
+    worst.examples = m.examples.into_iter().map(|(_, _, e)| e).collect();
+    worst.fix = m.fix;
+    worst.changes = m.changes;
     worst
 }

@@ -4,14 +4,15 @@ use serde_json::json;
 use tcmon_core::model::{Filter, FilterChain};
 
 use super::{ev, Ctx};
+use crate::merge::Sink;
 use crate::{Code, Finding, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     filter_chains(c, out);
 }
 
 /// `filter-chain-long`: the kernel tries rules at one (parent, prio) one by one.
-pub(super) fn filter_chains(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn filter_chains(c: &Ctx<'_>, out: &mut Sink<'_>) {
     // u32 hash tables in use, so that the proposed one is new.
     let htid_max = c
         .iface

@@ -6,10 +6,11 @@ use tcmon_core::topology::Obj;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{ev, tenths, Ctx};
+use crate::merge::Sink;
 use crate::plan::{self, packet_bytes, rate_arg};
 use crate::{Code, Finding, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
         if let Some(QdiscDetail::Htb(h)) = &q.detail {
             htb_quantum(c, q, h, out);
@@ -23,7 +24,7 @@ pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     htb_children(c, out);
 }
 
-pub(super) fn traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
         if let Some(QdiscDetail::Htb(h)) = &q.detail {
             htb_default(c, q, h, out);
@@ -38,7 +39,7 @@ pub(super) fn traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
 
 /// `htb-default-class-missing`: unclassified traffic leaves through the direct queue, unshaped.
 /// The kernel does so when `default` is 0, names no class, or names an inner class.
-pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
+pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'_>) {
     let named = h.default_class.and_then(|d| c.iface.class(d));
     let inner = named.and_then(Class::htb).is_some_and(|x| x.level > 0);
     if named.is_some() && !inner {
@@ -186,7 +187,7 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Fi
 
 /// `htb-quantum-small` / `htb-quantum-big`: the fix applies one r2q to every leaf of the qdisc
 /// (so spare bandwidth stays shared by rate), or explicit quanta where no r2q fits.
-pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Finding>) {
+pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'_>) {
     let Some(qp) = c.plan().quantum.get(&q.handle) else {
         return;
     };
@@ -206,19 +207,26 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Fi
         .filter(|cl| topo.class(cl.handle).and_then(|i| topo.owner(i)) == Some(qi))
         .filter(|cl| cl.htb().is_some_and(|x| x.level == 0))
         .collect();
-    let first = out.len();
-    let mut flagged = 0;
+    let flagged = |x: &HtbClass| plan::quantum_small(x, mtu) || plan::quantum_big(x, r2q, c.t);
+    // The leaves that change only with the common r2q go with the first finding, once (a list
+    // of every leaf per finding is quadratic).
+    let mut others = Some(plan::changes(
+        c.plan(),
+        leaves
+            .iter()
+            .copied()
+            .filter(|cl| !flagged(cl.htb().expect("filtered on htb"))),
+        plan::QUANTUM,
+    ));
     for cl in &leaves {
         let x = cl.htb().expect("filtered on htb");
         let (is_small, is_big) = (plan::quantum_small(x, mtu), plan::quantum_big(x, r2q, c.t));
         if !(is_small || is_big) {
             continue;
         }
-        flagged += 1;
         let computed = x.rate_bytes_per_sec / r2q;
-        // each leaf's own command; the leaves that change only with the common r2q follow
-        // once, below (a list of every leaf per finding is quadratic)
-        let changes = plan::changes(c.plan(), [*cl], plan::QUANTUM);
+        let mut changes = plan::changes(c.plan(), [*cl], plan::QUANTUM);
+        changes.extend(others.take().into_iter().flatten());
         let consequence = if is_small {
             "below the MTU, a class that borrows gets less than its share of spare bandwidth"
         } else {
@@ -255,18 +263,10 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Vec<Fi
             ..Finding::default()
         });
     }
-    if flagged > 0 {
-        let others = leaves.iter().copied().filter(|cl| {
-            let x = cl.htb().expect("filtered on htb");
-            !(plan::quantum_small(x, mtu) || plan::quantum_big(x, r2q, c.t))
-        });
-        let more = plan::changes(c.plan(), others, plan::QUANTUM);
-        out[first].changes.extend(more);
-    }
 }
 
 /// Per-class HTB checks on configuration: burst, cburst, rate vs ceil.
-pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
+pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_>) {
     let pkt = packet_bytes(c.iface);
     let target = c.plan().targets.get(&cl.handle).copied();
     for (code, what, bit, bytes, ns, rate, want) in [
@@ -344,7 +344,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Fin
 }
 
 /// Per-class HTB checks on counters and rates: giants, saturation.
-pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Vec<Finding>) {
+pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_>) {
     if h.giants > 0 {
         out.push(Finding {
             code: Code::HtbGiants,
@@ -425,7 +425,7 @@ pub(super) fn descendants(iface: &Interface, top: usize) -> impl Iterator<Item =
 }
 
 /// Parent/child consistency: bursts, ceils, rate sums.
-pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let topo = c.iface.topology();
     for (pi, parent) in c.iface.classes.iter().enumerate() {
         let Some(p) = parent.htb() else { continue };

@@ -6,16 +6,17 @@ use tcmon_core::model::QdiscDetail;
 use tcmon_core::units::{fmt_bytes, Handle};
 
 use super::{ev, Ctx};
+use crate::merge::Sink;
 use crate::plan::packet_bytes;
 use crate::{Code, Facts, Finding, Severity, Thresholds};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     unshaped_root(c, out);
     bql(c, out);
 }
 
 /// Findings about the host rather than one interface.
-pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Vec<Finding>) {
+pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Sink<'_>) {
     let has_htb = facts.snapshot.interfaces.iter().any(|i| {
         i.qdiscs
             .iter()
@@ -41,7 +42,7 @@ pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Vec<Finding>) {
 }
 
 /// `txqueuelen-deep-unshaped`: a plain FIFO root with a deep device queue.
-pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let Some(root) = c.iface.qdiscs.iter().find(|q| q.parent == Handle::ROOT) else {
         return;
     };
@@ -87,7 +88,7 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Vec<Finding>) {
 }
 
 /// `bql-limit-high`: the driver queue under the qdisc holds a lot.
-pub(super) fn bql(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn bql(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let Some(link) = c.facts.links.get(&c.iface.name) else {
         return;
     };

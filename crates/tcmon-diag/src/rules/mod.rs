@@ -19,8 +19,9 @@ use serde_json::Value;
 use tcmon_core::model::{Class, HtbClass, Interface, Qdisc, QdiscDetail};
 use tcmon_core::units::Handle;
 
+use crate::merge::Sink;
 use crate::plan::{self, packet_bytes, Plan};
-use crate::{Evidence, Facts, Finding, Thresholds};
+use crate::{Evidence, Facts, Thresholds};
 
 pub(crate) struct Ctx<'a> {
     /// The tree after the class fixes; built on first use (traffic rules rarely need it).
@@ -54,7 +55,7 @@ impl<'a> Ctx<'a> {
 
 /// Rules that read only configuration: the tree's options, link facts and thresholds. Never
 /// counters, rates or the poll before, so their findings hold until the configuration changes.
-pub(crate) fn run_config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(crate) fn run_config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     queue::config(c, out);
     offload::config(c, out);
     htb::config(c, out);
@@ -64,7 +65,7 @@ pub(crate) fn run_config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
 }
 
 /// Rules that read counters, backlog and rates: run on every poll.
-pub(crate) fn run_traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(crate) fn run_traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
     queue::traffic(c, out);
     offload::traffic(c, out);
     htb::traffic(c, out);

@@ -6,14 +6,15 @@ use tcmon_core::model::{Qdisc, QdiscDetail};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{by_key, ev, htb_parent, inside_tbf, ms, Ctx};
+use crate::merge::Sink;
 use crate::plan::packet_bytes;
 use crate::{Code, Evidence, Finding, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     offload_predicted(c, out);
 }
 
-pub(super) fn traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
     offload_observed(c, out);
 }
 
@@ -21,7 +22,7 @@ pub(super) fn traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
 /// which takes long at the class rate. Seen in the backlog (bytes per queued packet far above
 /// the MTU) it is a warning; predicted from the link's GSO limits it is information, and an
 /// observed one supersedes it (see [`crate::Findings`]).
-pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let pkt = packet_bytes(c.iface);
     let link = c.facts.links.get(&c.iface.name);
     // Most polls have no queue of two packets anywhere: skip building the lookup.
@@ -94,7 +95,7 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Vec<Finding>) {
 }
 
 /// Predicted: a shaped class slow enough that one GSO packet is already a long delay.
-pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let pkt = packet_bytes(c.iface);
     let link = c.facts.links.get(&c.iface.name);
     let segs = c.iface.gso_max_segs.unwrap_or(0);

@@ -10,19 +10,20 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 use super::{
     aqm_alternative, by_key, ev, htb_parent, inside_tbf, ms, shaper_rate, shorter_queue, Ctx,
 };
+use crate::merge::Sink;
 use crate::plan::{self, packet_bytes};
 use crate::{Code, Finding, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     queue_depth(c, out);
 }
 
-pub(super) fn traffic(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
     standing_queue(c, out);
 }
 
 /// `queue-too-deep`: a FIFO under a shaped class that takes long to drain when full.
-pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let pkt = packet_bytes(c.iface);
     for q in &c.iface.qdiscs {
         let (capacity_bytes, limit_desc) = match &q.detail {
@@ -96,7 +97,7 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Vec<Finding>) {
 }
 
 /// `standing-queue`: backlog that stayed through the sampling window.
-pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let (Some(before), Some(rates)) = (c.before, c.facts.rates) else {
         return;
     };

@@ -7,10 +7,11 @@ use tcmon_core::model::{Qdisc, QdiscDetail};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{ev, ms, replace_cmd, shaper_rate, shorter_queue, Ctx};
+use crate::merge::Sink;
 use crate::plan::{self, packet_bytes, rate_arg};
 use crate::{Code, Finding, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
         if matches!(q.detail, Some(QdiscDetail::Tbf(_))) {
             tbf(c, q, out);
@@ -20,7 +21,7 @@ pub(super) fn config(c: &Ctx<'_>, out: &mut Vec<Finding>) {
 
 /// TBF: bucket size and queue depth. One command carries every TBF correction, so the fixes
 /// of its findings agree, and it restates the link-layer settings `replace` would drop.
-pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Vec<Finding>) {
+pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     let Some(QdiscDetail::Tbf(t)) = &q.detail else {
         return;
     };

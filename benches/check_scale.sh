@@ -71,7 +71,7 @@ serve_run() {
   pids+=("$SERVE_PID")
   for _ in $(seq 600); do
     # (grep -c reads it all: grep -q would stop curl with SIGPIPE, a failure under pipefail)
-    if [ "$(curl -sf "http://127.0.0.1:$PORT/metrics" 2>/dev/null | grep -c '^tcmon_class_bytes' || true)" -gt 0 ]; then
+    if [ "$(curl -sf --compressed "http://127.0.0.1:$PORT/metrics" 2>/dev/null | grep -c '^tcmon_class_bytes' || true)" -gt 0 ]; then
       t1=$(now)
       FIRST=$(awk -v s="$t0" -v e="$t1" 'BEGIN {printf "%.1f", (e - s) / 1e9}')
       return 0
@@ -91,9 +91,10 @@ scrape_ms=$(for _ in $(seq 20); do
   curl -s -o /dev/null --compressed -H "Accept: $OM" -w '%{time_total}\n' "http://127.0.0.1:$PORT/metrics"
   sleep 1.05
 done | awk '{printf "%.3f\n", $1 * 1000}' | median)
+# memory as Prometheus leaves it, before the plain scrapes below (each holds a 29 MB rendering)
+serve_rss=$(rss "$SERVE_PID"); serve_hwm=$(hwm "$SERVE_PID")
 serve_bytes=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | wc -c)
 serve_findings=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | grep -c '^tcmon_finding{' || true)
-serve_rss=$(rss "$SERVE_PID"); serve_hwm=$(hwm "$SERVE_PID")
 poll_s=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^tcmon_poll_duration_seconds/ {print $2}')
 kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true
 
@@ -112,11 +113,11 @@ big_lines=$("$TCMON" check --window 100ms --netns "$ns_b" --dev v0 | wc -l || tr
 serve_run "$ns_b"
 first_b=$FIRST
 sleep 3
-big_serve_rss=$(rss "$SERVE_PID"); big_serve_hwm=$(hwm "$SERVE_PID")
 big_scrape_ms=$(for _ in $(seq 5); do
   curl -s -o /dev/null --compressed -H "Accept: $OM" -w '%{time_total}\n' "http://127.0.0.1:$PORT/metrics"
   sleep 1.05
 done | awk '{printf "%.3f\n", $1 * 1000}' | median)
+big_serve_rss=$(rss "$SERVE_PID"); big_serve_hwm=$(hwm "$SERVE_PID")
 big_bytes=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | wc -c)
 big_poll_s=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^tcmon_poll_duration_seconds/ {print $2}')
 kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 use tcmon_core::model::{Class, HtbClass, Interface, QdiscDetail};
+use tcmon_core::topology::Obj;
 use tcmon_core::units::Handle;
 
 use crate::{Change, Finding, Thresholds};
@@ -98,21 +99,30 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
     for (c, h) in htb_classes(iface) {
         p.targets.insert(c.handle, Target::of(h));
     }
+    // The class each class hangs under, as the topology has it (a top class has none).
+    let topo = iface.topology();
+    let parent_of = |c: &Class| {
+        topo.class(c.handle)
+            .and_then(|i| topo.parent_class(Obj::Class(i)))
+            .map(|i| iface.classes[i].handle)
+    };
     // Children guaranteed more than their parent: scale them down to fit (the parent is
     // usually the link rate; raising it would move the queue off this box).
     // The sum of the children's rates per parent, once: per class it would be quadratic
     // (10,000 siblings: 10^8 steps a poll).
     let mut children_rate: HashMap<Handle, u128> = HashMap::new();
     for (k, h) in htb_classes(iface) {
-        if k.handle != k.parent {
-            *children_rate.entry(k.parent).or_default() += u128::from(h.rate_bytes_per_sec);
+        if let Some(parent) = parent_of(k) {
+            *children_rate.entry(parent).or_default() += u128::from(h.rate_bytes_per_sec);
         }
     }
     let mut by_level: Vec<(&Class, &HtbClass)> = htb_classes(iface).collect();
     by_level.sort_by_key(|(_, h)| std::cmp::Reverse(h.level));
     // Parents first, so every level is scaled against its parent's new values.
     for (c, _) in &by_level {
-        let Some(parent) = p.targets.get(&c.parent).copied() else {
+        let Some((parent_handle, parent)) =
+            parent_of(c).and_then(|ph| p.targets.get(&ph).map(|t| (ph, *t)))
+        else {
             // a top class: only keep rate within its own ceil (never raise a ceil: it may be
             // the link's cap)
             if let Some(tc) = p.targets.get_mut(&c.handle) {
@@ -123,7 +133,7 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
         // Children guaranteed more than their parent: scale them down to fit, in proportion
         // (the parent is usually the link rate; raising it would move the queue off this box).
         // (original rates, so siblings scaled earlier in this loop do not change the sum)
-        let sum = children_rate.get(&c.parent).copied().unwrap_or(0);
+        let sum = children_rate.get(&parent_handle).copied().unwrap_or(0);
         let own = c.htb().map_or(0, |h| h.rate_bytes_per_sec);
         let tc = p
             .targets
@@ -219,9 +229,10 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
     // the plan shrinks the parent's bucket (a lower rate keeps its time), instead keeps the
     // parent's bucket up (below): lowering it would need a command no finding carries.
     for (c, h) in &by_level {
+        let Some(ph) = parent_of(c) else { continue };
         let (Some(parent), Some(parent_now), Some(kid)) = (
-            p.targets.get(&c.parent).copied(),
-            iface.class(c.parent).and_then(Class::htb),
+            p.targets.get(&ph).copied(),
+            iface.class(ph).and_then(Class::htb),
             p.targets.get_mut(&c.handle),
         ) else {
             continue;
@@ -240,10 +251,9 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
     // Where a child's minimum still exceeds its parent, the parent comes up to that minimum.
     by_level.reverse();
     for (c, _) in &by_level {
-        let (Some(kid), Some(parent)) = (
-            p.targets.get(&c.handle).copied(),
-            p.targets.get_mut(&c.parent),
-        ) else {
+        let Some(ph) = parent_of(c) else { continue };
+        let (Some(kid), Some(parent)) = (p.targets.get(&c.handle).copied(), p.targets.get_mut(&ph))
+        else {
             continue;
         };
         if bucket_below(parent.burst, kid.burst) {

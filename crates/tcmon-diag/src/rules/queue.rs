@@ -1,10 +1,9 @@
 //! Queues under a shaper: how deep they are (`queue-too-deep`) and how full they stay
 //! (`standing-queue`).
 
-use rustc_hash::FxHashSet as HashSet;
-
 use serde_json::json;
 use tcmon_core::model::QdiscDetail;
+use tcmon_core::topology::Obj;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{
@@ -106,19 +105,13 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
         return;
     }
     let old_qdiscs = by_key(&before.qdiscs);
-    // Qdiscs that have classes of their own (one pass, not a scan per qdisc).
-    let classful: HashSet<Handle> = c
-        .iface
-        .classes
-        .iter()
-        .filter(|cl| cl.parent.qdisc() == cl.handle.qdisc())
-        .map(|cl| cl.handle.qdisc())
-        .collect();
-    for q in &c.iface.qdiscs {
+    let topo = c.iface.topology();
+    for (qi, q) in c.iface.qdiscs.iter().enumerate() {
         // Only queues a shaper drains: the leaf under an HTB class, or a TBF. (Unshaped queues
-        // such as mq's are drained by the device; a root's backlog is its leaves' sum.)
-        let shaped_leaf = htb_parent(c.iface, q).is_some()
-            && !(classful.contains(&q.handle) && q.handle != Handle::UNSPEC);
+        // such as mq's are drained by the device; a qdisc with classes of its own backlogs
+        // what its leaves hold.)
+        let classful = topo.child_classes(Obj::Qdisc(qi)).next().is_some();
+        let shaped_leaf = htb_parent(c.iface, q).is_some() && !classful;
         let is_tbf = matches!(q.detail, Some(QdiscDetail::Tbf(_)));
         if !(shaped_leaf || is_tbf) || inside_tbf(c.iface, q) {
             continue;

@@ -20,31 +20,52 @@ use crate::{Code, Example, Finding, Severity};
 pub const EXAMPLES: usize = 3;
 
 /// The qdisc a finding about `object` is reported under: the one whose classes (or whose
-/// classes' queues) it is about; `None` for the link, or an object not in the tree. With
-/// what the objects are: `classes` or `qdiscs`.
+/// classes' queues) it is about, or the multiqueue root above it (one HTB per TX queue is one
+/// shaper made by one script); `None` for the link, or an object not in the tree. With what
+/// the objects are: `classes` or `qdiscs`.
 fn scope(iface: &Interface, object: &str) -> Option<(usize, &'static str)> {
     let h: Handle = object.parse().ok()?;
     let t = iface.topology();
     // a class id, or a qdisc handle (minor 0); a default leaf is named by its class
-    if h.minor() != 0 {
-        let c = t.class(h)?;
-        Some((t.owner(c)?, "classes"))
+    let (q, noun) = if h.minor() != 0 {
+        (t.owner(t.class(h)?)?, "classes")
     } else {
         let q = t.qdisc(h)?;
         match t.parent_class(Obj::Qdisc(q)) {
-            Some(c) => Some((t.owner(c)?, "qdiscs")),
-            None => Some((q, "qdiscs")),
+            Some(c) => (t.owner(c)?, "qdiscs"),
+            None => (q, "qdiscs"),
         }
-    }
+    };
+    Some((per_queue_root(iface, q), noun))
 }
 
-/// How many objects of `noun` the qdisc has below it.
+/// `q`, or the mq-like qdisc whose queue it is attached to.
+fn per_queue_root(iface: &Interface, q: usize) -> usize {
+    let t = iface.topology();
+    t.parent_class(Obj::Qdisc(q))
+        .and_then(|c| t.owner(c))
+        .filter(|&o| is_per_queue(iface, o))
+        .unwrap_or(q)
+}
+
+fn is_per_queue(iface: &Interface, q: usize) -> bool {
+    matches!(
+        iface.qdiscs[q].kind.as_str(),
+        "mq" | "mqprio" | "multiq" | "taprio"
+    )
+}
+
+/// How many objects of `noun` the qdisc has below it (not counting a multiqueue root's own
+/// queues).
 fn total(iface: &Interface, qdisc: usize, noun: &str) -> usize {
-    iface
-        .topology()
-        .descendants(Obj::Qdisc(qdisc))
+    let t = iface.topology();
+    let own_queues = is_per_queue(iface, qdisc);
+    t.descendants(Obj::Qdisc(qdisc))
         .iter()
-        .filter(|n| matches!(n.obj, Obj::Class(_)) == (noun == "classes"))
+        .filter(|n| match n.obj {
+            Obj::Class(c) => noun == "classes" && !(own_queues && t.owner(c) == Some(qdisc)),
+            Obj::Qdisc(_) => noun == "qdiscs",
+        })
         .count()
 }
 

@@ -113,18 +113,23 @@ fn tc_qdiscs(pair: &Pair) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// A tree with every class-level mistake (oversubscribed children, a ceil above its parent's,
-/// a rate above its ceil, a child bursting more than its parent, quanta below the MTU) and
-/// deep queues, 40 leaves of them made alike. The plan of one check, applied whole, changes on
-/// each class exactly the parameters that the findings' `changes` name, and the queues that a
-/// fix names; a second check has nothing left to fix.
-#[test]
-fn the_whole_plan_changes_only_what_its_findings_name() {
-    if skip_unless_root("the_whole_plan_changes_only_what_its_findings_name") {
-        return;
-    }
-    let pair = Pair::create("plan").unwrap();
-    let dev = pair.dev_a.clone();
+/// Runs a `--fix-script` with `sh`, asserting it succeeds.
+fn run_script(script: &str) {
+    assert!(script.starts_with("#!/bin/sh\n"), "{script}");
+    let mut f = tempfile();
+    f.1.write_all(script.as_bytes()).unwrap();
+    f.1.flush().unwrap();
+    let o = std::process::Command::new("sh").arg(&f.0).output().unwrap();
+    let _ = std::fs::remove_file(&f.0);
+    assert!(
+        o.status.success(),
+        "the script failed: {}\n{script}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The tree of the test below, made as a script makes it.
+fn mistakes(dev: &str) -> Vec<String> {
     let mut tree = vec![
         format!("qdisc add dev {dev} root handle 1: htb default 30 r2q 100"),
         format!("class add dev {dev} parent 1: classid 1:1 htb rate 10mbit ceil 10mbit burst 2k cburst 2k"),
@@ -140,6 +145,87 @@ fn the_whole_plan_changes_only_what_its_findings_name() {
             "qdisc add dev {dev} parent 1:{i:x} handle {i:x}: pfifo limit 1000"
         ));
     }
+    tree
+}
+
+/// An accepted risk is neither reported nor changed: with the oversubscription and the small
+/// quanta ignored, the plan changes no class's rate or quantum, and a check with the same
+/// risks accepted has nothing left to fix.
+#[test]
+fn accepted_risks_are_left_as_they_are() {
+    if skip_unless_root("accepted_risks_are_left_as_they_are") {
+        return;
+    }
+    let pair = Pair::create("risk").unwrap();
+    batch(&pair.a, &mistakes(&pair.dev_a));
+    pair.a
+        .ip(&["link", "set", "dev", &pair.dev_a, "gso_max_segs", "1"])
+        .unwrap();
+    let ignore = [
+        "--ignore",
+        "htb-rates-oversubscribed",
+        "--ignore",
+        "htb-quantum-small",
+    ];
+    let report = check_json(&pair, &ignore);
+    for f in report["findings"].as_array().unwrap() {
+        assert!(
+            f["code"] != "htb-rates-oversubscribed" && f["code"] != "htb-quantum-small",
+            "{f:#}"
+        );
+        for c in f["changes"].as_array().cloned().unwrap_or_default() {
+            assert!(c["field"] != "quantum", "{f:#}");
+        }
+    }
+    let before = tc_classes(&pair);
+    run_script(&check_text(
+        &pair,
+        &[&["--fix-script"][..], &ignore].concat(),
+    ));
+    let after = tc_classes(&pair);
+    let mut changed = 0;
+    for (class, was) in &before {
+        let now = &after[class];
+        for key in ["quantum", "prio"] {
+            assert_eq!(was.get(key), now.get(key), "{class} {key}");
+        }
+        // a rate comes down only where it was above its ceil (htb-rate-exceeds-ceil: 1:20)
+        if was.get("rate") != now.get("rate") {
+            assert_eq!(
+                class,
+                "1:20",
+                "{class} rate {:?} -> {:?}",
+                was.get("rate"),
+                now.get("rate")
+            );
+        }
+        changed += usize::from(was != now);
+    }
+    assert!(changed > 0, "the plan changed nothing");
+    let again = check_json(&pair, &ignore);
+    let left: Vec<String> = again["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info" || !f["fix"].as_array().unwrap().is_empty())
+        .map(|f| format!("{} {}", f["code"], f["object"]))
+        .collect();
+    assert!(left.is_empty(), "still to fix: {left:?}\n{again:#}");
+}
+
+/// A tree with every class-level mistake (oversubscribed children, a ceil above its parent's,
+/// a rate above its ceil, a child bursting more than its parent, quanta below the MTU) and
+/// deep queues, 40 leaves of them made alike. The plan of one check, applied whole, changes on
+/// each class exactly the parameters that the findings' `changes` name, and the queues that a
+/// fix names; a second check has nothing left to fix.
+#[test]
+fn the_whole_plan_changes_only_what_its_findings_name() {
+    if skip_unless_root("the_whole_plan_changes_only_what_its_findings_name") {
+        return;
+    }
+    let pair = Pair::create("plan").unwrap();
+    let dev = pair.dev_a.clone();
+    let tree = mistakes(&dev);
     batch(&pair.a, &tree);
     pair.a
         .ip(&["link", "set", "dev", &dev, "gso_max_segs", "1"])
@@ -194,17 +280,8 @@ fn the_whole_plan_changes_only_what_its_findings_name() {
 
     let classes_before = tc_classes(&pair);
     let qdiscs_before = tc_qdiscs(&pair);
-    for cmd in &steps {
-        let o = std::process::Command::new("sh")
-            .args(["-c", cmd])
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "`{cmd}`: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+    // the plan as a user runs it: the script `--fix-script` prints, by the shell
+    run_script(&check_text(&pair, &["--fix-script"]));
     let classes_after = tc_classes(&pair);
     let qdiscs_after = tc_qdiscs(&pair);
 

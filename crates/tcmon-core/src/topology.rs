@@ -91,7 +91,10 @@ impl Topology {
         }
         let owners: HashMap<Handle, u32> = owners
             .into_iter()
-            .filter(|(_, (q, n))| *n == 1 || iface.qdiscs[*q as usize].parent == Handle::ROOT)
+            .filter(|(h, (q, n))| {
+                iface.qdiscs[*q as usize].parent == Handle::ROOT
+                    || (*n == 1 && *h != Handle::UNSPEC)
+            })
             .map(|(h, (q, _))| (h, q))
             .collect();
         // Candidate parent of each object; the walk below keeps the edges it can follow.
@@ -101,14 +104,18 @@ impl Topology {
             if let Some(o) = owner {
                 t.class_owner[i] = o;
             }
-            let parent = if c.parent == Handle::ROOT || c.parent == c.handle.qdisc() {
+            // A class named like its qdisc (HFSC's root class `1:`) is the parent of the classes
+            // that name `1:`, rather than the qdisc.
+            let parent = if c.parent == Handle::ROOT {
                 owner.map(|o| Obj::Qdisc(o as usize))
             } else if c.parent == c.handle {
                 None
+            } else if let Some(&p) = t.classes_by_handle.get(&c.parent) {
+                Some(Obj::Class(p as usize))
+            } else if c.parent == c.handle.qdisc() {
+                owner.map(|o| Obj::Qdisc(o as usize))
             } else {
-                t.classes_by_handle
-                    .get(&c.parent)
-                    .map(|&p| Obj::Class(p as usize))
+                None
             };
             if let Some(p) = parent {
                 edges.push((p, Obj::Class(i)));
@@ -346,12 +353,6 @@ impl Topology {
         }
     }
 
-    /// The qdisc attached under a class (its leaf qdisc, or a classful child).
-    pub fn leaf_qdisc(&self, iface: &Interface, class: usize) -> Option<usize> {
-        let h = iface.classes.get(class)?.handle;
-        self.qdisc_under(h)
-    }
-
     /// `obj`'s ancestors, nearest first, up to its root.
     pub fn ancestors(&self, obj: Obj) -> impl Iterator<Item = Obj> + '_ {
         let mut at = Some(obj);
@@ -521,6 +522,24 @@ mod tests {
                 "  q0: pfifo_fast",
                 "qffff: ingress"
             ]
+        );
+    }
+
+    /// HFSC has a root class named like its qdisc (`1:`): its children hang under it.
+    #[test]
+    fn a_root_class_named_like_its_qdisc() {
+        let i = sorted(Interface {
+            qdiscs: vec![q("1:", "root", "hfsc"), q("10:", "1:10", "pfifo")],
+            classes: vec![
+                c("1:", "root", "hfsc"),
+                c("1:1", "1:", "hfsc"),
+                c("1:10", "1:1", "hfsc"),
+            ],
+            ..Interface::default()
+        });
+        assert_eq!(
+            tree(&i),
+            ["q1: hfsc", " c1:", "  c1:1", "   c1:10", "    q10: pfifo"]
         );
     }
 

@@ -57,11 +57,24 @@ pub fn fix_plans<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Vec<Fix
     plans
 }
 
+/// Whether a fix line is a command (`tc`, `ip`, `ethtool`, a sysfs or sysctl write) rather than
+/// a comment or advice in words.
+pub fn is_command(line: &str) -> bool {
+    ["tc ", "ip ", "ethtool ", "echo ", "for ", "sysctl "]
+        .iter()
+        .any(|t| line.starts_with(t))
+}
+
+/// A command that holds only under a condition the reader must check (`   # if ...`).
+fn conditional(line: &str) -> bool {
+    line.contains("   # if ")
+}
+
 /// `cmd` run in network namespace `ns`: `tc -n`/`ip -n` where the tool has it, else
-/// `ip netns exec` (with `sh -c` for shell syntax). Comments and host-wide module settings
-/// are left as they are.
+/// `ip netns exec` (with `sh -c` for shell syntax). Comments, advice and host-wide module
+/// settings are left as they are.
 pub fn in_netns(cmd: &str, ns: &str) -> String {
-    if cmd.starts_with('#') || cmd.contains("/sys/module/") || cmd.contains("/etc/modprobe.d/") {
+    if !is_command(cmd) || cmd.contains("/sys/module/") || cmd.contains("/etc/modprobe.d/") {
         return cmd.to_owned();
     }
     for tool in ["tc ", "ip "] {
@@ -134,15 +147,21 @@ pub fn script(plans: &[FixPlan], netns: Option<&str>) -> String {
             batch.clear();
         };
         for st in &p.steps {
-            match st.command.strip_prefix("tc ") {
-                Some(rest) => batch.push(rest),
-                None => {
+            let line = st.command.as_str();
+            match line.strip_prefix("tc ") {
+                Some(rest) if !conditional(line) => batch.push(rest),
+                _ => {
                     flush(&mut s, &mut batch);
                     let cmd = match netns {
-                        Some(n) => in_netns(&st.command, n),
-                        None => st.command.clone(),
+                        Some(n) => in_netns(line, n),
+                        None => line.to_owned(),
                     };
-                    let _ = writeln!(s, "{cmd}");
+                    // advice, and commands whose condition a person must check, are not run
+                    if !is_command(line) && !line.starts_with('#') || conditional(line) {
+                        let _ = writeln!(s, "# {cmd}");
+                    } else {
+                        let _ = writeln!(s, "{cmd}");
+                    }
                 }
             }
         }
@@ -192,6 +211,34 @@ mod tests {
         assert!(sh.starts_with("#!/bin/sh\n"), "{sh}");
     }
 
+    /// Advice in words and commands under a condition are comments of the script: `set -e`
+    /// would stop at the first, and the second must not run on every host.
+    #[test]
+    fn the_script_runs_only_commands() {
+        let findings = [f(
+            "offload-on-shaped-link",
+            "r1",
+            "10:",
+            &[
+                "ip link set dev r1 gso_max_segs 1",
+                "ethtool -K r2 gro off   # if traffic through r1 arrives on r2",
+                "shape below the bottleneck rate",
+                "# for forwarded traffic: ethtool -K IN_DEV gro off",
+            ],
+        )];
+        let sh = script(&fix_plans(&findings), None);
+        let run: Vec<&str> = sh
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .collect();
+        assert_eq!(run, ["set -e", "ip link set dev r1 gso_max_segs 1"], "{sh}");
+        assert!(
+            sh.contains("\n# ethtool -K r2 gro off   # if traffic"),
+            "{sh}"
+        );
+        assert!(sh.contains("\n# shape below the bottleneck rate\n"), "{sh}");
+    }
+
     #[test]
     fn commands_run_in_the_namespace() {
         assert_eq!(
@@ -207,6 +254,7 @@ mod tests {
             "tc -n ns qdisc replace dev r1 root fq_codel"
         );
         assert_eq!(in_netns("# a note", "ns"), "# a note");
+        assert_eq!(in_netns("shape it below X", "ns"), "shape it below X");
         assert_eq!(
             in_netns(
                 "echo 0 > /sys/module/sch_htb/parameters/htb_hysteresis",

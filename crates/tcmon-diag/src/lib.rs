@@ -25,7 +25,7 @@ use tcmon_core::model::{Interface, Snapshot};
 use tcmon_core::rates::Rates;
 use tcmon_core::units::Handle;
 
-pub use fixplan::{fix_plans, in_netns, script, FixPlan, Step};
+pub use fixplan::{fix_plans, in_netns, is_command, script, FixPlan, Step};
 use merge::Sink;
 pub use merge::EXAMPLES;
 pub use registry::{explain, table, Area, Code, Phase, Rule, RULES};
@@ -74,6 +74,10 @@ pub struct Finding {
     /// Every object concerned, worst first (just `object` for a finding about one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<String>,
+    /// The severity of each of `objects` in a merged finding (they differ when the rule grades
+    /// each object: a deep queue at one class's ceil, a shallow one at another's).
+    #[serde(skip)]
+    pub severities: Vec<Severity>,
     /// The worst few objects of a merged finding, each with its own message.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
@@ -96,6 +100,7 @@ impl Default for Finding {
             changes: Vec::new(),
             count: 1,
             objects: Vec::new(),
+            severities: Vec::new(),
             examples: Vec::new(),
             weight: 0.0,
         }

@@ -93,9 +93,10 @@ struct Merged {
     objects: Vec<(Severity, f64, String)>,
     /// The worst few, worst first.
     examples: Vec<(Severity, f64, Example)>,
-    fix: Vec<String>,
+    /// Commands and changes with how bad their object is: the worst object's come first.
+    fix: Vec<(Severity, f64, String)>,
     seen: HashSet<String>,
-    changes: Vec<crate::Change>,
+    changes: Vec<(Severity, f64, crate::Change)>,
 }
 
 fn worse(a: (Severity, f64), b: (Severity, f64)) -> bool {
@@ -135,10 +136,11 @@ impl Merged {
         for cmd in f.fix.drain(..) {
             if !self.seen.contains(&cmd) {
                 self.seen.insert(cmd.clone());
-                self.fix.push(cmd);
+                self.fix.push((rank.0, rank.1, cmd));
             }
         }
-        self.changes.append(&mut f.changes);
+        self.changes
+            .extend(f.changes.drain(..).map(|c| (rank.0, rank.1, c)));
     }
 }
 
@@ -201,9 +203,13 @@ impl<'a> Sink<'a> {
 }
 
 fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, noun: &str) -> Finding {
-    // stable: equally bad objects keep the tree's order
-    m.objects
-        .sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
+    // worst first; stable: equally bad objects keep the tree's order
+    fn order<T>(v: &mut [(Severity, f64, T)]) {
+        v.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
+    }
+    order(&mut m.objects);
+    order(&mut m.fix);
+    order(&mut m.changes);
     let handle = iface.qdiscs[qdisc].handle;
     let title = worst.code.rule().title;
     worst.message = format!(
@@ -215,9 +221,10 @@ fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, noun:
     worst.evidence.insert("count", json!(m.count));
     worst.object = handle.to_string();
     worst.count = m.count;
+    worst.severities = m.objects.iter().map(|(s, _, _)| *s).collect();
     worst.objects = m.objects.into_iter().map(|(_, _, o)| o).collect();
     worst.examples = m.examples.into_iter().map(|(_, _, e)| e).collect();
-    worst.fix = m.fix;
-    worst.changes = m.changes;
+    worst.fix = m.fix.into_iter().map(|(_, _, c)| c).collect();
+    worst.changes = m.changes.into_iter().map(|(_, _, c)| c).collect();
     worst
 }

@@ -9,7 +9,7 @@ use tcmon_core::model::{Class, HtbClass, Interface, QdiscDetail};
 use tcmon_core::topology::Obj;
 use tcmon_core::units::Handle;
 
-use crate::{Change, Finding, Thresholds};
+use crate::{Change, Code, Finding, Thresholds};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Target {
@@ -81,6 +81,13 @@ pub(crate) fn effective_ceil(iface: &Interface, plan: &Plan, class: Handle) -> u
         .unwrap_or(u64::MAX)
 }
 
+/// A leaf whose quantum a reported finding is about (small or big, unless that code is an
+/// accepted risk): the plan's quantum stage and the quantum rule agree on it.
+pub(crate) fn quantum_flagged(h: &HtbClass, mtu: u64, r2q: u64, t: &Thresholds) -> bool {
+    (quantum_small(h, mtu) && !t.ignores(Code::HtbQuantumSmall))
+        || (quantum_big(h, r2q, t) && !t.ignores(Code::HtbQuantumBig))
+}
+
 pub(crate) fn quantum_big(h: &HtbClass, r2q: u64, t: &Thresholds) -> bool {
     u64::from(h.quantum_bytes) > t.quantum_max_bytes
         || (h.quantum_bytes == 200_000 && h.rate_bytes_per_sec / r2q.max(1) > 200_000)
@@ -126,7 +133,9 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
             // a top class: only keep rate within its own ceil (never raise a ceil: it may be
             // the link's cap)
             if let Some(tc) = p.targets.get_mut(&c.handle) {
-                tc.rate = tc.rate.min(tc.ceil.max(1));
+                if !t.ignores(Code::HtbRateExceedsCeil) {
+                    tc.rate = tc.rate.min(tc.ceil.max(1));
+                }
             }
             continue;
         };
@@ -139,11 +148,16 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
             .targets
             .get_mut(&c.handle)
             .expect("every htb class has a target");
-        if sum > u128::from(parent.rate) && sum > 0 {
+        // (each step only where its finding is reported, not an accepted risk)
+        if sum > u128::from(parent.rate) && sum > 0 && !t.ignores(Code::HtbRatesOversubscribed) {
             tc.rate = ((u128::from(own) * u128::from(parent.rate) / sum) as u64).max(125);
         }
-        tc.ceil = tc.ceil.min(parent.ceil);
-        tc.rate = tc.rate.min(tc.ceil.max(1));
+        if !t.ignores(Code::HtbCeilExceedsParent) {
+            tc.ceil = tc.ceil.min(parent.ceil);
+        }
+        if !t.ignores(Code::HtbRateExceedsCeil) {
+            tc.rate = tc.rate.min(tc.ceil.max(1));
+        }
     }
     // Buckets keep their time when a rate or ceil goes down (bytes would overflow the kernel's
     // tick count at a lower rate), then are made big enough for a packet and burst_min_ms.
@@ -167,10 +181,16 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
                 (u128::from(bytes) * 1_000_000_000 / u128::from(rate)) as u64
             }
         };
-        if tc.rate > 0 && bucket_small(tc.burst, ns(tc.burst, tc.rate), pkt, t) {
+        if tc.rate > 0
+            && !t.ignores(Code::HtbBurstSmall)
+            && bucket_small(tc.burst, ns(tc.burst, tc.rate), pkt, t)
+        {
             tc.burst = tc.burst.max(bucket_for(tc.rate, pkt, t));
         }
-        if tc.ceil > 0 && bucket_small(tc.cburst, ns(tc.cburst, tc.ceil), pkt, t) {
+        if tc.ceil > 0
+            && !t.ignores(Code::HtbCburstSmall)
+            && bucket_small(tc.cburst, ns(tc.cburst, tc.ceil), pkt, t)
+        {
             tc.cburst = tc.cburst.max(bucket_for(tc.ceil, pkt, t));
         }
     }
@@ -193,10 +213,7 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
         let Some(leaves) = leaves_of.remove(&qi) else {
             continue;
         };
-        if !leaves
-            .iter()
-            .any(|(_, h)| quantum_small(h, mtu) || quantum_big(h, r2q, t))
-        {
+        if !leaves.iter().any(|(_, h)| quantum_flagged(h, mtu, r2q, t)) {
             continue;
         }
         let rates: Vec<u64> = leaves
@@ -211,9 +228,7 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
         for ((c, h), r) in leaves.iter().zip(rates) {
             let quantum = match new_r2q {
                 Some(n) => Some((r / n).min(max)),
-                None if quantum_small(h, mtu) || quantum_big(h, r2q, t) => {
-                    Some(r.div_ceil(r2q).clamp(mtu, max))
-                }
+                None if quantum_flagged(h, mtu, r2q, t) => Some(r.div_ceil(r2q).clamp(mtu, max)),
                 None => None,
             };
             if let (Some(q), Some(tc)) = (quantum, p.targets.get_mut(&c.handle)) {
@@ -228,7 +243,8 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
     // own, which carries the command. One within its parent now, and beyond it only because
     // the plan shrinks the parent's bucket (a lower rate keeps its time), instead keeps the
     // parent's bucket up (below): lowering it would need a command no finding carries.
-    for (c, h) in &by_level {
+    let child_bursts = !t.ignores(Code::HtbChildBurstExceedsParent);
+    for (c, h) in by_level.iter().filter(|_| child_bursts) {
         let Some(ph) = parent_of(c) else { continue };
         let (Some(parent), Some(parent_now), Some(kid)) = (
             p.targets.get(&ph).copied(),
@@ -250,7 +266,7 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
     }
     // Where a child's minimum still exceeds its parent, the parent comes up to that minimum.
     by_level.reverse();
-    for (c, _) in &by_level {
+    for (c, _) in by_level.iter().filter(|_| child_bursts) {
         let Some(ph) = parent_of(c) else { continue };
         let (Some(kid), Some(parent)) = (p.targets.get(&c.handle).copied(), p.targets.get_mut(&ph))
         else {
@@ -362,13 +378,22 @@ pub(crate) fn resolve(iface: &Interface, findings: &mut [Finding]) {
     }
 }
 
-/// The class restated as the kernel reports it, with rate tables sized for packets of `mtu`.
-pub(crate) fn command_with_mtu(iface: &Interface, c: &Class, mtu: u32) -> Option<String> {
+/// The class restated as planned (as the kernel reports it where no finding changes it), with
+/// rate tables sized for packets of `mtu`: a traffic finding's command, which must not undo
+/// what the configuration findings' commands set, whichever runs last.
+pub(crate) fn command_with_mtu(
+    iface: &Interface,
+    plan: &Plan,
+    c: &Class,
+    mtu: u32,
+) -> Option<String> {
     let h = c.htb()?;
-    Some(format!(
-        "{} mtu {mtu}",
-        class_line(iface, c, h, &Target::of(h))
-    ))
+    let t = plan
+        .targets
+        .get(&c.handle)
+        .copied()
+        .unwrap_or_else(|| Target::of(h));
+    Some(format!("{} mtu {mtu}", class_line(iface, c, h, &t)))
 }
 
 fn class_line(iface: &Interface, c: &Class, h: &HtbClass, t: &Target) -> String {

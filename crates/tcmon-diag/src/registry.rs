@@ -34,6 +34,32 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, in declaration order (a test checks each is in [`RULES`] once).
+    pub const ALL: [Code; 22] = [
+        Code::QueueTooDeep,
+        Code::StandingQueue,
+        Code::OffloadOnShapedLink,
+        Code::HtbDefaultClassMissing,
+        Code::HtbQuantumSmall,
+        Code::HtbQuantumBig,
+        Code::HtbBurstSmall,
+        Code::HtbCburstSmall,
+        Code::HtbChildBurstExceedsParent,
+        Code::HtbRatesOversubscribed,
+        Code::HtbCeilExceedsParent,
+        Code::HtbRateExceedsCeil,
+        Code::HtbGiants,
+        Code::ClassSaturated,
+        Code::TbfQueueTooDeep,
+        Code::TbfBurstHuge,
+        Code::TbfBurstSmall,
+        Code::FilterChainLong,
+        Code::TxqueuelenDeepUnshaped,
+        Code::HtbHysteresisOn,
+        Code::BqlLimitHigh,
+        Code::Bufferbloat,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Code::QueueTooDeep => "queue-too-deep",

@@ -804,6 +804,14 @@ fn every_code_is_in_the_registry_once_and_explained() {
     }
     assert!(explain("no-such-code").is_none());
     assert!("no-such-code".parse::<Code>().is_err());
+    // every variant has its rule (`Code::rule` would panic on one that has none)
+    assert_eq!(Code::ALL.len(), RULES.len());
+    for code in Code::ALL {
+        assert!(
+            RULES.iter().any(|r| r.code == code),
+            "{code:?} not in RULES"
+        );
+    }
 }
 
 /// The README's table of findings is the registry's, as `tcmon check --explain list` is.
@@ -1068,4 +1076,50 @@ fn gro_fix_names_the_ingress_with_gro_on_and_never_loopback() {
         fix_with(&[("lo", Some(true))]),
         vec!["ip link set dev r1 gso_max_segs 1", generic]
     );
+}
+
+/// One rule on several classes of a qdisc is one finding: the worst object first (by severity,
+/// then by its delay), each object's own severity kept, every command once.
+#[test]
+fn a_merged_finding_names_the_worst_first() {
+    let q = vec![
+        htb_qdisc(10, 0x10, 0),
+        fifo("10:", "1:10", "pfifo", 100),
+        fifo("20:", "1:20", "pfifo", 1000),
+        fifo("30:", "1:30", "pfifo", 200),
+    ];
+    let i = iface(
+        q,
+        vec![
+            class("1:1", "root", 10 * MBIT, 10 * MBIT, 10, 7),
+            // 100 x 1514 B at 10 Mbit: 121 ms (warning)
+            class("1:10", "1:1", MBIT, 10 * MBIT, 10, 0),
+            // 1000 x 1514 B at 2 Mbit: 6 s (critical)
+            class("1:20", "1:1", MBIT, 2 * MBIT, 10, 0),
+            // 200 x 1514 B at 10 Mbit: 242 ms (warning, worse than 1:10)
+            class("1:30", "1:1", MBIT, 10 * MBIT, 10, 0),
+        ],
+    );
+    let f = check(&snap(Instant::now(), i));
+    let deep: Vec<&Finding> = f.iter().filter(|f| f.code == "queue-too-deep").collect();
+    assert_eq!(deep.len(), 1, "{deep:#?}");
+    let d = deep[0];
+    assert_eq!((d.object.as_str(), d.count), ("1:", 3));
+    assert_eq!(d.severity, Severity::Critical);
+    assert_eq!(d.objects, ["20:", "30:", "10:"]);
+    assert_eq!(
+        d.severities,
+        [Severity::Critical, Severity::Warning, Severity::Warning]
+    );
+    assert!(
+        d.message.contains("3 of the 3 qdiscs of qdisc 1:"),
+        "{}",
+        d.message
+    );
+    assert!(d.message.contains("pfifo 20: under 1:20"), "{}", d.message);
+    let examples: Vec<&str> = d.examples.iter().map(|e| e.object.as_str()).collect();
+    assert_eq!(examples, ["20:", "30:", "10:"]);
+    assert_eq!(d.evidence["count"], 3);
+    assert_eq!(d.fix.len(), 3, "{:?}", d.fix);
+    assert!(d.fix[0].contains("parent 1:20 "), "{:?}", d.fix);
 }

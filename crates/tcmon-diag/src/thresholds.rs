@@ -50,6 +50,12 @@ impl Default for Thresholds {
 }
 
 impl Thresholds {
+    /// Whether `code` is an accepted risk: its findings are not reported and the fix plan
+    /// makes none of its changes.
+    pub fn ignores(&self, code: crate::Code) -> bool {
+        self.ignore.iter().any(|c| code == c.as_str())
+    }
+
     /// Values the rules cannot work with, named as in the config file.
     pub fn validate(&self) -> Result<(), String> {
         let positive = [

@@ -514,9 +514,17 @@ fn filter_parents(link: &Interface) -> Vec<Handle> {
             _ => out.push(q.handle),
         }
     }
+    // The kinds by handle in one pass: the link is not sorted yet, and its topology would be
+    // built here only to be thrown away when it is.
+    let kinds: std::collections::HashMap<Handle, &str> = link
+        .qdiscs
+        .iter()
+        .filter(|q| q.handle != Handle::UNSPEC)
+        .map(|q| (q.handle, q.kind.as_str()))
+        .collect();
     for c in &link.classes {
-        let owner = link.qdisc(c.handle.qdisc()).map(|q| q.kind.as_str());
-        if owner.is_some_and(|k| CLASS_FILTERS.contains(&k)) {
+        let owner = kinds.get(&c.handle.qdisc());
+        if owner.is_some_and(|k| CLASS_FILTERS.contains(k)) {
             out.push(c.handle);
         }
     }

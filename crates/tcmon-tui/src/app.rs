@@ -2,7 +2,6 @@
 //! it through [`App::on_key`], and what the poller must do comes back as an [`Action`].
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -458,15 +457,22 @@ impl App {
         };
         for f in self.state.findings.iter() {
             if f.interface == iface.name && f.severity >= Severity::Warning {
-                // a merged finding flags each of its objects
+                // a merged finding flags each of its objects, at that object's own severity
                 let objects = if f.objects.is_empty() {
                     std::slice::from_ref(&f.object)
                 } else {
                     &f.objects[..]
                 };
-                for h in objects.iter().filter_map(|o| canonical_handle(o)) {
-                    let e = self.flagged.entry(h).or_insert(f.severity);
-                    *e = (*e).max(f.severity);
+                for (i, o) in objects.iter().enumerate() {
+                    let sev = f.severities.get(i).copied().unwrap_or(f.severity);
+                    if sev < Severity::Warning {
+                        // objects come worst first: the rest are information too
+                        break;
+                    }
+                    if let Some(h) = canonical_handle(o) {
+                        let e = self.flagged.entry(h).or_insert(sev);
+                        *e = (*e).max(sev);
+                    }
                 }
             }
         }
@@ -520,34 +526,9 @@ impl App {
     }
 }
 
-/// Flags by handle. Handles are small integers: a multiply and a fold spread them (SipHash's
-/// resistance to chosen keys buys nothing for the kernel's handles).
-type Flags = HashMap<Handle, Severity, BuildHasherDefault<HandleHasher>>;
-
-#[derive(Debug, Default)]
-struct HandleHasher(u64);
-
-impl Hasher for HandleHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-
-    fn finish(&self) -> u64 {
-        // the table indexes by the low bits, and a product's low bits come from the key's low
-        // bits only (0 in every qdisc handle): fold the well-mixed high half in
-        self.0 ^ (self.0 >> 32)
-    }
-}
+/// Flags by handle (rustc-hash 2 folds the high bits of its product into the low ones, which
+/// the table indexes by: qdisc handles have a zero minor).
+type Flags = HashMap<Handle, Severity, rustc_hash::FxBuildHasher>;
 
 /// `h` in tc notation, as its `Display` writes it, without allocating: the tree's handle
 /// width and filter look at every object.

@@ -46,11 +46,13 @@ pub(super) fn filter_chains(c: &Ctx<'_>, out: &mut Sink<'_>) {
         }
         let new_ht = format!("{:x}:", (htid_max + 1).min(0xFFF));
         // Classes reached only by rules tried after this chain pay for all of it.
-        let mut behind: Vec<String> = c
-            .iface
-            .filters
+        // (sorted by parent, then prio: a range, not a scan per chain)
+        let filters = &c.iface.filters;
+        let from = filters.partition_point(|f| (f.parent, f.prio) <= (ch.parent, ch.prio));
+        let mut behind: Vec<String> = filters[from..]
             .iter()
-            .filter(|f| f.is_rule && f.parent == ch.parent && f.prio > ch.prio)
+            .take_while(|f| f.parent == ch.parent)
+            .filter(|f| f.is_rule)
             .filter_map(|f| f.class_id.map(|h| h.to_string()))
             .collect();
         behind.sort();

@@ -207,7 +207,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         .filter(|cl| topo.class(cl.handle).and_then(|i| topo.owner(i)) == Some(qi))
         .filter(|cl| cl.htb().is_some_and(|x| x.level == 0))
         .collect();
-    let flagged = |x: &HtbClass| plan::quantum_small(x, mtu) || plan::quantum_big(x, r2q, c.t);
+    let flagged = |x: &HtbClass| plan::quantum_flagged(x, mtu, r2q, c.t);
     // The leaves that change only with the common r2q go with the first finding, once (a list
     // of every leaf per finding is quadratic).
     let mut others = Some(plan::changes(
@@ -220,10 +220,11 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
     ));
     for cl in &leaves {
         let x = cl.htb().expect("filtered on htb");
-        let (is_small, is_big) = (plan::quantum_small(x, mtu), plan::quantum_big(x, r2q, c.t));
-        if !(is_small || is_big) {
+        if !flagged(x) {
             continue;
         }
+        // (an accepted risk is not flagged: `flagged` says which code is left)
+        let is_small = plan::quantum_small(x, mtu) && !c.t.ignores(Code::HtbQuantumSmall);
         let computed = x.rate_bytes_per_sec / r2q;
         let mut changes = plan::changes(c.plan(), [*cl], plan::QUANTUM);
         changes.extend(others.take().into_iter().flatten());
@@ -318,6 +319,8 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 ("proposed_bytes", json!(want)),
             ]),
             changes: plan::changes(c.plan(), [cl], bit),
+            // the shortfall against what the bucket should hold
+            weight: want.unwrap_or(bytes).saturating_sub(bytes) as f64,
             ..Finding::default()
         });
     }
@@ -338,6 +341,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
             ]),
             changes: plan::changes(c.plan(), [cl], plan::RATE),
+            weight: (h.rate_bytes_per_sec - h.ceil_bytes_per_sec) as f64,
             ..Finding::default()
         });
     }
@@ -363,6 +367,7 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
             // GSO packets can pass the class as one: size the tables for the largest.
             fix: plan::command_with_mtu(
                 c.iface,
+                c.plan(),
                 cl,
                 c.iface.gso_max_size.unwrap_or(0).max(c.iface.mtu).max(1500),
             )
@@ -474,6 +479,7 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     descendants(c.iface, pi),
                     plan::RATE | plan::BURST | plan::CBURST,
                 ),
+                weight: (sum - u128::from(p.rate_bytes_per_sec)) as f64,
                 ..Finding::default()
             });
         }
@@ -506,6 +512,7 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                         )),
                         plan::CEIL | plan::RATE,
                     ),
+                    weight: (x.ceil_bytes_per_sec - p.ceil_bytes_per_sec) as f64,
                     ..Finding::default()
                 });
             }
@@ -535,6 +542,9 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     // The plan lowers the child to the parent's buckets, and raises the parent
                     // only where the child's own minimum is still larger.
                     changes: plan::changes(c.plan(), [k, parent], plan::BURST | plan::CBURST),
+                    weight: (x.burst_bytes.saturating_sub(p.burst_bytes)
+                        + x.cburst_bytes.saturating_sub(p.cburst_bytes))
+                        as f64,
                     ..Finding::default()
                 });
             }

@@ -79,7 +79,7 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
             ("root_kind", json!(root.kind.as_str())),
         ]),
         fix: if c.facts.fq_codel_available == Some(false) {
-            vec![format!("shape below the bottleneck rate: tc qdisc replace dev {} root handle 1: htb default 1 ...", c.iface.name)]
+            vec![format!("# shape below the bottleneck rate: tc qdisc replace dev {} root handle 1: htb default 1 ...", c.iface.name)]
         } else {
             vec![format!("tc qdisc replace dev {} root fq_codel", c.iface.name)]
         },

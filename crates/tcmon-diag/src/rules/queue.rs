@@ -39,11 +39,10 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
         if inside_tbf(c.iface, q) {
             continue;
         }
-        let Some((class, h)) = htb_parent(c.iface, q) else {
+        let Some((class, _)) = htb_parent(c.iface, q) else {
             continue;
         };
         // the narrowest ceil above the queue, after the class fixes: the fix must fit those
-        let _ = h;
         let ceil = plan::effective_ceil(c.iface, c.plan(), class.handle).max(1);
         let delay_ns = capacity_bytes as f64 * 1e9 / ceil as f64;
         let severity = if delay_ns / 1e6 >= c.t.queue_delay_critical_ms {
@@ -90,6 +89,7 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
             ),
             evidence,
             fix,
+            weight: delay_ns,
             ..Finding::default()
         });
     }
@@ -186,6 +186,7 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
                 ),
                 _ => Vec::new(),
             },
+            weight: delay_ns,
             ..Finding::default()
         });
     }

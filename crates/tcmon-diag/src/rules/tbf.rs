@@ -205,6 +205,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
             ("drain_bytes_per_sec", json!(drain)),
         ]),
         fix,
+        weight: delay_ns,
         ..Finding::default()
     });
 }

@@ -44,15 +44,16 @@ flagged_tree() {
   rm -f "$batch"
 }
 
-# libreqos_tree NS CIRCUITS [QUEUES]: the layout LibreQoS builds on a multiqueue NIC, from its
+# libreqos_tree NS CIRCUITS [QUEUES] [u32]: the layout LibreQoS builds on a multiqueue NIC, from its
 # command shapes: an mq root (7fff:) on a veth with QUEUES TX queues (default 4), an HTB under
 # each queue (handle Q:, default Q:2) with a top class Q:1 and a default class Q:2, then sites
 # > access points > circuits spread over the queues (10 APs a site, 20 circuits an AP), each
 # circuit with a guaranteed rate far below its ceil, as subscriber plans are. The circuits'
 # leaf queues are the kernel's default FIFO (LibreQoS puts cake or fq_codel there; this
-# kernel has neither).
+# kernel has neither). With `u32`, its older classifier too: one u32 filter per circuit on the
+# queue's HTB, matching the circuit's address (10.Q.x.y), all at one prio.
 libreqos_tree() {
-  local ns=$1 circuits=$2 queues=${3:-4} batch q minor site ap c per_q
+  local ns=$1 circuits=$2 queues=${3:-4} filters=${4:-} batch q minor site ap c per_q
   ip netns add "$ns"
   ip -n "$ns" link add v0 numtxqueues "$queues" numrxqueues "$queues" type veth peer name v1 \
     numtxqueues "$queues" numrxqueues "$queues"
@@ -77,6 +78,10 @@ libreqos_tree() {
           printf 'class add dev v0 parent %x:%x classid %x:%x htb rate 200mbit ceil 1gbit prio 3\n' "$q" "$site" "$q" "$ap"
         fi
         printf 'class add dev v0 parent %x:%x classid %x:%x htb rate 5mbit ceil 100mbit prio 3\n' "$q" "$ap" "$q" "$minor"
+        if [ "$filters" = u32 ]; then
+          printf 'filter add dev v0 parent %x: protocol ip prio 1 u32 match ip dst 10.%d.%d.%d/32 flowid %x:%x\n' \
+            "$q" "$q" $((c / 250)) $((c % 250 + 1)) "$q" "$minor"
+        fi
         minor=$((minor + 1))
       done
     done

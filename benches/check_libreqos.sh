@@ -4,18 +4,20 @@
 # the same run: time beyond the window, peak RSS, findings, lines, fix-plan commands.
 # Needs root.
 #
-# Usage: benches/check_libreqos.sh [CIRCUITS] [QUEUES]     (defaults 10000 and 4)
+# Usage: benches/check_libreqos.sh [CIRCUITS] [QUEUES] [u32]   (defaults 10000 and 4; u32: a
+# u32 filter per circuit, LibreQoS's older classifier)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/big_tree.sh
 CIRCUITS=${1:-10000}
 QUEUES=${2:-4}
+FILTERS=${3:-}
 [ "$(id -u)" = 0 ] || { echo "SKIPPED check_libreqos: needs root"; exit 0; }
 cargo build --release --quiet --bin tcmon
 TCMON=$PWD/target/release/tcmon
 NS=tcmon-bench-lq-$$
 trap 'ip netns del "$NS" 2>/dev/null || true' EXIT
-libreqos_tree "$NS" "$CIRCUITS" "$QUEUES"
+libreqos_tree "$NS" "$CIRCUITS" "$QUEUES" "$FILTERS"
 classes=$(tc -n "$NS" class show dev v0 | wc -l)
 now() { date +%s%N; }
 t0=$(now); "$TCMON" dump --json --netns "$NS" --dev v0 >/dev/null; t1=$(now)
@@ -32,6 +34,6 @@ import json, sys
 d = json.load(sys.stdin)
 print(len(d["findings"]), sum(f["count"] for f in d["findings"]), sum(len(p["steps"]) for p in d["plan"]))' || true)
 findings=${summary%% *}; rest=${summary#* }; objects=${rest%% *}; steps=${rest#* }
-echo "LibreQoS layout: $CIRCUITS circuits over $QUEUES TX queues ($classes classes)"
+echo "LibreQoS layout: $CIRCUITS circuits over $QUEUES TX queues ($classes classes${FILTERS:+, a u32 filter per circuit})"
 echo "check: $check_ms ms beyond its 1 s window, one dump --json $dump_ms ms: $(awk -v a="$check_ms" -v b="$dump_ms" 'BEGIN {printf "%.2f", a / b}')x; peak RSS $peak MB"
 echo "  $findings findings about $objects objects, $lines lines of output, a fix plan of $steps commands"

@@ -2,12 +2,19 @@
 #
 # big_tree NS CLASSES: namespace NS with veth v0/v1 up, and on v0 an HTB root with CLASSES
 # classes under 1:1, each with a pfifo leaf (the issues' "10,000 HTB classes each with a leaf").
-big_tree() {
-  local ns=$1 classes=$2 batch
+# veth_ns NS [QUEUES]: namespace NS with veth v0/v1 up (QUEUES TX and RX queues each)
+veth_ns() {
+  local ns=$1 queues=${2:-1}
   ip netns add "$ns"
-  ip -n "$ns" link add v0 type veth peer name v1
+  ip -n "$ns" link add v0 numtxqueues "$queues" numrxqueues "$queues" type veth peer name v1 \
+    numtxqueues "$queues" numrxqueues "$queues"
   ip -n "$ns" link set v0 up
   ip -n "$ns" link set v1 up
+}
+
+big_tree() {
+  local ns=$1 classes=$2 batch
+  veth_ns "$ns"
   batch=$(mktemp)
   {
     echo "qdisc add dev v0 root handle 1: htb default 1"
@@ -26,10 +33,7 @@ big_tree() {
 # (1.2 s at its 10 Mbit ceil), so every leaf is flagged by two rules.
 flagged_tree() {
   local ns=$1 classes=$2 batch
-  ip netns add "$ns"
-  ip -n "$ns" link add v0 type veth peer name v1
-  ip -n "$ns" link set v0 up
-  ip -n "$ns" link set v1 up
+  veth_ns "$ns"
   batch=$(mktemp)
   {
     echo "qdisc add dev v0 root handle 1: htb default 2 r2q 100"
@@ -54,11 +58,7 @@ flagged_tree() {
 # queue's HTB, matching the circuit's address (10.Q.x.y), all at one prio.
 libreqos_tree() {
   local ns=$1 circuits=$2 queues=${3:-4} filters=${4:-} batch q minor site ap c per_q
-  ip netns add "$ns"
-  ip -n "$ns" link add v0 numtxqueues "$queues" numrxqueues "$queues" type veth peer name v1 \
-    numtxqueues "$queues" numrxqueues "$queues"
-  ip -n "$ns" link set v0 up
-  ip -n "$ns" link set v1 up
+  veth_ns "$ns" "$queues"
   batch=$(mktemp)
   per_q=$(((circuits + queues - 1) / queues))
   {

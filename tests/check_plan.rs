@@ -113,6 +113,17 @@ fn tc_qdiscs(pair: &Pair) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// What a report still asks to fix: a warning or worse, or any finding with a fix.
+fn left_to_fix(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info" || !f["fix"].as_array().unwrap().is_empty())
+        .map(|f| format!("{} {}", f["code"], f["object"]))
+        .collect()
+}
+
 /// Runs a `--fix-script` with `sh`, asserting it succeeds.
 fn run_script(script: &str) {
     assert!(script.starts_with("#!/bin/sh\n"), "{script}");
@@ -203,13 +214,7 @@ fn accepted_risks_are_left_as_they_are() {
     }
     assert!(changed > 0, "the plan changed nothing");
     let again = check_json(&pair, &ignore);
-    let left: Vec<String> = again["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["severity"] != "info" || !f["fix"].as_array().unwrap().is_empty())
-        .map(|f| format!("{} {}", f["code"], f["object"]))
-        .collect();
+    let left = left_to_fix(&again);
     assert!(left.is_empty(), "still to fix: {left:?}\n{again:#}");
 }
 
@@ -338,13 +343,7 @@ fn the_whole_plan_changes_only_what_its_findings_name() {
     }
 
     let after = check_json(&pair, &[]);
-    let left: Vec<String> = after["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["severity"] != "info" || !f["fix"].as_array().unwrap().is_empty())
-        .map(|f| format!("{} {}", f["code"], f["object"]))
-        .collect();
+    let left = left_to_fix(&after);
     assert!(left.is_empty(), "still to fix: {left:?}\n{after:#}");
 }
 

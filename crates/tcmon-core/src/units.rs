@@ -58,8 +58,9 @@ impl fmt::Debug for Handle {
 }
 
 impl Handle {
-    /// tc notation without the formatting machinery: snapshots serialize tens of thousands.
-    fn write_tc(self, buf: &mut [u8; 16]) -> &str {
+    /// tc notation (as `Display` writes it) into `buf`, without the formatting machinery or an
+    /// allocation: snapshots serialize tens of thousands, and the UI measures every row's.
+    pub fn write_tc(self, buf: &mut [u8; 16]) -> &str {
         fn hex(mut v: u16, out: &mut [u8; 16], at: &mut usize) {
             let start = *at;
             loop {

@@ -482,7 +482,7 @@ impl App {
                 let h = handle_kind(iface, n.obj).0;
                 // as view's name_cell lays it out: indent, fold marker, handle; and a finding's ` !`
                 let flag = if self.flagged.contains_key(&h) { 2 } else { 0 };
-                n.depth + 2 + tc_name(h, &mut [0; 16]).len() + flag
+                n.depth + 2 + h.write_tc(&mut [0; 16]).len() + flag
             })
             .max()
             .unwrap_or(0);
@@ -530,40 +530,11 @@ impl App {
 /// the table indexes by: qdisc handles have a zero minor).
 type Flags = HashMap<Handle, Severity, rustc_hash::FxBuildHasher>;
 
-/// `h` in tc notation, as its `Display` writes it, without allocating: the tree's handle
-/// width and filter look at every object.
-fn tc_name(h: Handle, buf: &mut [u8; 16]) -> &str {
-    fn hex(v: u16, out: &mut [u8; 16], at: &mut usize) {
-        let digits = (16 - v.leading_zeros() as usize).div_ceil(4).max(1);
-        for i in 0..digits {
-            out[*at + i] = b"0123456789abcdef"[usize::from((v >> (4 * (digits - 1 - i))) & 0xF)];
-        }
-        *at += digits;
-    }
-    let n = match h {
-        Handle::ROOT => return "root",
-        Handle::UNSPEC => return "0:",
-        h => {
-            let mut at = 0;
-            if h.major() != 0 {
-                hex(h.major(), buf, &mut at);
-            }
-            buf[at] = b':';
-            at += 1;
-            if h.minor() != 0 {
-                hex(h.minor(), buf, &mut at);
-            }
-            at
-        }
-    };
-    std::str::from_utf8(&buf[..n]).expect("ASCII")
-}
-
 /// The handle `object` names in tc notation, if it is spelled as `Handle`'s `Display` spells
 /// it: what a handle's `to_string()` would have matched.
 fn canonical_handle(object: &str) -> Option<Handle> {
     let h: Handle = object.parse().ok()?;
-    (tc_name(h, &mut [0; 16]) == object).then_some(h)
+    (h.write_tc(&mut [0; 16]) == object).then_some(h)
 }
 
 /// The first interface with a shaper on its root, else the first one.
@@ -673,7 +644,7 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
             .iter()
             .map(|node| {
                 let (h, kind) = handle_kind(iface, node.obj);
-                tc_name(h, &mut [0; 16]).contains(filter_lower)
+                h.write_tc(&mut [0; 16]).contains(filter_lower)
                     || kind.to_lowercase().contains(filter_lower)
             })
             .collect();
@@ -724,7 +695,7 @@ mod tests {
             }
         }
         for h in handles {
-            assert_eq!(tc_name(h, &mut [0; 16]), h.to_string());
+            assert_eq!(h.write_tc(&mut [0; 16]), h.to_string());
             assert_eq!(canonical_handle(&h.to_string()), Some(h));
         }
         // what no handle's to_string() is: nothing is flagged by it

@@ -185,6 +185,17 @@ pub struct Rule {
     pub numbers: &'static str,
 }
 
+/// What `htb-burst-small` and `htb-cburst-small` say (meaning, why, numbers): one bucket each.
+const BUCKET: (&str, &str, &str) = (
+    "burst (cburst) is how many bytes a class may send at once after being idle, at rate \
+     (ceil).",
+    "A bucket smaller than one packet, or than the timer's granularity at the rate, can keep a \
+     class below its rate. On this kernel (hrtimers) tc's default bucket cost only 1-3% of \
+     throughput between 100 Mbit and 2 Gbit, so this is information.",
+    "small when the bucket < MTU + 14 bytes, or < burst_min_ms (1 ms) of the rate. The fix \
+     sets max(MTU + 14, rate x burst_min_ms).",
+);
+
 /// Every rule, in the order `--explain list` gives them.
 pub const RULES: &[Rule] = &[
     Rule {
@@ -296,14 +307,9 @@ pub const RULES: &[Rule] = &[
         phase: Phase::Config,
         severity: "info",
         title: "A class's burst is small for its rate",
-        meaning: "burst (cburst) is how many bytes a class may send at once after being idle, at \
-             rate (ceil).",
-        why: "A bucket smaller than one packet, or than the timer's granularity at the rate, can \
-             keep a class below its rate. On this kernel (hrtimers) tc's default bucket cost \
-             only 1-3% of throughput between 100 Mbit and 2 Gbit, so this is information.",
-        numbers:
-            "small when the bucket < MTU + 14 bytes, or < burst_min_ms (1 ms) of the rate. The \
-             fix sets max(MTU + 14, rate x burst_min_ms).",
+        meaning: BUCKET.0,
+        why: BUCKET.1,
+        numbers: BUCKET.2,
     },
     Rule {
         code: Code::HtbCburstSmall,
@@ -311,14 +317,9 @@ pub const RULES: &[Rule] = &[
         phase: Phase::Config,
         severity: "info",
         title: "A class's cburst is small for its ceil",
-        meaning: "burst (cburst) is how many bytes a class may send at once after being idle, at \
-             rate (ceil).",
-        why: "A bucket smaller than one packet, or than the timer's granularity at the rate, can \
-             keep a class below its rate. On this kernel (hrtimers) tc's default bucket cost \
-             only 1-3% of throughput between 100 Mbit and 2 Gbit, so this is information.",
-        numbers:
-            "small when the bucket < MTU + 14 bytes, or < burst_min_ms (1 ms) of the rate. The \
-             fix sets max(MTU + 14, rate x burst_min_ms).",
+        meaning: BUCKET.0,
+        why: BUCKET.1,
+        numbers: BUCKET.2,
     },
     Rule {
         code: Code::HtbChildBurstExceedsParent,

@@ -32,6 +32,17 @@ const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 /// classes that is ~48 MB resident and a 64 MB peak; returning 4 KiB pages at once gives ~35
 /// and ~51 MB at the same CPU (README, benches/serve_10k.sh). `MIMALLOC_PURGE_DELAY` or
 /// `MIMALLOC_ALLOW_THP` in the environment still win.
+/// For the commands that print to a reader: when the reader goes away (`| head`), end as Unix
+/// tools do, killed by SIGPIPE without a word, instead of failing on the write. Rust ignores
+/// SIGPIPE at start-up; the servers keep that (a client that goes away is theirs to handle),
+/// and sockets are written with MSG_NOSIGNAL either way.
+fn die_with_the_reader() {
+    // SAFETY: restores the default action of one signal; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn hold_little_memory() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets an integer option; mimalloc reads it when it next purges.
@@ -296,6 +307,12 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if matches!(
+        cli.command,
+        Some(Command::Dump(_) | Command::Check(_) | Command::Probe(_) | Command::Lab { .. })
+    ) {
+        die_with_the_reader();
+    }
     let result = match cli.command {
         None => tui::run(cli.ui),
         Some(Command::Dump(args)) => dump::run(&args),

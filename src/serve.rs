@@ -343,7 +343,12 @@ impl App {
             };
             let mut r = ok(content_type, self.doc(doc, gzip).await);
             let h = r.headers_mut();
-            h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+            // /metrics picks its format by Accept: a cache between must not mix them up
+            let vary = match doc {
+                Doc::Metrics(_) => "Accept, Accept-Encoding",
+                Doc::Snapshot | Doc::Findings => "Accept-Encoding",
+            };
+            h.insert(header::VARY, HeaderValue::from_static(vary));
             if gzip {
                 h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
             }

@@ -225,6 +225,76 @@ fn vanished_interface_is_skipped() {
     );
 }
 
+/// A reader that goes away (`| head -1`) ends `dump` and `check` quietly, as it ends any Unix
+/// tool: killed by SIGPIPE, no message, no panic; their output here is larger than a pipe holds.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    if skip_unless_root("a_closed_pipe_ends_quietly") {
+        return;
+    }
+    let pair = Pair::create("pipe").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 2 r2q 100")
+        .unwrap();
+    let mut batch = String::new();
+    for i in 2..1500 {
+        batch.push_str(&format!(
+            "class add dev veth0 parent 1: classid 1:{i:x} htb rate 1mbit ceil 10mbit\n"
+        ));
+    }
+    let path = std::env::temp_dir().join(format!("tcmon-pipe-{}", std::process::id()));
+    std::fs::write(&path, batch).unwrap();
+    pair.a.tc(&["-batch", path.to_str().unwrap()]).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let ns = pair.a.name.clone();
+    for args in [
+        vec!["dump", "--netns", &ns, "--dev", "veth0"],
+        vec![
+            "check",
+            "--verbose",
+            "--window",
+            "100ms",
+            "--netns",
+            &ns,
+            "--dev",
+            "veth0",
+        ],
+        vec![
+            "check",
+            "--fix-script",
+            "--window",
+            "100ms",
+            "--netns",
+            &ns,
+            "--dev",
+            "veth0",
+        ],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tcmon"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        // the reader goes away after one line
+        let o = child.wait_with_output().unwrap();
+        let err = common::stderr(&o);
+        assert!(!first.is_empty(), "{args:?}: nothing printed");
+        assert!(err.is_empty(), "{args:?}: {err}");
+        assert_eq!(
+            o.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {:?}",
+            o.status
+        );
+    }
+}
+
 /// Entering a namespace is the one thing that needs privileges; the error says so.
 #[test]
 fn netns_without_privileges_says_what_is_needed() {

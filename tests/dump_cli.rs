@@ -237,12 +237,11 @@ fn a_closed_pipe_ends_quietly() {
     let pair = Pair::create("pipe").unwrap();
     pair.tc_a("qdisc add root handle 1: htb default 2 r2q 100")
         .unwrap();
-    let mut batch = String::new();
-    for i in 2..1500 {
-        batch.push_str(&format!(
-            "class add dev veth0 parent 1: classid 1:{i:x} htb rate 1mbit ceil 10mbit\n"
-        ));
-    }
+    let batch: String = (2..1500)
+        .map(|i| {
+            format!("class add dev veth0 parent 1: classid 1:{i:x} htb rate 1mbit ceil 10mbit\n")
+        })
+        .collect();
     let path = std::env::temp_dir().join(format!("tcmon-pipe-{}", std::process::id()));
     std::fs::write(&path, batch).unwrap();
     pair.a.tc(&["-batch", path.to_str().unwrap()]).unwrap();

@@ -229,6 +229,7 @@ fn vanished_interface_is_skipped() {
 /// tool: killed by SIGPIPE, no message, no panic; their output here is larger than a pipe holds.
 #[test]
 fn a_closed_pipe_ends_quietly() {
+    use std::fmt::Write as _;
     use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;
     if skip_unless_root("a_closed_pipe_ends_quietly") {
@@ -237,11 +238,13 @@ fn a_closed_pipe_ends_quietly() {
     let pair = Pair::create("pipe").unwrap();
     pair.tc_a("qdisc add root handle 1: htb default 2 r2q 100")
         .unwrap();
-    let batch: String = (2..1500)
-        .map(|i| {
-            format!("class add dev veth0 parent 1: classid 1:{i:x} htb rate 1mbit ceil 10mbit\n")
-        })
-        .collect();
+    let mut batch = String::new();
+    for i in 2..1500 {
+        let _ = writeln!(
+            batch,
+            "class add dev veth0 parent 1: classid 1:{i:x} htb rate 1mbit ceil 10mbit"
+        );
+    }
     let path = std::env::temp_dir().join(format!("tcmon-pipe-{}", std::process::id()));
     std::fs::write(&path, batch).unwrap();
     pair.a.tc(&["-batch", path.to_str().unwrap()]).unwrap();

@@ -180,7 +180,7 @@ struct CheckArgs {
     explain: Option<String>,
     /// Also run the latency-under-load test against this `tcmon sink` (HOST:PORT) and add a
     /// `bufferbloat` finding graded by it.
-    #[arg(long, value_name = "SINK_ADDR", value_parser = socket_addr)]
+    #[arg(long, value_name = "SINK_ADDR", value_parser = sink_addr)]
     load: Option<std::net::SocketAddr>,
     /// With --load: how long the test runs (five phases).
     #[arg(long, value_name = "DUR", value_parser = duration, default_value = "20s", requires = "load")]
@@ -197,7 +197,7 @@ struct ProbeArgs {
     #[arg(value_name = "TARGET", required = true)]
     targets: Vec<String>,
     /// Load against this `tcmon sink` (HOST:PORT). Without it only current traffic is seen.
-    #[arg(long, value_name = "SINK_ADDR", value_parser = socket_addr)]
+    #[arg(long, value_name = "SINK_ADDR", value_parser = sink_addr)]
     load: Option<std::net::SocketAddr>,
     /// Time measured; with --load, five equal phases (connecting and closing the streams add
     /// a few seconds).
@@ -209,8 +209,8 @@ struct ProbeArgs {
     /// A probe unanswered this long is lost (long: bloated queues answer late, not never).
     #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s")]
     timeout: Duration,
-    /// TCP streams per direction.
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    /// TCP streams per direction (at least 1: no load grades nothing).
+    #[arg(long, value_name = "N", default_value = "4", value_parser = streams)]
     streams: usize,
     /// Mark streams with these DSCPs, round robin (BE, BK, CS5, EF; comma separated).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -234,7 +234,7 @@ struct ProbeArgs {
 #[derive(Debug, Args)]
 struct SinkArgs {
     /// TCP and UDP on this address (use 0.0.0.0:7878 to serve other hosts).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878", value_parser = socket_addr)]
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878", value_parser = sink_addr)]
     listen: std::net::SocketAddr,
     /// Streams open at once; more are refused.
     #[arg(long, value_name = "N", default_value_t = 64)]
@@ -273,6 +273,11 @@ fn at_least_one(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `--streams`: at least one, or the "load" is idle and the grade a fiction.
+fn streams(s: &str) -> Result<usize, String> {
+    at_least_one(s).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
 /// A window or an interval: rates divide by it.
 fn positive_duration(s: &str) -> Result<Duration, String> {
     match duration(s)? {
@@ -281,7 +286,15 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-/// `IP:PORT`; names are not resolved (a listener or a sink is an address).
+/// A `tcmon sink`'s `IP:PORT` (its default port is 7878); names are not resolved.
+fn sink_addr(s: &str) -> Result<SocketAddr, String> {
+    s.parse().map_err(|_| {
+        "expected an IP address and port, such as 127.0.0.1:7878 (a tcmon sink; not a host name)"
+            .to_owned()
+    })
+}
+
+/// `IP:PORT`; names are not resolved (a listener is an address).
 fn socket_addr(s: &str) -> Result<SocketAddr, String> {
     s.parse().map_err(|_| {
         "expected an IP address and port, such as 127.0.0.1:29110 or [::1]:29110 (not a host name)"

@@ -121,10 +121,17 @@ fn human(r: &Report) -> String {
             phase,
             phase_latency_increase_ms,
         }) => {
+            // at A+ and A there is nothing worth fixing
+            let advice = match r.grade {
+                Some(tcmon_probe::Grade::APlus | tcmon_probe::Grade::A) => {
+                    "little to fix at this grade"
+                }
+                _ => "`tcmon check` says how to fix it",
+            };
             let _ = writeln!(
                 s,
                 "bottleneck: on this host, {interface} {object} ({kind}) holds {} of queue at \
-                 the rate it sends (the {phase} phase rose {}); `tcmon check` says how to fix it",
+                 the rate it sends (the {phase} phase rose {}); {advice}",
                 ms(*queue_delay_ms),
                 ms(*phase_latency_increase_ms)
             );

@@ -53,6 +53,24 @@ fn bad_durations_counts_and_addresses_say_what_is_expected() {
             2,
             "IP address and port",
         ),
+        // a sink's example is a sink's port, not the exporter's
+        (
+            &["probe", "127.0.0.1", "--load", "sink:7878"],
+            2,
+            "127.0.0.1:7878",
+        ),
+        (
+            &[
+                "probe",
+                "127.0.0.1",
+                "--load",
+                "127.0.0.1:7878",
+                "--streams",
+                "0",
+            ],
+            2,
+            "at least 1",
+        ),
     ] {
         let o = common::tcmon(args);
         assert_eq!(o.status.code(), Some(code), "{args:?}");

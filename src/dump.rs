@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::os::fd::AsFd;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use tcmon_core::rates::Rates;
@@ -28,7 +29,8 @@ pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
     let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
     let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout);
 
-    let Some(interval) = args.interval else {
+    let watch_every = args.watch.then_some(Duration::from_secs(1));
+    let Some(interval) = args.interval.or(watch_every) else {
         let snap = collector.poll()?;
         if args.json {
             serde_json::to_writer(&mut out, &snap)?;
@@ -44,7 +46,12 @@ pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
     };
 
     let mut prev = collector.poll()?;
-    for _ in 0..args.count.unwrap_or(1) {
+    let samples = if args.watch {
+        u64::MAX
+    } else {
+        args.count.unwrap_or(1)
+    };
+    for _ in 0..samples {
         std::thread::sleep(interval);
         let cur = collector.poll()?;
         let rates = Rates::between(&prev, &cur);

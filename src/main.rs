@@ -149,6 +149,10 @@ struct DumpArgs {
     /// With --interval: how many rate samples to print (default 1).
     #[arg(long, value_name = "N", requires = "interval", value_parser = at_least_one)]
     count: Option<u64>,
+    /// Print a rate sample every --interval (default 1s) until stopped, as `watch tc -s`
+    /// would; with --json, one object per line.
+    #[arg(long, conflicts_with = "count")]
+    watch: bool,
     /// Skip filters (one dump per parent; the slow part on trees with thousands of classes).
     #[arg(long)]
     no_filters: bool,

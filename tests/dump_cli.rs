@@ -243,6 +243,36 @@ fn vanished_interface_is_skipped() {
     );
 }
 
+/// `--watch` prints a sample every interval until stopped (here: until its reader has three
+/// and goes away), one JSON object per line.
+#[test]
+fn watch_prints_until_stopped() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tcmon"))
+        .args([
+            "dump",
+            "--json",
+            "--watch",
+            "--interval",
+            "100ms",
+            "--dev",
+            "lo",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .take(3)
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(lines.len(), 3, "{}", common::stderr(&o));
+    assert!(lines.iter().all(Value::is_object), "{lines:?}");
+    assert!(common::stderr(&o).is_empty(), "{}", common::stderr(&o));
+}
+
 /// A reader that goes away (`| head -1`) ends `dump` and `check` quietly, as it ends any Unix
 /// tool: killed by SIGPIPE, no message, no panic; their output here is larger than a pipe holds.
 #[test]

@@ -159,6 +159,17 @@ fn mistakes(dev: &str) -> Vec<String> {
     tree
 }
 
+/// A pair whose shaper is the tree of `mistakes`, with local GSO packets MTU-sized (so the
+/// offload rule stays out of the way).
+fn mistakes_pair(tag: &str) -> Pair {
+    let pair = Pair::create(tag).unwrap();
+    batch(&pair.a, &mistakes(&pair.dev_a));
+    pair.a
+        .ip(&["link", "set", "dev", &pair.dev_a, "gso_max_segs", "1"])
+        .unwrap();
+    pair
+}
+
 /// An accepted risk is neither reported nor changed: with the oversubscription and the small
 /// quanta ignored, the plan changes no class's rate or quantum, and a check with the same
 /// risks accepted has nothing left to fix.
@@ -167,11 +178,7 @@ fn accepted_risks_are_left_as_they_are() {
     if skip_unless_root("accepted_risks_are_left_as_they_are") {
         return;
     }
-    let pair = Pair::create("risk").unwrap();
-    batch(&pair.a, &mistakes(&pair.dev_a));
-    pair.a
-        .ip(&["link", "set", "dev", &pair.dev_a, "gso_max_segs", "1"])
-        .unwrap();
+    let pair = mistakes_pair("risk");
     let ignore = [
         "--ignore",
         "htb-rates-oversubscribed",
@@ -228,13 +235,7 @@ fn the_whole_plan_changes_only_what_its_findings_name() {
     if skip_unless_root("the_whole_plan_changes_only_what_its_findings_name") {
         return;
     }
-    let pair = Pair::create("plan").unwrap();
-    let dev = pair.dev_a.clone();
-    let tree = mistakes(&dev);
-    batch(&pair.a, &tree);
-    pair.a
-        .ip(&["link", "set", "dev", &dev, "gso_max_segs", "1"])
-        .unwrap();
+    let pair = mistakes_pair("plan");
 
     let report = check_json(&pair, &[]);
     let findings = report["findings"].as_array().unwrap();

@@ -94,8 +94,8 @@ struct Merged {
     /// The worst few, worst first.
     examples: Vec<(Severity, f64, Example)>,
     /// Commands and changes with how bad their object is: the worst object's come first.
+    /// (duplicates are dropped at the end: a set of them here would copy every command)
     fix: Vec<(Severity, f64, String)>,
-    seen: HashSet<String>,
     changes: Vec<(Severity, f64, crate::Change)>,
 }
 
@@ -133,12 +133,8 @@ impl Merged {
             );
             self.examples.truncate(EXAMPLES);
         }
-        for cmd in f.fix.drain(..) {
-            if !self.seen.contains(&cmd) {
-                self.seen.insert(cmd.clone());
-                self.fix.push((rank.0, rank.1, cmd));
-            }
-        }
+        self.fix
+            .extend(f.fix.drain(..).map(|cmd| (rank.0, rank.1, cmd)));
         self.changes
             .extend(f.changes.drain(..).map(|c| (rank.0, rank.1, c)));
     }
@@ -224,7 +220,20 @@ fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, noun:
     worst.severities = m.objects.iter().map(|(s, _, _)| *s).collect();
     worst.objects = m.objects.into_iter().map(|(_, _, o)| o).collect();
     worst.examples = m.examples.into_iter().map(|(_, _, e)| e).collect();
-    worst.fix = m.fix.into_iter().map(|(_, _, c)| c).collect();
+    // each command once, where its worst object put it
+    let mut seen = HashSet::default();
+    let keep: Vec<bool> = m
+        .fix
+        .iter()
+        .map(|(_, _, c)| seen.insert(c.as_str()))
+        .collect();
+    drop(seen);
+    worst.fix = m
+        .fix
+        .into_iter()
+        .zip(keep)
+        .filter_map(|((_, _, c), k)| k.then_some(c))
+        .collect();
     worst.changes = m.changes.into_iter().map(|(_, _, c)| c).collect();
     worst
 }

@@ -152,6 +152,7 @@ mod tests {
         };
         if with_qdisc {
             let mut q = Qdisc {
+                stab: None,
                 handle: Handle::new(1, 0),
                 parent: Handle::ROOT,
                 kind: "pfifo".into(),

@@ -11,6 +11,7 @@ use serde::{Serialize, Serializer};
 pub use smol_str::SmolStr as Name;
 
 use crate::aqm::{Cake, Codel, Fq, FqCodel, FqCodelClass, Sfq, SfqClass};
+pub use crate::filter::{filter_chains, Filter, FilterChain, SizeTable, U32Filter};
 use crate::topology::Topology;
 use crate::units::{Handle, TickLen};
 
@@ -72,6 +73,17 @@ pub struct Interface {
     /// `IFLA_GSO_MAX_SEGS`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gso_max_segs: Option<u32>,
+    /// The link's kind (`IFLA_INFO_KIND`): `veth`, `ifb`, `bridge`, ... (absent for physical
+    /// devices).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Name>,
+    /// Interfaces whose ingress a filter redirects into this one (an IFB): its root qdisc
+    /// shapes their incoming traffic.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shapes_ingress_of: Vec<String>,
+    /// The reverse: interfaces this one's ingress is redirected to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ingress_redirected_to: Vec<String>,
     /// Sorted by (parent, handle), root first.
     pub qdiscs: Vec<Qdisc>,
     /// Sorted by class id.
@@ -190,6 +202,9 @@ pub struct Qdisc {
     pub parent: Handle,
     pub kind: Name,
     pub stats: Stats,
+    /// Size table (`stab`): the packet length this qdisc accounts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stab: Option<SizeTable>,
     /// Kind-specific options and xstats, under the kind's name (`"htb": {...}`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub detail: Option<QdiscDetail>,
@@ -346,87 +361,6 @@ pub struct Prio {
     pub bands: u32,
     /// Band per Linux priority (TOS) 0..15.
     pub priomap: Vec<u8>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Filter {
-    pub parent: Handle,
-    pub prio: u16,
-    /// `ip`, `ipv6`, `all`, `802.1Q`, ... or `0x88cc` when unnamed.
-    pub protocol: Name,
-    pub kind: Name,
-    pub chain: u32,
-    /// Raw filter handle as tc prints it (`800::800` for u32, `0x1` otherwise).
-    pub handle: String,
-    #[serde(skip)]
-    pub handle_raw: u32,
-    /// Where matching packets go (`flowid`/`classid`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub class_id: Option<Handle>,
-    /// False for the entries a dump returns that are not rules: the prio/protocol head and u32
-    /// hash tables.
-    pub is_rule: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub u32: Option<U32Filter>,
-    #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
-    pub undecoded: Undecoded,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct U32Filter {
-    /// Set on hash tables.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub divisor: Option<u32>,
-    /// Hash table this node links to (`link`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub link: Option<String>,
-    /// Number of match keys in the selector.
-    pub keys: u32,
-    /// Packets that reached this rule (`rcnt`), when the kernel has CONFIG_CLS_U32_PERF.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lookups: Option<u64>,
-    /// Packets that matched it (`rhit`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hits: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FilterChain {
-    pub parent: Handle,
-    pub prio: u16,
-    pub protocol: Name,
-    pub kind: Name,
-    pub chain: u32,
-    /// Rules (not hash tables or heads) at this (parent, prio, protocol, kind, chain).
-    pub rules: u32,
-}
-
-/// Groups rules into [`FilterChain`]s; `filters` must be sorted as in [`Interface::filters`].
-pub fn filter_chains(filters: &[Filter]) -> Vec<FilterChain> {
-    let mut out: Vec<FilterChain> = Vec::new();
-    for f in filters {
-        let same = out.last().is_some_and(|c| {
-            c.parent == f.parent
-                && c.prio == f.prio
-                && c.protocol == f.protocol
-                && c.kind == f.kind
-                && c.chain == f.chain
-        });
-        if !same {
-            out.push(FilterChain {
-                parent: f.parent,
-                prio: f.prio,
-                protocol: f.protocol.clone(),
-                kind: f.kind.clone(),
-                chain: f.chain,
-                rules: 0,
-            });
-        }
-        if f.is_rule {
-            out.last_mut().expect("pushed above").rules += 1;
-        }
-    }
-    out
 }
 
 /// Sorts an interface's objects into the documented order (deterministic output).

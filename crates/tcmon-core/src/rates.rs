@@ -289,6 +289,7 @@ mod tests {
 
     fn qdisc(handle: u32, kind: &str, s: Stats) -> Qdisc {
         Qdisc {
+            stab: None,
             handle: Handle(handle),
             parent: Handle::ROOT,
             kind: kind.into(),

@@ -395,6 +395,7 @@ mod tests {
 
     fn q(handle: &str, parent: &str, kind: &str) -> Qdisc {
         Qdisc {
+            stab: None,
             handle: h(handle),
             parent: h(parent),
             kind: kind.into(),

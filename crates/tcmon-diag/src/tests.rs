@@ -21,6 +21,7 @@ fn h(s: &str) -> Handle {
 
 fn htb_qdisc(r2q: u32, default_minor: u32, direct_packets: u32) -> Qdisc {
     Qdisc {
+        stab: None,
         handle: h("1:"),
         parent: Handle::ROOT,
         kind: "htb".into(),
@@ -67,6 +68,7 @@ fn class(id: &str, parent: &str, rate: u64, ceil: u64, r2q: u64, level: u32) -> 
 fn fifo(handle: &str, parent: &str, kind: &str, limit: u32) -> Qdisc {
     let f = Fifo { limit };
     Qdisc {
+        stab: None,
         handle: h(handle),
         parent: h(parent),
         kind: kind.into(),
@@ -264,6 +266,7 @@ fn a_standing_queue_that_sent_nothing_is_timed_at_the_shaper_rate() {
     // its rate (there is no class ceil to fall back on).
     let t0 = Instant::now();
     let tbf = |backlog_bytes| Qdisc {
+        stab: None,
         handle: h("1:"),
         parent: Handle::ROOT,
         kind: "tbf".into(),
@@ -588,6 +591,7 @@ fn parent_child_consistency() {
 #[test]
 fn tbf_rules() {
     let tbf = |burst_bytes: u64, burst_ns: u64, limit: u32, lat: i64| Qdisc {
+        stab: None,
         handle: h("20:"),
         parent: h("1:10"),
         kind: "tbf".into(),
@@ -635,6 +639,7 @@ fn a_tbf_under_a_narrower_class_is_judged_at_the_class_ceil() {
     // 10 Mbit TBF with a 250 kB queue under 1:10, whose ceil is 2 Mbit: the queue drains at
     // 2 Mbit (1 s), not at the TBF's own rate (200 ms).
     let leaf = Qdisc {
+        stab: None,
         handle: h("20:"),
         parent: h("1:10"),
         kind: "tbf".into(),
@@ -701,8 +706,7 @@ fn long_filter_chain_names_the_classes_behind_it() {
         handle_raw: (if prio == 100 { 0x801 } else { 0x800 } << 20) | n,
         class_id: Some(h(class)),
         is_rule: true,
-        u32: None,
-        undecoded: Undecoded::default(),
+        ..Filter::new(h("1:"), prio, "ip", "u32")
     };
     i.filters = (1..=150).map(|n| rule(100, n, "1:10")).collect();
     i.filters.push(rule(400, 1, "1:30"));
@@ -742,6 +746,7 @@ fn a_clean_tree_is_ok() {
 #[test]
 fn unshaped_deep_root_and_host_rules() {
     let root = Qdisc {
+        stab: None,
         handle: Handle::UNSPEC,
         parent: Handle::ROOT,
         kind: "pfifo_fast".into(),

@@ -53,6 +53,7 @@ const MBIT: u64 = 125_000;
 
 fn qdisc(handle: Handle, parent: Handle, kind: &str, detail: Option<QdiscDetail>) -> Qdisc {
     Qdisc {
+        stab: None,
         handle,
         parent,
         kind: kind.into(),

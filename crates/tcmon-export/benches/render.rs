@@ -49,6 +49,7 @@ fn tree(classes: u16) -> (Snapshot, Vec<Finding>) {
             undecoded: Undecoded::default(),
         });
         i.qdiscs.push(Qdisc {
+            stab: None,
             handle: Handle::new(n, 0),
             parent: id,
             kind: "pfifo".into(),

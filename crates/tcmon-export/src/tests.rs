@@ -34,6 +34,7 @@ fn qdisc(
     detail: Option<QdiscDetail>,
 ) -> Qdisc {
     Qdisc {
+        stab: None,
         handle,
         parent,
         kind: kind.into(),
@@ -148,6 +149,8 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
             kind: "u32".into(),
             chain: 0,
             rules: 2,
+            first: 0,
+            len: 0,
         }],
         ..Interface::default()
     };

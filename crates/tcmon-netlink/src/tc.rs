@@ -188,6 +188,7 @@ pub(crate) fn qdisc(m: TcMsg<'_>, tick: TickLen) -> Qdisc {
     let handle = Handle(m.handle);
     let detail = kinds::qdisc_detail(m.kind, handle, m.options, m.xstats, tick, &mut und);
     Qdisc {
+        stab: None,
         handle,
         parent: Handle(m.parent),
         kind: m.kind.into(),
@@ -265,6 +266,11 @@ pub(crate) fn filter(m: TcMsg<'_>) -> Filter {
         class_id: class_id.filter(|c| c.0 != 0),
         is_rule,
         u32: u32f,
+        flower: None,
+        fw_mask: None,
+        bpf: None,
+        indev: None,
+        actions: Vec::new(),
         undecoded: und,
     }
 }

@@ -61,6 +61,7 @@ fn qdisc(
     s: Stats,
 ) -> Qdisc {
     Qdisc {
+        stab: None,
         handle,
         parent,
         kind: kind.into(),
@@ -116,6 +117,7 @@ fn snapshot(at: Instant, scale: u64) -> Snapshot {
                 stats(800_000 * scale, 700 * scale, 3 * scale, 150_000),
             ),
             Qdisc {
+                stab: None,
                 undecoded: Undecoded {
                     raw_attributes: vec![RawAttr {
                         at: "options",
@@ -175,7 +177,7 @@ fn snapshot(at: Instant, scale: u64) -> Snapshot {
                 hits: Some(690),
                 ..U32Filter::default()
             }),
-            undecoded: Undecoded::default(),
+            ..Filter::new(root, 1, "ip", "u32")
         }],
         ..Interface::default()
     };

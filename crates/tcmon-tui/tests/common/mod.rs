@@ -76,6 +76,7 @@ pub fn qdisc(
     s: Stats,
 ) -> Qdisc {
     Qdisc {
+        stab: None,
         handle,
         parent,
         kind: kind.into(),
@@ -203,6 +204,7 @@ pub fn shaped(at: Instant, shape: Shape) -> Snapshot {
             stats(50_000 * k, 50 * k, 0, 0),
         ));
         eth.qdiscs.push(Qdisc {
+            stab: None,
             undecoded: Undecoded {
                 raw_attributes: vec![RawAttr {
                     at: "options",

@@ -1,0 +1,566 @@
+//! Filters (classifiers), their actions and size tables, as `tc filter show` and `tc qdisc show`
+//! print them. The decoded fields are what [`crate::classify`] evaluates; anything else is kept
+//! raw in each object's [`Undecoded`].
+
+use std::fmt;
+use std::net::IpAddr;
+
+use serde::{Serialize, Serializer};
+
+use crate::model::{Name, Undecoded};
+use crate::units::Handle;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Filter {
+    /// The qdisc or class the filter is attached to. Ingress filters read `ffff:` and clsact
+    /// ones `ingress`/`egress`, whatever parent the kernel echoes (it echoes the last one given).
+    pub parent: Handle,
+    pub prio: u16,
+    /// `ip`, `ipv6`, `all`, `802.1Q`, ... or `0x88cc` when unnamed.
+    pub protocol: Name,
+    pub kind: Name,
+    pub chain: u32,
+    /// Raw filter handle as tc prints it (`800::800` for u32, `0x1` otherwise).
+    pub handle: String,
+    #[serde(skip)]
+    pub handle_raw: u32,
+    /// Where matching packets go (`flowid`/`classid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_id: Option<Handle>,
+    /// False for the entries a dump returns that are not rules: the prio/protocol head and u32
+    /// hash tables.
+    pub is_rule: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub u32: Option<U32Filter>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flower: Option<Flower>,
+    /// fw: the mask applied to the packet mark before it is compared with the handle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fw_mask: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bpf: Option<BpfFilter>,
+    /// Only packets that arrived on this device match (`indev`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub indev: Option<String>,
+    /// Actions in the order the kernel runs them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<Action>,
+    #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
+    pub undecoded: Undecoded,
+}
+
+impl Filter {
+    /// A filter with only the common fields set (tests, hand-built trees).
+    pub fn new(parent: Handle, prio: u16, protocol: &str, kind: &str) -> Filter {
+        Filter {
+            parent,
+            prio,
+            protocol: protocol.into(),
+            kind: kind.into(),
+            chain: 0,
+            handle: String::new(),
+            handle_raw: 0,
+            class_id: None,
+            is_rule: true,
+            u32: None,
+            flower: None,
+            fw_mask: None,
+            bpf: None,
+            indev: None,
+            actions: Vec::new(),
+            undecoded: Undecoded::default(),
+        }
+    }
+
+    /// The match as one line in tc's words (`ip dst 10.7.0.5/32 ip dport 443`), empty when
+    /// the filter matches everything or its kind is not decoded.
+    pub fn match_text(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(u) = &self.u32 {
+            parts.extend(u.matches.iter().map(|k| k.text.clone()));
+            if let Some(m) = u.mark {
+                parts.push(format!("mark 0x{:x}/0x{:x}", m.value, m.mask));
+            }
+        }
+        if let Some(f) = &self.flower {
+            parts.extend(f.matches.iter().cloned());
+        }
+        if let Some(m) = self.fw_mask {
+            parts.push(format!("mark 0x{:x}/0x{m:x}", self.handle_raw));
+        }
+        if let Some(b) = &self.bpf {
+            parts.push(b.to_string());
+        }
+        if let Some(d) = &self.indev {
+            parts.push(format!("indev {d}"));
+        }
+        parts.join(" ")
+    }
+}
+
+/// u32: a selector (keys compared with the packet at offsets), and for hash-table entries and
+/// links the table shape.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct U32Filter {
+    /// Set on hash tables: the number of buckets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub divisor: Option<u32>,
+    /// Hash table this node links to (`link`), as tc prints it (`2:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// The raw `link` handle.
+    #[serde(skip)]
+    pub link_raw: Option<u32>,
+    /// Number of match keys in the selector.
+    pub keys: u32,
+    /// The keys, all of which must match.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<U32Key>,
+    /// `TC_U32_TERMINAL`: a match ends the walk with this rule's class and actions.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub terminal: bool,
+    /// How a link picks the bucket of the linked table (`hashkey mask M at O`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hashkey: Option<U32HashKey>,
+    /// Where the next header starts, for keys at `nexthdr+N` in the linked table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_header: Option<U32NextHeader>,
+    /// Only packets whose mark matches (`mark V M`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mark: Option<U32Mark>,
+    /// Packets that reached this rule (`rcnt`), when the kernel has CONFIG_CLS_U32_PERF.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lookups: Option<u64>,
+    /// Packets that matched it (`rhit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hits: Option<u64>,
+}
+
+/// One u32 key: `(word at offset) & mask == value`. Value and mask are in host order, as tc
+/// prints them (`match 0a070005/ffffffff at 16`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct U32Key {
+    /// Readable form for the filter's protocol (`ip dst 10.7.0.5/32`, `ip tos 0x10/0xfc`), or
+    /// tc's raw form (`match 0a070005/ffffffff at 16`) for offsets without a name.
+    #[serde(rename = "match")]
+    pub text: String,
+    #[serde(serialize_with = "hex32")]
+    pub value: u32,
+    #[serde(serialize_with = "hex32")]
+    pub mask: u32,
+    /// Bytes from the network header (or from the next header when `nexthdr`).
+    pub offset: i32,
+    /// `at nexthdr+N`: relative to the next header found by the linking node.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub nexthdr: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct U32HashKey {
+    /// Host order, as tc prints it.
+    #[serde(serialize_with = "hex32")]
+    pub mask: u32,
+    pub offset: i32,
+}
+
+/// `offset at O mask M shift S plus P eat`: the next header's offset, fixed (`plus`) or read
+/// from the packet (`at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct U32NextHeader {
+    /// `plus`: bytes added.
+    pub plus: i32,
+    /// `at`: where the 16-bit length field is read, when the offset varies with the packet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<i32>,
+    /// Host order.
+    pub mask: u16,
+    pub shift: u8,
+    /// The linked table's offsets start at the next header.
+    pub eat: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct U32Mark {
+    #[serde(serialize_with = "hex32")]
+    pub value: u32,
+    #[serde(serialize_with = "hex32")]
+    pub mask: u32,
+}
+
+fn hex32<S: Serializer>(v: &u32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{v:08x}"))
+}
+
+/// flower: a match on parsed packet fields. Keys tcmon cannot evaluate are listed by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Flower {
+    /// tc's words: `ip_proto tcp`, `dst_ip 10.0.0.0/8`, `dst_port 443`.
+    pub matches: Vec<String>,
+    #[serde(skip)]
+    pub keys: Vec<FlowerKey>,
+    /// `skip_sw`: the filter runs only in hardware, never on the software path.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skip_sw: bool,
+}
+
+/// A flower key in a form [`crate::classify`] can compare; masks in host order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlowerKey {
+    EthType(u16),
+    IpProto(u8),
+    Src(IpAddr, IpAddr),
+    Dst(IpAddr, IpAddr),
+    SrcPort(u16, u16),
+    DstPort(u16, u16),
+    Tos(u8, u8),
+    /// A key on a field a packet description does not give (MAC, VLAN, tunnel, ...): its name.
+    Other(String),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct BpfFilter {
+    /// The program's name as tc prints it (`tcmon_cls.o:[classifier]` or the BTF name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// `da`: the program's return value is the verdict; no actions run.
+    pub direct_action: bool,
+}
+
+impl fmt::Display for BpfFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("bpf")?;
+        if let Some(n) = &self.name {
+            write!(f, " {n}")?;
+        }
+        if self.direct_action {
+            f.write_str(" direct-action")?;
+        }
+        if let Some(id) = self.id {
+            write!(f, " id {id}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the kernel does after an action (`TC_ACT_*`): tc's words via [`fmt::Display`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Control(pub i32);
+
+impl Control {
+    pub const CONTINUE: Control = Control(-1);
+    pub const PASS: Control = Control(0);
+    pub const RECLASSIFY: Control = Control(1);
+    pub const DROP: Control = Control(2);
+    pub const PIPE: Control = Control(3);
+    pub const STOLEN: Control = Control(4);
+    pub const QUEUED: Control = Control(5);
+    pub const REPEAT: Control = Control(6);
+    pub const REDIRECT: Control = Control(7);
+    pub const TRAP: Control = Control(8);
+    const JUMP: i32 = 0x1000_0000;
+    const GOTO_CHAIN: i32 = 0x2000_0000;
+    const OPCODE_MASK: i32 = 0x0FFF_FFFF;
+}
+
+impl fmt::Display for Control {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match *self {
+            Control::CONTINUE => "continue",
+            Control::PASS => "pass",
+            Control::RECLASSIFY => "reclassify",
+            Control::DROP => "drop",
+            Control::PIPE => "pipe",
+            Control::STOLEN => "stolen",
+            Control::QUEUED => "queued",
+            Control::REPEAT => "repeat",
+            Control::REDIRECT => "redirect",
+            Control::TRAP => "trap",
+            Control(v) if v & !Control::OPCODE_MASK == Control::JUMP => {
+                return write!(f, "jump {}", v & Control::OPCODE_MASK);
+            }
+            Control(v) if v & !Control::OPCODE_MASK == Control::GOTO_CHAIN => {
+                return write!(f, "goto chain {}", v & Control::OPCODE_MASK);
+            }
+            Control(v) => return write!(f, "action {v}"),
+        };
+        f.write_str(s)
+    }
+}
+
+impl Serialize for Control {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One action of a filter (`tc actions`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Action {
+    pub kind: Name,
+    /// What happens after it (`pass`, `drop`, `stolen`, `pipe`, ...). For gact this is the
+    /// action itself.
+    pub control: Control,
+    /// Kind-specific options, under the kind's name (`"mirred": {...}`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<ActionDetail>,
+    /// Packets this action saw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+    #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
+    pub undecoded: Undecoded,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionDetail {
+    Mirred(Mirred),
+    Police(Police),
+    Skbedit(Skbedit),
+    Csum(Csum),
+    Vlan(Vlan),
+}
+
+/// mirred: send the packet (redirect) or a copy (mirror) to another device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mirred {
+    /// `egress` (into the device's qdisc: how IFB shaping works) or `ingress`.
+    pub direction: &'static str,
+    /// True for redirect, false for mirror.
+    pub redirect: bool,
+    pub ifindex: u32,
+    /// The device's name, when it is in the same namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dev: Option<String>,
+}
+
+/// police: a token bucket that passes conforming packets and applies `exceed` to the rest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Police {
+    pub rate_bytes_per_sec: u64,
+    pub burst_bytes: u64,
+    /// What is done to packets above the rate (`drop`, `continue`, `reclassify`, ...).
+    pub exceed: Control,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu_bytes: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Skbedit {
+    /// `priority`: for HTB, a class id the packet goes to without filters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Handle>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mark: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_mapping: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ptype: Option<u16>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Csum {
+    /// Headers whose checksum is recomputed: `iph`, `tcp`, `udp`, ...
+    pub update: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Vlan {
+    /// `pop`, `push`, `modify`, `pop_eth`, `push_eth`.
+    pub op: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u16>,
+    /// `802.1Q` or `802.1ad`, else hex.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
+}
+
+impl fmt::Display for Action {
+    /// As `tc filter show` summarises it: `mirred (Egress Redirect to device ifb0) stolen`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.detail {
+            None if self.kind == "gact" => return write!(f, "gact {}", self.control),
+            None => write!(f, "{}", self.kind)?,
+            Some(ActionDetail::Mirred(m)) => {
+                let what = if m.redirect { "redirect" } else { "mirror" };
+                write!(f, "mirred {} {what} to ", m.direction)?;
+                match &m.dev {
+                    Some(d) => write!(f, "{d}")?,
+                    None => write!(f, "ifindex {}", m.ifindex)?,
+                }
+            }
+            Some(ActionDetail::Police(p)) => {
+                write!(
+                    f,
+                    "police rate {} burst {} exceed {}",
+                    crate::units::fmt_bits_per_sec(p.rate_bytes_per_sec as f64 * 8.0),
+                    crate::units::fmt_bytes(p.burst_bytes as f64),
+                    p.exceed
+                )?;
+            }
+            Some(ActionDetail::Skbedit(s)) => {
+                f.write_str("skbedit")?;
+                if let Some(p) = s.priority {
+                    write!(f, " priority {p}")?;
+                }
+                if let Some(m) = s.mark {
+                    write!(f, " mark 0x{m:x}")?;
+                }
+                if let Some(q) = s.queue_mapping {
+                    write!(f, " queue_mapping {q}")?;
+                }
+                if let Some(t) = s.ptype {
+                    write!(f, " ptype {t}")?;
+                }
+            }
+            Some(ActionDetail::Csum(c)) => write!(f, "csum {}", c.update.join(" "))?,
+            Some(ActionDetail::Vlan(v)) => {
+                write!(f, "vlan {}", v.op)?;
+                if let Some(id) = v.id {
+                    write!(f, " id {id}")?;
+                }
+                if let Some(p) = &v.protocol {
+                    write!(f, " protocol {p}")?;
+                }
+                if let Some(p) = v.priority {
+                    write!(f, " priority {p}")?;
+                }
+            }
+        }
+        write!(f, " {}", self.control)
+    }
+}
+
+/// A qdisc's size table (`tc ... stab linklayer atm overhead 18 mpu 64`): the packet length
+/// the qdisc and everything under it account, instead of `skb->len`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SizeTable {
+    /// `ethernet`, `atm` or `unaware`.
+    pub linklayer: &'static str,
+    pub overhead_bytes: i32,
+    pub mpu_bytes: u32,
+    pub mtu_bytes: u32,
+    #[serde(skip)]
+    pub cell_log: u8,
+    #[serde(skip)]
+    pub size_log: u8,
+    #[serde(skip)]
+    pub cell_align: i16,
+    /// The kernel's table (`TCA_STAB_DATA`); empty when only the overhead is applied.
+    #[serde(skip)]
+    pub table: Vec<u16>,
+}
+
+impl SizeTable {
+    /// The length the kernel accounts for a packet of `len` bytes (`skb->len`, MAC header
+    /// included), as `__qdisc_calculate_pkt_len` computes it.
+    pub fn wire_bytes(&self, len: u64) -> u64 {
+        let mut pkt = len as i64 + i64::from(self.overhead_bytes);
+        if !self.table.is_empty() {
+            let tsize = self.table.len() as i64;
+            let slot = ((pkt + i64::from(self.cell_align)).max(0)) >> self.cell_log.min(31);
+            let entry = |i: i64| i64::from(self.table[i as usize]);
+            pkt = if slot < tsize {
+                entry(slot)
+            } else {
+                entry(tsize - 1) * (slot / tsize) + entry(slot % tsize)
+            };
+            pkt <<= self.size_log.min(31);
+        }
+        pkt.max(1) as u64
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FilterChain {
+    pub parent: Handle,
+    pub prio: u16,
+    pub protocol: Name,
+    pub kind: Name,
+    pub chain: u32,
+    /// Rules (not hash tables or heads) at this (parent, prio, protocol, kind, chain).
+    pub rules: u32,
+    /// Index of the chain's first entry in [`crate::model::Interface::filters`]; its entries
+    /// are contiguous there.
+    #[serde(skip)]
+    pub first: usize,
+    /// Entries (rules, tables and heads) in the chain.
+    #[serde(skip)]
+    pub len: usize,
+}
+
+/// Groups rules into [`FilterChain`]s; `filters` must be sorted as in
+/// [`crate::model::Interface::filters`].
+pub fn filter_chains(filters: &[Filter]) -> Vec<FilterChain> {
+    let mut out: Vec<FilterChain> = Vec::new();
+    for (i, f) in filters.iter().enumerate() {
+        let same = out.last().is_some_and(|c| {
+            c.parent == f.parent
+                && c.prio == f.prio
+                && c.protocol == f.protocol
+                && c.kind == f.kind
+                && c.chain == f.chain
+        });
+        if !same {
+            out.push(FilterChain {
+                parent: f.parent,
+                prio: f.prio,
+                protocol: f.protocol.clone(),
+                kind: f.kind.clone(),
+                chain: f.chain,
+                rules: 0,
+                first: i,
+                len: 0,
+            });
+        }
+        let c = out.last_mut().expect("pushed above");
+        c.len += 1;
+        if f.is_rule {
+            c.rules += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stab_overhead_only_and_atm_table() {
+        let eth = SizeTable {
+            linklayer: "ethernet",
+            overhead_bytes: 18,
+            ..SizeTable::default()
+        };
+        assert_eq!(eth.wire_bytes(1514), 1532);
+        // ATM: 48-byte payload per 53-byte cell; table of cells in 64-byte slots (cell_log 6)
+        let table: Vec<u16> = (0..512u32)
+            .map(|slot| (((slot + 1) * 64).div_ceil(48) * 53) as u16)
+            .collect();
+        let atm = SizeTable {
+            linklayer: "atm",
+            overhead_bytes: 10,
+            cell_log: 6,
+            cell_align: -1,
+            table,
+            ..SizeTable::default()
+        };
+        // 1514 + 10 = 1524, slot (1523 >> 6) = 23, (24 * 64 / 48 rounded up) * 53 = 1696
+        assert_eq!(atm.wire_bytes(1514), 1696);
+        assert_eq!(SizeTable::default().wire_bytes(0), 1);
+    }
+
+    #[test]
+    fn controls_read_like_tc() {
+        assert_eq!(Control::DROP.to_string(), "drop");
+        assert_eq!(Control(0x2000_0005).to_string(), "goto chain 5");
+        assert_eq!(Control(0x1000_0002).to_string(), "jump 2");
+        assert_eq!(Control::CONTINUE.to_string(), "continue");
+    }
+}

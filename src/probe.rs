@@ -120,7 +120,13 @@ fn human(r: &Report) -> String {
             queue_delay_ms,
             phase,
             phase_latency_increase_ms,
+            download_of,
         }) => {
+            let role = if download_of.is_empty() {
+                String::new()
+            } else {
+                format!(", the download queue of {}", download_of.join(", "))
+            };
             // at A+ and A there is nothing worth fixing
             let advice = match r.grade {
                 Some(tcmon_probe::Grade::APlus | tcmon_probe::Grade::A) => {
@@ -130,7 +136,7 @@ fn human(r: &Report) -> String {
             };
             let _ = writeln!(
                 s,
-                "bottleneck: on this host, {interface} {object} ({kind}) holds {} of queue at \
+                "bottleneck: on this host, {interface} {object} ({kind}{role}) holds {} of queue at \
                  the rate it sends (the {phase} phase rose {}); {advice}",
                 ms(*queue_delay_ms),
                 ms(*phase_latency_increase_ms)

@@ -26,6 +26,7 @@ pub fn links(
             facts.gso = Some(f.gso());
             facts.tso = Some(f.tso());
             facts.gro = Some(f.gro());
+            facts.lro = Some(f.lro());
         }
         out.insert(name.clone(), facts);
     }

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use serde::{Serialize, Serializer};
 
-use crate::model::{Name, Undecoded};
+use crate::model::{Interface, Name, Undecoded};
 use crate::units::Handle;
 
 #[derive(Debug, Clone, Serialize)]
@@ -527,6 +527,47 @@ pub fn filter_chains(filters: &[Filter]) -> Vec<FilterChain> {
     out
 }
 
+/// Names mirred targets and links IFBs to the interfaces whose ingress they shape: an ingress
+/// (or clsact ingress) filter with `mirred egress redirect dev ifb0` on `v0` puts `v0` in
+/// ifb0's [`Interface::shapes_ingress_of`]. `name` maps an ifindex to its device (the target
+/// may be a device this snapshot does not hold). Linear in the filters.
+pub fn resolve_redirects<'a>(interfaces: &mut [Interface], name: impl Fn(u32) -> Option<&'a str>) {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for i in interfaces.iter_mut() {
+        i.ingress_redirected_to.clear();
+        for f in &mut i.filters {
+            let ingress = f.parent == Handle::INGRESS_FILTERS || f.parent == Handle::CLSACT_INGRESS;
+            for a in &mut f.actions {
+                let Some(ActionDetail::Mirred(m)) = &mut a.detail else {
+                    continue;
+                };
+                m.dev = name(m.ifindex).map(str::to_owned);
+                if let (true, true, "egress", Some(dev)) =
+                    (ingress, m.redirect, m.direction, &m.dev)
+                {
+                    if *dev != i.name {
+                        pairs.push((i.name.clone(), dev.clone()));
+                    }
+                }
+            }
+        }
+    }
+    pairs.sort();
+    pairs.dedup();
+    for i in interfaces.iter_mut() {
+        i.shapes_ingress_of = pairs
+            .iter()
+            .filter(|(_, to)| *to == i.name)
+            .map(|(from, _)| from.clone())
+            .collect();
+        i.ingress_redirected_to = pairs
+            .iter()
+            .filter(|(from, _)| *from == i.name)
+            .map(|(_, to)| to.clone())
+            .collect();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,5 +603,66 @@ mod tests {
         assert_eq!(Control(0x2000_0005).to_string(), "goto chain 5");
         assert_eq!(Control(0x1000_0002).to_string(), "jump 2");
         assert_eq!(Control::CONTINUE.to_string(), "continue");
+    }
+
+    fn redirect(parent: Handle, ifindex: u32, direction: &'static str, redirect: bool) -> Filter {
+        let mut f = Filter::new(parent, 1, "all", "u32");
+        f.actions.push(Action {
+            kind: "mirred".into(),
+            control: Control::STOLEN,
+            detail: Some(ActionDetail::Mirred(Mirred {
+                direction,
+                redirect,
+                ifindex,
+                dev: None,
+            })),
+            packets: None,
+            undecoded: Undecoded::default(),
+        });
+        f
+    }
+
+    #[test]
+    fn ingress_redirects_link_the_ifb_to_its_source() {
+        let iface = |name: &str, ifindex: u32, filters: Vec<Filter>| Interface {
+            name: name.into(),
+            ifindex,
+            filters,
+            ..Interface::default()
+        };
+        let mut ifs = vec![
+            iface(
+                "v0",
+                2,
+                vec![redirect(Handle::INGRESS_FILTERS, 3, "egress", true)],
+            ),
+            // clsact ingress counts; a mirror or an egress-hook redirect does not shape ingress
+            iface(
+                "v1",
+                4,
+                vec![
+                    redirect(Handle::CLSACT_INGRESS, 3, "egress", true),
+                    redirect(Handle::CLSACT_EGRESS, 5, "egress", true),
+                    redirect(Handle::INGRESS_FILTERS, 5, "egress", false),
+                ],
+            ),
+            iface("ifb0", 3, Vec::new()),
+            iface("ifb1", 5, Vec::new()),
+        ];
+        let names = [(2, "v0"), (3, "ifb0"), (4, "v1"), (5, "ifb1")];
+        resolve_redirects(&mut ifs, |i| {
+            names.iter().find(|(n, _)| *n == i).map(|(_, s)| *s)
+        });
+        assert_eq!(ifs[2].shapes_ingress_of, ["v0", "v1"]);
+        assert!(ifs[3].shapes_ingress_of.is_empty());
+        assert_eq!(ifs[0].ingress_redirected_to, ["ifb0"]);
+        let ActionDetail::Mirred(m) = ifs[1].filters[1].actions[0].detail.as_ref().unwrap() else {
+            panic!()
+        };
+        assert_eq!(m.dev.as_deref(), Some("ifb1"));
+        assert_eq!(
+            ifs[0].filters[0].actions[0].to_string(),
+            "mirred egress redirect to ifb0 stolen"
+        );
     }
 }

@@ -124,6 +124,22 @@ impl Interface {
         self.topology().qdisc_under(parent).map(|i| &self.qdiscs[i])
     }
 
+    /// The filters that send packets to `class` (`flowid`/`classid`), in filter order.
+    pub fn filters_to(&self, class: Handle) -> impl Iterator<Item = &Filter> + '_ {
+        self.topology()
+            .filters_to(&self.filters, class)
+            .iter()
+            .map(|(_, i)| &self.filters[*i as usize])
+    }
+
+    /// The filters attached at `parent` (a qdisc, a class, `ffff:`, `ingress`/`egress`): a
+    /// contiguous run of the sorted filters.
+    pub fn filters_at(&self, parent: Handle) -> &[Filter] {
+        let from = self.filters.partition_point(|f| f.parent < parent);
+        let to = self.filters.partition_point(|f| f.parent <= parent);
+        self.filters.get(from..to).unwrap_or_default()
+    }
+
     /// The tree of this interface, built once.
     pub fn topology(&self) -> &Topology {
         let t = self.topology.0.get_or_init(|| Topology::new(self));

@@ -58,6 +58,9 @@ pub struct Topology {
     qdiscs_by_handle: HashMap<Handle, u32>,
     /// The qdisc attached under a class, `root` or `ingress`.
     qdiscs_by_parent: HashMap<Handle, u32>,
+    /// Filters by the class they send to (`flowid`), sorted: built on first use, since only
+    /// the views that show one object's filters need it.
+    filters_by_class: std::sync::OnceLock<Vec<(Handle, u32)>>,
 }
 
 impl Topology {
@@ -276,6 +279,23 @@ impl Topology {
     }
 
     /// (qdiscs, classes) it was built for.
+    /// Indexes (into [`Interface::filters`]) of the filters whose target is `class`;
+    /// `filters` must be the interface's this topology was built from.
+    pub fn filters_to(&self, filters: &[crate::model::Filter], class: Handle) -> &[(Handle, u32)] {
+        let all = self.filters_by_class.get_or_init(|| {
+            let mut v: Vec<(Handle, u32)> = filters
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| f.class_id.map(|c| (c, i as u32)))
+                .collect();
+            v.sort_unstable();
+            v
+        });
+        let from = all.partition_point(|(c, _)| *c < class);
+        let to = all.partition_point(|(c, _)| *c <= class);
+        &all[from..to]
+    }
+
     pub fn len(&self) -> (usize, usize) {
         (self.qdisc_span.len(), self.class_span.len())
     }

@@ -21,6 +21,12 @@ impl Handle {
     pub const UNSPEC: Handle = Handle(0);
     /// `TC_H_INGRESS`: the parent of ingress and clsact qdiscs.
     pub const INGRESS: Handle = Handle(0xFFFF_FFF1);
+    /// `ffff:`: where filters of an `ingress` qdisc sit.
+    pub const INGRESS_FILTERS: Handle = Handle(0xFFFF_0000);
+    /// clsact's ingress and egress hooks (`TC_H_MIN_INGRESS`/`EGRESS`), printed as tc's
+    /// keywords for them.
+    pub const CLSACT_INGRESS: Handle = Handle(0xFFFF_FFF2);
+    pub const CLSACT_EGRESS: Handle = Handle(0xFFFF_FFF3);
 
     pub const fn new(major: u16, minor: u16) -> Self {
         Handle(((major as u32) << 16) | minor as u32)
@@ -44,6 +50,8 @@ impl fmt::Display for Handle {
         match *self {
             Handle::ROOT => f.write_str("root"),
             Handle::UNSPEC => f.write_str("0:"),
+            Handle::CLSACT_INGRESS => f.write_str("ingress"),
+            Handle::CLSACT_EGRESS => f.write_str("egress"),
             h if h.major() == 0 => write!(f, ":{:x}", h.minor()),
             h if h.minor() == 0 => write!(f, "{:x}:", h.major()),
             h => write!(f, "{:x}:{:x}", h.major(), h.minor()),
@@ -76,6 +84,8 @@ impl Handle {
         let n = match self {
             Handle::ROOT => return "root",
             Handle::UNSPEC => return "0:",
+            Handle::CLSACT_INGRESS => return "ingress",
+            Handle::CLSACT_EGRESS => return "egress",
             h => {
                 let mut at = 0;
                 if h.major() != 0 {
@@ -122,7 +132,8 @@ impl FromStr for Handle {
         match s {
             "root" => return Ok(Handle::ROOT),
             "none" => return Ok(Handle::UNSPEC),
-            "ingress" => return Ok(Handle::INGRESS),
+            "ingress" => return Ok(Handle::CLSACT_INGRESS),
+            "egress" => return Ok(Handle::CLSACT_EGRESS),
             _ => {}
         }
         let (maj, min) = s.split_once(':').ok_or_else(err)?;
@@ -277,6 +288,8 @@ mod tests {
             "abcd:ef",
             "0:",
             "10:0a",
+            "ingress",
+            "egress",
         ] {
             let h = s.parse::<Handle>().unwrap();
             let canonical = h.to_string();

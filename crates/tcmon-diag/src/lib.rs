@@ -202,6 +202,7 @@ pub struct LinkFacts {
     pub gso: Option<bool>,
     pub tso: Option<bool>,
     pub gro: Option<bool>,
+    pub lro: Option<bool>,
 }
 
 /// Everything the rules look at.

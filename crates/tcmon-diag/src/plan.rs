@@ -45,8 +45,24 @@ pub(crate) struct Plan {
     pub(crate) quantum: HashMap<Handle, QuantumPlan>,
 }
 
+/// The length the shaper accounts for a full-size packet: MTU plus the Ethernet header, as
+/// the size table (`stab`) of the qdisc on the transmit queue adjusts it (the kernel applies
+/// only that one: the root, or each queue's child of `mq`).
 pub(crate) fn packet_bytes(iface: &Interface) -> u64 {
-    u64::from(if iface.mtu == 0 { 1500 } else { iface.mtu }) + 14
+    let len = u64::from(if iface.mtu == 0 { 1500 } else { iface.mtu }) + 14;
+    let topo = iface.topology();
+    let stab = match topo.qdisc_under(Handle::ROOT).map(|i| &iface.qdiscs[i]) {
+        // each queue's child is the qdisc on its transmit queue
+        Some(q) if matches!(q.kind.as_str(), "mq" | "mqprio") => topo
+            .qdisc_under(Handle::ROOT)
+            .into_iter()
+            .flat_map(|i| topo.child_classes(Obj::Qdisc(i)))
+            .filter_map(|c| iface.qdisc_under(iface.classes[c].handle))
+            .find_map(|c| c.stab.as_ref()),
+        Some(q) => q.stab.as_ref(),
+        None => None,
+    };
+    stab.map_or(len, |s| s.wire_bytes(len))
 }
 
 /// The kernel keeps buckets in 64 ns ticks: a size set with tc reads back a byte or two

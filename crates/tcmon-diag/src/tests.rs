@@ -1128,3 +1128,78 @@ fn a_merged_finding_names_the_worst_first() {
     assert_eq!(d.fix.len(), 3, "{:?}", d.fix);
     assert!(d.fix[0].contains("parent 1:20 "), "{:?}", d.fix);
 }
+
+#[test]
+fn ifb_shaper_blames_gro_on_the_interface_it_shapes() {
+    // ifb0 shapes v0's ingress at 2 Mbit: a 64 KB GRO packet takes 262 ms there
+    let mut ifb = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
+    ifb.name = "ifb0".into();
+    ifb.shapes_ingress_of = vec!["v0".into()];
+    let s = snap(Instant::now(), ifb.clone());
+    let run = |gro: Option<bool>, lro: Option<bool>, s: &Snapshot| {
+        let links: BTreeMap<String, LinkFacts> = [(
+            "v0".to_owned(),
+            LinkFacts {
+                gro,
+                lro,
+                ..LinkFacts::default()
+            },
+        )]
+        .into_iter()
+        .collect();
+        let facts = Facts {
+            snapshot: s,
+            before: None,
+            rates: None,
+            links: &links,
+            htb_hysteresis: Some(false),
+            fq_codel_available: Some(false),
+        };
+        diagnose(&facts, &Thresholds::default())
+            .into_iter()
+            .find(|f| f.code == "offload-on-shaped-link")
+    };
+    let f = run(Some(true), Some(false), &s).expect("GRO on v0 is found from config alone");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.fix, ["ethtool -K v0 gro off"]);
+    assert!(
+        f.message
+            .contains("shapes the ingress of v0, where GRO is on"),
+        "{}",
+        f.message
+    );
+    assert_eq!(f.evidence["one_packet_ms"], 262.14);
+    // LRO merges the same way
+    let f = run(Some(false), Some(true), &s).unwrap();
+    assert_eq!(f.fix, ["ethtool -K v0 lro off"]);
+    // unknown: information, same fix; off: nothing to say
+    assert_eq!(run(None, None, &s).unwrap().severity, Severity::Info);
+    assert!(run(Some(false), Some(false), &s).is_none());
+    // super-packets seen in the queue: the fix is still on v0, never gso settings on ifb0
+    super_packets_queued(&mut ifb);
+    let s = snap(Instant::now(), ifb);
+    let f = run(Some(true), None, &s).unwrap();
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.fix.iter().all(|l| !l.contains("gso_max_segs")),
+        "{:?}",
+        f.fix
+    );
+    assert!(f.fix.contains(&"ethtool -K v0 gro off".to_owned()));
+}
+
+#[test]
+fn size_table_overhead_counts_in_queue_delay() {
+    // sqm-scripts on an Ethernet WAN: `stab linklayer ethernet overhead 18` on the root HTB,
+    // so each 1514 B packet costs 1532 B of the 2 Mbit
+    let mut i = seed_2mbit(None);
+    i.qdiscs[0].stab = Some(tcmon_core::model::SizeTable {
+        linklayer: "ethernet",
+        overhead_bytes: 18,
+        ..tcmon_core::model::SizeTable::default()
+    });
+    let f = check(&snap(Instant::now(), i));
+    let q = f.iter().find(|f| f.code == "queue-too-deep").unwrap();
+    // 1000 x 1532 B at 250000 B/s
+    assert_eq!(q.evidence["predicted_delay_ms"], 6128.0);
+}

@@ -6,9 +6,10 @@ use std::io;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use netlink_packet_core::Parseable;
-use netlink_packet_route::link::{LinkAttribute, LinkExtentMask, LinkMessage, State};
+use netlink_packet_route::link::{LinkAttribute, LinkExtentMask, LinkInfo, LinkMessage, State};
 use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
 use netlink_packet_route::RouteNetlinkMessage;
+use tcmon_core::filter::resolve_redirects;
 use tcmon_core::model::{sort_interface, Class, Filter, Interface, Qdisc, Snapshot};
 use tcmon_core::units::{Handle, TickLen};
 
@@ -281,6 +282,9 @@ impl Collector {
             ));
         }
         self.all_links = links.iter().map(|l| l.name.clone()).collect();
+        // mirred names its target by ifindex; the target may be a device not read.
+        let names: HashMap<u32, String> =
+            links.iter().map(|l| (l.ifindex, l.name.clone())).collect();
         if !self.opts.devices.is_empty() {
             links.retain(|l| self.opts.devices.contains(&l.name));
         }
@@ -351,6 +355,7 @@ impl Collector {
             sort_interface(link);
         }
         links.sort_by_key(|l| l.ifindex);
+        resolve_redirects(&mut links, |i| names.get(&i).map(String::as_str));
         self.watched =
             (!self.opts.devices.is_empty()).then(|| links.iter().map(|l| l.ifindex).collect());
         self.last_links = links
@@ -424,7 +429,15 @@ impl Collector {
         }
         let mut filters = Vec::new();
         let mut interrupted = false;
+        let clsact = link.qdiscs.iter().any(|q| q.kind == "clsact");
         for &parent in &parents {
+            // The kernel echoes the parent of the block's last change (`ffff:` or
+            // `ffff:fff2` for the same ingress filters): label them by where they sit.
+            let label = match parent {
+                Handle::CLSACT_INGRESS if !clsact => Some(Handle::INGRESS_FILTERS),
+                Handle::CLSACT_INGRESS | Handle::CLSACT_EGRESS => Some(parent),
+                _ => None,
+            };
             let mut req = TcMessage::default();
             req.header.index = link.ifindex as i32;
             req.header.parent = TcHandle::from(parent.0);
@@ -433,7 +446,13 @@ impl Collector {
                 Some(&link.name),
                 RouteNetlinkMessage::GetTrafficFilter(req),
                 |_, p| match tc::parse(p) {
-                    Ok(m) => filters.push(tc::filter(m)),
+                    Ok(m) => {
+                        let mut f = tc::filter(m);
+                        if let Some(l) = label {
+                            f.parent = l;
+                        }
+                        filters.push(f);
+                    }
                     Err(e) => warnings.push(format!(
                         "{}: skipped a filter message under {parent}: {e}",
                         link.name
@@ -508,8 +527,8 @@ fn filter_parents(link: &Interface) -> Vec<Handle> {
     let mut out = Vec::new();
     for q in &link.qdiscs {
         match q.kind.as_str() {
-            "clsact" => out.extend([Handle(0xFFFF_FFF2), Handle(0xFFFF_FFF3)]),
-            "ingress" => out.push(Handle(0xFFFF_FFF2)),
+            "clsact" => out.extend([Handle::CLSACT_INGRESS, Handle::CLSACT_EGRESS]),
+            "ingress" => out.push(Handle::CLSACT_INGRESS),
             k if NO_FILTERS.contains(&k) => {}
             _ => out.push(q.handle),
         }
@@ -546,6 +565,13 @@ fn interface(m: &LinkMessage) -> Interface {
             LinkAttribute::OperState(s) => i.operstate = operstate(*s),
             LinkAttribute::GsoMaxSize(v) => i.gso_max_size = Some(*v),
             LinkAttribute::GsoMaxSegs(v) => i.gso_max_segs = Some(*v),
+            LinkAttribute::LinkInfo(infos) => {
+                for info in infos {
+                    if let LinkInfo::Kind(k) = info {
+                        i.kind = Some(k.to_string().into());
+                    }
+                }
+            }
             _ => {}
         }
     }

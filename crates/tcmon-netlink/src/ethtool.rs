@@ -94,6 +94,11 @@ impl LinkFeatures {
         self.is_active("rx-gro")
     }
 
+    /// Large receive offload ("rx-lro", ethtool's `lro`): merges like GRO, in the driver.
+    pub fn lro(&self) -> bool {
+        self.is_active("rx-lro")
+    }
+
     /// Whether the feature cannot be changed on this device: ethtool's "[fixed]".
     pub fn is_fixed(&self, name: &str) -> bool {
         !self.hw.contains(name) || self.nochange.contains(name)

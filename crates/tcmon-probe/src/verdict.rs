@@ -69,6 +69,10 @@ pub enum Bottleneck {
         /// The phase it was measured in, and that phase's latency increase.
         phase: &'static str,
         phase_latency_increase_ms: f64,
+        /// When `interface` is an IFB: the interfaces whose ingress (download) it shapes, so
+        /// this queue is their download queue.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        download_of: Vec<String>,
     },
     /// Latency rose but no queue here holds it: the bottleneck is further along the path.
     Upstream {
@@ -280,7 +284,13 @@ fn bottleneck(phase: &PhaseData, increase_ms: f64, samples: &[(Instant, Snapshot
     }
     match best {
         Some(((interface, object, kind, _), d)) if d >= increase_ms * LOCAL_SHARE => {
+            let download_of = in_phase
+                .last()
+                .and_then(|s| s.interface(&interface))
+                .map(|i| i.shapes_ingress_of.clone())
+                .unwrap_or_default();
             Bottleneck::Local {
+                download_of,
                 interface,
                 object,
                 kind,

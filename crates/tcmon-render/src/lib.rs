@@ -46,7 +46,24 @@ fn interface_tree(out: &mut String, iface: &Interface) {
     if let (Some(size), Some(segs)) = (iface.gso_max_size, iface.gso_max_segs) {
         let _ = write!(out, ", gso {} / {segs} segs", fmt_bytes(f64::from(size)));
     }
+    if let Some(k) = &iface.kind {
+        let _ = write!(out, ", {k}");
+    }
     out.push_str(")\n");
+    if !iface.shapes_ingress_of.is_empty() {
+        let _ = writeln!(
+            out,
+            "  shapes the ingress (download) of {}: their ingress filters redirect here",
+            iface.shapes_ingress_of.join(", ")
+        );
+    }
+    if !iface.ingress_redirected_to.is_empty() {
+        let _ = writeln!(
+            out,
+            "  ingress redirected to {}, which shapes it",
+            iface.ingress_redirected_to.join(", ")
+        );
+    }
     if iface.qdiscs.is_empty() {
         out.push_str("  no qdiscs\n");
     }
@@ -70,23 +87,28 @@ fn interface_tree(out: &mut String, iface: &Interface) {
                 chain.rules,
                 if chain.rules == 1 { "" } else { "s" }
             );
-            let rules = iface.filters.iter().filter(|f| {
-                f.is_rule
-                    && f.parent == chain.parent
-                    && f.prio == chain.prio
-                    && f.protocol == chain.protocol
-                    && f.kind == chain.kind
-                    && f.chain == chain.chain
-            });
-            for f in rules.take(MAX_RULES_SHOWN) {
-                filter_line(out, f);
+            // A chain's entries are contiguous in the sorted filters.
+            let entries = iface
+                .filters
+                .get(chain.first..chain.first + chain.len)
+                .unwrap_or_default();
+            let shown = entries
+                .iter()
+                .filter(|f| f.is_rule || f.u32.as_ref().is_some_and(|u| u.divisor.is_some()));
+            let mut n = 0;
+            for f in shown {
+                if n == MAX_RULES_SHOWN {
+                    break;
+                }
+                n += 1;
+                filter_lines(out, f);
             }
-            if chain.rules as usize > MAX_RULES_SHOWN {
-                let _ = writeln!(
-                    out,
-                    "      ... {} more",
-                    chain.rules as usize - MAX_RULES_SHOWN
-                );
+            let total = entries
+                .iter()
+                .filter(|f| f.is_rule || f.u32.as_ref().is_some_and(|u| u.divisor.is_some()))
+                .count();
+            if total > MAX_RULES_SHOWN {
+                let _ = writeln!(out, "      ... {} more", total - MAX_RULES_SHOWN);
             }
         }
     }
@@ -95,10 +117,44 @@ fn interface_tree(out: &mut String, iface: &Interface) {
 /// Long chains are the problem to see, not each of their rules.
 const MAX_RULES_SHOWN: usize = 20;
 
-fn filter_line(out: &mut String, f: &Filter) {
+/// One filter as tc words: `800::800 -> 1:5  ip dst 10.7.0.5/32 ip dport 443  hits 3 of 7`,
+/// its hash-table shape, then one line per action.
+fn filter_lines(out: &mut String, f: &Filter) {
     let _ = write!(out, "      {}", f.handle);
+    if let Some(d) = f.u32.as_ref().and_then(|u| u.divisor) {
+        let _ = write!(out, " table, divisor {d}");
+    }
     if let Some(c) = f.class_id {
         let _ = write!(out, " -> {c}");
+    }
+    if let Some(u) = &f.u32 {
+        if let Some(l) = &u.link {
+            let _ = write!(out, " link {l}");
+        }
+        if let Some(h) = u.hashkey {
+            let _ = write!(out, " hashkey mask 0x{:08x} at {}", h.mask, h.offset);
+        }
+        if let Some(n) = u.next_header {
+            match n.at {
+                Some(at) => {
+                    let _ = write!(
+                        out,
+                        " offset at {at} mask {:04x} shift {} plus {}",
+                        n.mask, n.shift, n.plus
+                    );
+                }
+                None => {
+                    let _ = write!(out, " offset plus {}", n.plus);
+                }
+            }
+            if n.eat {
+                out.push_str(" eat");
+            }
+        }
+    }
+    let m = f.match_text();
+    if !m.is_empty() {
+        let _ = write!(out, "  {m}");
     }
     if let Some(u) = &f.u32 {
         if let (Some(hits), Some(lookups)) = (u.hits, u.lookups) {
@@ -106,6 +162,10 @@ fn filter_line(out: &mut String, f: &Filter) {
         }
     }
     out.push('\n');
+    for a in &f.actions {
+        let _ = writeln!(out, "        action {a}");
+    }
+    undecoded_line(out, &f.undecoded, 4);
 }
 
 fn pad(depth: usize) -> String {
@@ -118,6 +178,13 @@ fn qdisc_lines(out: &mut String, iface: &Interface, q: &Qdisc, depth: usize) {
     if let Some(d) = &q.detail {
         out.push_str("  ");
         out.push_str(&qdisc_options(d, iface));
+    }
+    if let Some(st) = &q.stab {
+        let _ = write!(
+            out,
+            "  stab linklayer {} overhead {} mpu {}",
+            st.linklayer, st.overhead_bytes, st.mpu_bytes
+        );
     }
     out.push('\n');
     stats_line(out, &q.stats, depth + 1);

@@ -7,7 +7,7 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{ev, tenths, Ctx};
 use crate::merge::Sink;
-use crate::plan::{self, packet_bytes, rate_arg};
+use crate::plan::{self, rate_arg};
 use crate::{Code, Finding, Severity};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
@@ -108,7 +108,7 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             .unwrap_or(0xFFFF)
     };
     let new_class = Handle::new(q.handle.major(), minor);
-    let pkt = packet_bytes(c.iface);
+    let pkt = c.pkt;
     let dev = &c.iface.name;
     let mut fix = Vec::new();
     if ceil > 0 {
@@ -191,7 +191,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
     let Some(qp) = c.plan().quantum.get(&q.handle) else {
         return;
     };
-    let mtu = packet_bytes(c.iface) - 14;
+    let mtu = c.pkt - 14;
     let r2q = u64::from(h.r2q.max(1));
     let topo = c.iface.topology();
     let Some(qi) = topo.qdisc(q.handle) else {
@@ -268,7 +268,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
 
 /// Per-class HTB checks on configuration: burst, cburst, rate vs ceil.
 pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_>) {
-    let pkt = packet_bytes(c.iface);
+    let pkt = c.pkt;
     let target = c.plan().targets.get(&cl.handle).copied();
     for (code, what, bit, bytes, ns, rate, want) in [
         (

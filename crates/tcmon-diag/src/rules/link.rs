@@ -7,7 +7,6 @@ use tcmon_core::units::{fmt_bytes, Handle};
 
 use super::{ev, Ctx};
 use crate::merge::Sink;
-use crate::plan::packet_bytes;
 use crate::{Code, Facts, Finding, Severity, Thresholds};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
@@ -60,7 +59,7 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
     if packets < 1000 || c.iface.operstate != "up" {
         return;
     }
-    let pkt = packet_bytes(c.iface);
+    let pkt = c.pkt;
     out.push(Finding {
         code: Code::TxqueuelenDeepUnshaped,
         severity: Severity::Info,

@@ -27,6 +27,7 @@ pub fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Find
             interface,
             object,
             queue_delay_ms,
+            download_of,
             ..
         }) => {
             // that queue's own commands, not those of every object a merged finding names
@@ -37,8 +38,13 @@ pub fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Find
                 .filter(|cmd| cmd.split_whitespace().any(|w| w == object))
                 .cloned()
                 .collect();
+            let role = if download_of.is_empty() {
+                String::new()
+            } else {
+                format!(" (the download queue of {})", download_of.join(", "))
+            };
             let place = format!(
-                "{interface} {object} holds {queue_delay_ms:.0} ms of it (see its other findings)"
+                "{interface} {object}{role} holds {queue_delay_ms:.0} ms of it (see its other findings)"
             );
             (interface.clone(), object.clone(), place, fix)
         }

@@ -30,6 +30,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) iface: &'a Interface,
     pub(crate) t: &'a Thresholds,
     pub(crate) before: Option<&'a Interface>,
+    /// A full-size packet as the shaper accounts it ([`packet_bytes`]), computed once.
+    pub(crate) pkt: u64,
 }
 
 impl<'a> Ctx<'a> {
@@ -41,6 +43,7 @@ impl<'a> Ctx<'a> {
     ) -> Self {
         Ctx {
             plan: OnceCell::new(),
+            pkt: packet_bytes(iface),
             facts,
             iface,
             t,
@@ -122,7 +125,7 @@ fn inside_tbf(iface: &Interface, q: &Qdisc) -> bool {
 /// A command that replaces the FIFO `q` under `class` with one of the same kind sized for the
 /// target delay at `drain_bytes_per_sec`.
 fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64) -> Vec<String> {
-    let pkt = packet_bytes(c.iface);
+    let pkt = c.pkt;
     let target_bytes = (c.t.target_queue_delay_ms * 1e-3 * drain_bytes_per_sec as f64) as u64;
     let (kind, limit) = match q.detail {
         Some(QdiscDetail::Bfifo(_)) => ("bfifo", target_bytes.max(2 * pkt)),

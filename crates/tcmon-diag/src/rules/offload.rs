@@ -7,7 +7,6 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{by_key, ev, htb_parent, inside_tbf, ms, Ctx};
 use crate::merge::Sink;
-use crate::plan::packet_bytes;
 use crate::{Code, Evidence, Finding, Severity};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
@@ -23,7 +22,7 @@ pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
 /// the MTU) it is a warning; predicted from the link's GSO limits it is information, and an
 /// observed one supersedes it (see [`crate::Findings`]).
 pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    let pkt = packet_bytes(c.iface);
+    let pkt = c.pkt;
     let link = c.facts.links.get(&c.iface.name);
     // Most polls have no queue of two packets anywhere: skip building the lookup.
     let queued = |qs: &[Qdisc]| qs.iter().any(|q| q.stats.backlog_packets >= 2);
@@ -96,7 +95,10 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
 
 /// Predicted: a shaped class slow enough that one GSO packet is already a long delay.
 pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    let pkt = packet_bytes(c.iface);
+    if !c.iface.shapes_ingress_of.is_empty() {
+        return ifb_predicted(c, out);
+    }
+    let pkt = c.pkt;
     let link = c.facts.links.get(&c.iface.name);
     let segs = c.iface.gso_max_segs.unwrap_or(0);
     let size = u64::from(c.iface.gso_max_size.unwrap_or(0));
@@ -105,18 +107,9 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
     if segs <= 1 || size <= 2 * pkt {
         return;
     }
-    let slowest = c
-        .iface
-        .classes
-        .iter()
-        .filter_map(|cl| {
-            cl.htb()
-                .filter(|h| h.level == 0)
-                .map(|h| (cl, h.ceil_bytes_per_sec))
-        })
-        .filter(|(_, ceil)| *ceil > 0)
-        .min_by_key(|(_, ceil)| *ceil);
-    let Some((class, ceil)) = slowest else { return };
+    let Some((class, ceil)) = slowest_leaf(c) else {
+        return;
+    };
     let one_ns = size as f64 * 1e9 / ceil as f64;
     if one_ns / 1e6 < c.t.queue_delay_warning_ms {
         return;
@@ -125,14 +118,14 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
         code: Code::OffloadOnShapedLink,
         severity: Severity::Info,
         interface: c.iface.name.clone(),
-        object: class.handle.to_string(),
+        object: class.to_string(),
         message: format!(
             "{} may queue GSO packets of up to {} (gso_max_size, {segs} segments): one of them takes {} at the {} ceil of {}",
             c.iface.name,
             fmt_bytes(size as f64),
             fmt_ns(one_ns as i64),
             fmt_bits_per_sec(ceil as f64 * 8.0),
-            class.handle
+            class
         ),
         evidence: offload_evidence(c, link, [
             ("gso_max_size", json!(size)),
@@ -142,6 +135,86 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
         fix: offload_fix(c),
         ..Finding::default()
     });
+}
+
+/// Largest packet GRO builds by default (`gro_max_size`, 64 KiB).
+const GRO_MAX_BYTES: u64 = 65_536;
+
+/// The slowest leaf ceil of the interface's HTB classes.
+fn slowest_leaf(c: &Ctx<'_>) -> Option<(Handle, u64)> {
+    c.iface
+        .classes
+        .iter()
+        .filter_map(|cl| {
+            cl.htb()
+                .filter(|h| h.level == 0 && h.ceil_bytes_per_sec > 0)
+                .map(|h| (cl.handle, h.ceil_bytes_per_sec))
+        })
+        .min_by_key(|(_, ceil)| *ceil)
+}
+
+/// An IFB shaping another interface's ingress queues what GRO/LRO on that interface merged
+/// before the redirect: the source is known from the redirect, so no traffic is needed. GRO
+/// known on is a warning (every TCP download arrives merged); unknown is information.
+fn ifb_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
+    let Some((class, ceil)) = slowest_leaf(c) else {
+        return;
+    };
+    let one_ns = GRO_MAX_BYTES as f64 * 1e9 / ceil as f64;
+    if one_ns / 1e6 < c.t.queue_delay_warning_ms {
+        return;
+    }
+    for src in &c.iface.shapes_ingress_of {
+        let link = c.facts.links.get(src);
+        let (gro, lro) = (link.and_then(|l| l.gro), link.and_then(|l| l.lro));
+        let (severity, state) = match (gro, lro) {
+            (Some(true), _) => (Severity::Warning, "GRO is on"),
+            (_, Some(true)) => (Severity::Warning, "LRO is on"),
+            (Some(false), Some(false) | None) => continue,
+            (None, _) => (
+                Severity::Info,
+                "GRO may be on (its features could not be read)",
+            ),
+        };
+        let mut evidence = ev([
+            ("source_interface", json!(src)),
+            ("gro", json!(gro)),
+            ("lro", json!(lro)),
+            ("gro_max_bytes", json!(GRO_MAX_BYTES)),
+            ("ceil_bytes_per_sec", json!(ceil)),
+            ("one_packet_ms", json!(ms(one_ns))),
+        ]);
+        evidence.insert("shapes_ingress_of", json!(c.iface.shapes_ingress_of));
+        out.push(Finding {
+            code: Code::OffloadOnShapedLink,
+            severity,
+            interface: c.iface.name.clone(),
+            object: class.to_string(),
+            message: format!(
+                "{} shapes the ingress of {src}, where {state}: packets merged there before the redirect reach this shaper as one packet of up to {}, which takes {} at the {} ceil of {class}",
+                c.iface.name,
+                fmt_bytes(GRO_MAX_BYTES as f64),
+                fmt_ns(one_ns as i64),
+                fmt_bits_per_sec(ceil as f64 * 8.0),
+            ),
+            evidence,
+            fix: source_fix(src, gro, lro),
+            ..Finding::default()
+        });
+    }
+}
+
+/// GRO/LRO off on the interface whose ingress an IFB shapes: the only place the merging can
+/// be stopped (settings on the IFB act after it).
+fn source_fix(src: &str, gro: Option<bool>, lro: Option<bool>) -> Vec<String> {
+    let mut fix = Vec::new();
+    if gro != Some(false) {
+        fix.push(format!("ethtool -K {src} gro off"));
+    }
+    if lro == Some(true) {
+        fix.push(format!("ethtool -K {src} lro off"));
+    }
+    fix
 }
 
 pub(super) fn offload_evidence<const N: usize>(
@@ -167,6 +240,20 @@ pub(super) fn offload_evidence<const N: usize>(
 /// other interface with GRO on, but not loopback (nothing forwarded arrives there); the
 /// generic advice only where GRO states are unknown, none when all are known to be off.
 pub(super) fn offload_fix(c: &Ctx<'_>) -> Vec<String> {
+    if !c.iface.shapes_ingress_of.is_empty() {
+        let fix: Vec<String> = c
+            .iface
+            .shapes_ingress_of
+            .iter()
+            .flat_map(|src| {
+                let l = c.facts.links.get(src);
+                source_fix(src, l.and_then(|l| l.gro), l.and_then(|l| l.lro))
+            })
+            .collect();
+        if !fix.is_empty() {
+            return fix;
+        }
+    }
     let mut fix = vec![format!("ip link set dev {} gso_max_segs 1", c.iface.name)];
     let others: Vec<(&String, Option<bool>)> = c
         .facts

@@ -10,7 +10,7 @@ use super::{
     aqm_alternative, by_key, ev, htb_parent, inside_tbf, ms, shaper_rate, shorter_queue, Ctx,
 };
 use crate::merge::Sink;
-use crate::plan::{self, packet_bytes};
+use crate::plan;
 use crate::{Code, Finding, Severity};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
@@ -23,7 +23,7 @@ pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
 
 /// `queue-too-deep`: a FIFO under a shaped class that takes long to drain when full.
 pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    let pkt = packet_bytes(c.iface);
+    let pkt = c.pkt;
     for q in &c.iface.qdiscs {
         let (capacity_bytes, limit_desc) = match &q.detail {
             Some(QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f)) => {

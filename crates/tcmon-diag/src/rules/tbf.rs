@@ -8,7 +8,7 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{ev, ms, replace_cmd, shaper_rate, shorter_queue, Ctx};
 use crate::merge::Sink;
-use crate::plan::{self, packet_bytes, rate_arg};
+use crate::plan::{self, rate_arg};
 use crate::{Code, Finding, Severity};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
@@ -25,7 +25,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     let Some(QdiscDetail::Tbf(t)) = &q.detail else {
         return;
     };
-    let pkt = packet_bytes(c.iface);
+    let pkt = c.pkt;
     let rate = t.rate_bytes_per_sec.max(1);
     let burst_ms = t.burst_ns as f64 / 1e6;
     let huge = burst_ms > c.t.tbf_burst_max_ms;

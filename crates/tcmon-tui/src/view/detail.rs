@@ -10,7 +10,8 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use serde_json::Value;
 use tcmon_agent::Sample;
-use tcmon_core::model::ClassDetail;
+use tcmon_core::model::{ClassDetail, Filter, Interface};
+use tcmon_core::units::Handle;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns};
 use tcmon_render::Obj;
 
@@ -241,6 +242,7 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
             t.dim(),
         ));
     }
+    filter_lines(&mut lines, iface, row.obj, t, width);
     if let Some(ClassDetail::Htb(h)) = o.class.and_then(|c| c.detail.as_ref()) {
         if !h.has_xstats {
             lines.push(Line::styled(
@@ -250,6 +252,87 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
         }
     }
     lines
+}
+
+/// Filters in one pane: those attached here, and those that send packets to this class.
+const FILTERS_SHOWN: usize = 6;
+
+/// The filters attached to the selected object, the ones that send packets to it, and for
+/// an IFB's root which interfaces' ingress it shapes.
+fn filter_lines(lines: &mut Vec<Line<'_>>, iface: &Interface, obj: Obj, t: &Theme, width: usize) {
+    let (handle, is_ingress, is_root) = match obj {
+        Obj::Qdisc(i) => {
+            let q = &iface.qdiscs[i];
+            (
+                q.handle,
+                q.parent == Handle::INGRESS,
+                q.parent == Handle::ROOT,
+            )
+        }
+        Obj::Class(i) => (iface.classes[i].handle, false, false),
+    };
+    if is_root && !iface.shapes_ingress_of.is_empty() {
+        lines.push(Line::raw(format!(
+            "shapes the ingress (download) of {}",
+            iface.shapes_ingress_of.join(", ")
+        )));
+    }
+    if is_ingress && !iface.ingress_redirected_to.is_empty() {
+        lines.push(Line::raw(format!(
+            "redirects ingress to {}, which shapes it",
+            iface.ingress_redirected_to.join(", ")
+        )));
+    }
+    let attached: Vec<&Filter> = if is_ingress {
+        [
+            Handle::INGRESS_FILTERS,
+            Handle::CLSACT_INGRESS,
+            Handle::CLSACT_EGRESS,
+        ]
+        .into_iter()
+        .flat_map(|p| iface.filters_at(p))
+        .collect()
+    } else {
+        iface.filters_at(handle).iter().collect()
+    };
+    let mut section = |title: &str, filters: &mut dyn Iterator<Item = &Filter>| {
+        let mut n = 0usize;
+        for f in filters.filter(|f| f.is_rule) {
+            if n == 0 {
+                lines.push(Line::styled(title.to_owned(), Theme::bold()));
+            }
+            n += 1;
+            if n <= FILTERS_SHOWN {
+                lines.push(Line::raw(fit(&filter_text(f), width, false)));
+            }
+        }
+        if n > FILTERS_SHOWN {
+            lines.push(Line::styled(
+                format!("  ... {} more (tcmon dump)", n - FILTERS_SHOWN),
+                t.dim(),
+            ));
+        }
+    };
+    section("filters here", &mut attached.into_iter());
+    if let Obj::Class(_) = obj {
+        section("classified here by", &mut iface.filters_to(handle));
+    }
+}
+
+/// `prio 1 u32 800::800 ip dst 10.7.0.5/32 -> 1:5 · mirred egress redirect to ifb0 stolen`
+fn filter_text(f: &Filter) -> String {
+    let mut s = format!("  {} prio {} {} {}", f.parent, f.prio, f.kind, f.handle);
+    let m = f.match_text();
+    if !m.is_empty() {
+        let _ = write!(s, " {m}");
+    }
+    if let Some(c) = f.class_id {
+        let _ = write!(s, " -> {c}");
+    }
+    for a in &f.actions {
+        let _ = write!(s, " · {a}");
+    }
+    s
 }
 
 /// A decoded leaf in human units, by its name's suffix.

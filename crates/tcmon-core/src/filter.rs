@@ -187,6 +187,7 @@ pub struct U32Mark {
     pub mask: u32,
 }
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's serialize_with passes a reference
 fn hex32<S: Serializer>(v: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{v:08x}"))
 }
@@ -451,7 +452,11 @@ pub struct SizeTable {
     pub size_log: u8,
     #[serde(skip)]
     pub cell_align: i16,
-    /// The kernel's table (`TCA_STAB_DATA`); empty when only the overhead is applied.
+    /// Entries of the kernel's table; 0 when only the overhead is applied.
+    #[serde(skip)]
+    pub tsize: u32,
+    /// The table (`TCA_STAB_DATA`) when a message carries it. Dumps do not: then each entry
+    /// is computed as tc computed it from the other fields.
     #[serde(skip)]
     pub table: Vec<u16>,
 }
@@ -461,10 +466,18 @@ impl SizeTable {
     /// included), as `__qdisc_calculate_pkt_len` computes it.
     pub fn wire_bytes(&self, len: u64) -> u64 {
         let mut pkt = len as i64 + i64::from(self.overhead_bytes);
-        if !self.table.is_empty() {
-            let tsize = self.table.len() as i64;
+        let tsize = if self.table.is_empty() {
+            i64::from(self.tsize)
+        } else {
+            self.table.len() as i64
+        };
+        if tsize > 0 {
             let slot = ((pkt + i64::from(self.cell_align)).max(0)) >> self.cell_log.min(31);
-            let entry = |i: i64| i64::from(self.table[i as usize]);
+            let entry = |i: i64| {
+                self.table
+                    .get(i as usize)
+                    .map_or_else(|| self.computed_entry(i), |e| i64::from(*e))
+            };
             pkt = if slot < tsize {
                 entry(slot)
             } else {
@@ -473,6 +486,18 @@ impl SizeTable {
             pkt <<= self.size_log.min(31);
         }
         pkt.max(1) as u64
+    }
+
+    /// Entry `i` as tc's `tc_calc_size_table` fills it: the slot's upper size, at least the
+    /// MPU, in 53-byte cells of 48 payload bytes on ATM, shifted by `size_log`.
+    fn computed_entry(&self, i: i64) -> i64 {
+        let sz = ((i + 1) << self.cell_log.min(31)).max(i64::from(self.mpu_bytes));
+        let sz = if self.linklayer == "atm" {
+            (sz + 47) / 48 * 53
+        } else {
+            sz
+        };
+        sz >> self.size_log.min(31)
     }
 }
 
@@ -594,6 +619,21 @@ mod tests {
         };
         // 1514 + 10 = 1524, slot (1523 >> 6) = 23, (24 * 64 / 48 rounded up) * 53 = 1696
         assert_eq!(atm.wire_bytes(1514), 1696);
+        // as dumped: no table, the entries computed from the spec (tc: mtu 2047, tsize 512,
+        // so cell_log 2)
+        let dumped = SizeTable {
+            linklayer: "atm",
+            overhead_bytes: 10,
+            mpu_bytes: 64,
+            cell_log: 2,
+            cell_align: -1,
+            tsize: 512,
+            ..SizeTable::default()
+        };
+        // 1524 B: slot 1523 >> 2 = 380, size 381 * 4 = 1524 -> 32 cells of 53 B
+        assert_eq!(dumped.wire_bytes(1514), 32 * 53);
+        // a 40 B ACK: 50 B, below the MPU of 64 -> 2 cells
+        assert_eq!(dumped.wire_bytes(40), 2 * 53);
         assert_eq!(SizeTable::default().wire_bytes(0), 1);
     }
 

@@ -427,6 +427,7 @@ impl Collector {
                 return Ok((c.filters.clone(), false));
             }
         }
+        let tick = self.tick;
         let mut filters = Vec::new();
         let mut interrupted = false;
         let clsact = link.qdiscs.iter().any(|q| q.kind == "clsact");
@@ -447,7 +448,7 @@ impl Collector {
                 RouteNetlinkMessage::GetTrafficFilter(req),
                 |_, p| match tc::parse(p) {
                     Ok(m) => {
-                        let mut f = tc::filter(m);
+                        let mut f = tc::filter_with_tick(m, tick);
                         if let Some(l) = label {
                             f.parent = l;
                         }

@@ -26,8 +26,19 @@ impl<'a> Fixed<'a> {
     pub(crate) fn u32(self, off: usize) -> u32 {
         u32::from_ne_bytes(self.0[off..off + 4].try_into().expect("4 bytes"))
     }
+    pub(crate) fn i16(self, off: usize) -> i16 {
+        self.u16(off) as i16
+    }
     pub(crate) fn i32(self, off: usize) -> i32 {
         self.u32(off) as i32
+    }
+    /// A network-order (`__be16`) field, in host order.
+    pub(crate) fn be16(self, off: usize) -> u16 {
+        u16::from_be_bytes([self.0[off], self.0[off + 1]])
+    }
+    /// A network-order (`__be32`) field, in host order.
+    pub(crate) fn be32(self, off: usize) -> u32 {
+        u32::from_be_bytes(self.0[off..off + 4].try_into().expect("4 bytes"))
     }
     pub(crate) fn u64(self, off: usize) -> u64 {
         u64::from_ne_bytes(self.0[off..off + 8].try_into().expect("8 bytes"))
@@ -137,6 +148,43 @@ pub(crate) fn nla_u64(
         Some(f) => Some(f.u64(0)),
         None => {
             short(undecoded, at, kind, what, value, 8);
+            None
+        }
+    }
+}
+
+pub(crate) fn nla_u16(
+    value: &[u8],
+    at: &'static str,
+    kind: u16,
+    what: &str,
+    undecoded: &mut Undecoded,
+) -> Option<u16> {
+    match Fixed::new(value, 2) {
+        Some(f) => Some(f.u16(0)),
+        None => {
+            short(undecoded, at, kind, what, value, 2);
+            None
+        }
+    }
+}
+
+/// A NUL-terminated string attribute (`NLA_STRING`), or a recorded error when it is not UTF-8.
+pub(crate) fn nla_str<'a>(
+    value: &'a [u8],
+    at: &'static str,
+    kind: u16,
+    what: &str,
+    undecoded: &mut Undecoded,
+) -> Option<&'a str> {
+    let bytes = value.split(|b| *b == 0).next().unwrap_or_default();
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Some(s),
+        Err(_) => {
+            undecoded
+                .decode_errors
+                .push(format!("{at}: {what} is not UTF-8"));
+            keep(undecoded, at, kind, value);
             None
         }
     }

@@ -2,7 +2,7 @@
 //! attributes) into the model. Walks the attributes in place: a dump of 10,000 classes is decoded
 //! without a per-attribute allocation.
 
-use tcmon_core::model::{Class, Filter, Name, Qdisc, RateEstimator, Stats, Undecoded};
+use tcmon_core::model::{Class, Filter, Name, Qdisc, RateEstimator, SizeTable, Stats, Undecoded};
 use tcmon_core::units::{Handle, TickLen};
 
 use crate::decode::{for_each_nla, keep, nla_u32, short, Fixed};
@@ -16,6 +16,7 @@ const TCA_OPTIONS: u16 = 2;
 const TCA_STATS: u16 = 3;
 const TCA_XSTATS: u16 = 4;
 const TCA_STATS2: u16 = 7;
+const TCA_STAB: u16 = 8;
 const TCA_PAD: u16 = 9;
 const TCA_DUMP_INVISIBLE: u16 = 10;
 const TCA_CHAIN: u16 = 11;
@@ -34,6 +35,12 @@ const TCA_STATS_PAD: u16 = 6;
 const TCA_STATS_BASIC_HW: u16 = 7;
 const TCA_STATS_PKT64: u16 = 8;
 
+const TCA_STAB_BASE: u16 = 1;
+const TCA_STAB_DATA: u16 = 2;
+/// `struct tc_sizespec`: cell_log u8, size_log u8, cell_align s16, overhead s32, linklayer u32,
+/// mpu u32, mtu u32, tsize u32.
+const SIZESPEC_LEN: usize = 24;
+
 /// The parts of a tc message common to qdiscs, classes and filters.
 #[derive(Debug)]
 pub(crate) struct TcMsg<'a> {
@@ -46,6 +53,8 @@ pub(crate) struct TcMsg<'a> {
     pub(crate) xstats: Option<&'a [u8]>,
     pub(crate) stats: Stats,
     pub(crate) chain: u32,
+    /// `TCA_STAB`, the size table: only qdiscs have one.
+    pub(crate) stab: Option<&'a [u8]>,
     pub(crate) und: Undecoded,
 }
 
@@ -70,6 +79,7 @@ pub(crate) fn parse(payload: &[u8]) -> Result<TcMsg<'_>, MsgError> {
         xstats: None,
         stats: Stats::default(),
         chain: 0,
+        stab: None,
         und: Undecoded::default(),
     };
     let mut kind = None;
@@ -99,6 +109,7 @@ pub(crate) fn parse(payload: &[u8]) -> Result<TcMsg<'_>, MsgError> {
                 stats2(v, &mut m.stats, &mut app, und);
             }
             TCA_CHAIN => m.chain = nla_u32(v, "tcmsg", t, "chain", und).unwrap_or(0),
+            TCA_STAB => m.stab = Some(v),
             TCA_PAD | TCA_DUMP_INVISIBLE | TCA_HW_OFFLOAD | TCA_INGRESS_BLOCK
             | TCA_EGRESS_BLOCK | TCA_DUMP_FLAGS | TCA_EXT_WARN_MSG => {}
             _ => keep(und, "tcmsg", t, v),
@@ -116,7 +127,12 @@ pub(crate) fn parse(payload: &[u8]) -> Result<TcMsg<'_>, MsgError> {
     Ok(m)
 }
 
-fn stats2<'a>(v: &'a [u8], s: &mut Stats, app: &mut Option<&'a [u8]>, und: &mut Undecoded) {
+pub(crate) fn stats2<'a>(
+    v: &'a [u8],
+    s: &mut Stats,
+    app: &mut Option<&'a [u8]>,
+    und: &mut Undecoded,
+) {
     let mut pkt64 = None;
     for_each_nla(v, "stats2", und, |t, v, und| match t {
         // struct gnet_stats_basic: bytes u64, packets u32
@@ -186,9 +202,10 @@ fn legacy(v: &[u8], s: &mut Stats, und: &mut Undecoded) {
 pub(crate) fn qdisc(m: TcMsg<'_>, tick: TickLen) -> Qdisc {
     let mut und = m.und;
     let handle = Handle(m.handle);
+    let stab = m.stab.and_then(|v| size_table(v, &mut und));
     let detail = kinds::qdisc_detail(m.kind, handle, m.options, m.xstats, tick, &mut und);
     Qdisc {
-        stab: None,
+        stab,
         handle,
         parent: Handle(m.parent),
         kind: m.kind.into(),
@@ -198,8 +215,65 @@ pub(crate) fn qdisc(m: TcMsg<'_>, tick: TickLen) -> Qdisc {
     }
 }
 
+/// `TCA_STAB`: `TCA_STAB_BASE` (`tc_sizespec`) and, when the kernel sends it, the table
+/// (`TCA_STAB_DATA`, `tsize` u16s; dumps carry only the base).
+fn size_table(v: &[u8], und: &mut Undecoded) -> Option<SizeTable> {
+    let mut st = None;
+    let mut tsize = 0usize;
+    let mut data = None;
+    for_each_nla(v, "stab", und, |t, v, und| match t {
+        TCA_STAB_BASE => match Fixed::new(v, SIZESPEC_LEN) {
+            Some(s) => {
+                tsize = s.u32(20) as usize;
+                st = Some(SizeTable {
+                    cell_log: s.u8(0),
+                    size_log: s.u8(1),
+                    cell_align: s.i16(2),
+                    overhead_bytes: s.i32(4),
+                    linklayer: match s.u32(8) {
+                        1 => "ethernet",
+                        2 => "atm",
+                        _ => "unaware",
+                    },
+                    mpu_bytes: s.u32(12),
+                    mtu_bytes: s.u32(16),
+                    tsize: s.u32(20),
+                    table: Vec::new(),
+                });
+            }
+            None => short(und, "stab", t, "tc_sizespec", v, SIZESPEC_LEN),
+        },
+        TCA_STAB_DATA => data = Some(v),
+        _ => keep(und, "stab", t, v),
+    });
+    let Some(data) = data else {
+        return st;
+    };
+    let Some(mut st) = st else {
+        und.decode_errors
+            .push("stab: TCA_STAB_DATA without TCA_STAB_BASE".into());
+        keep(und, "stab", TCA_STAB_DATA, data);
+        return None;
+    };
+    let present = data.len() / 2;
+    if present != tsize {
+        und.decode_errors.push(format!(
+            "stab: tc_sizespec.tsize is {tsize}, TCA_STAB_DATA has {present} entries"
+        ));
+    }
+    st.table = data
+        .chunks_exact(2)
+        .take(tsize)
+        .map(|c| u16::from_ne_bytes([c[0], c[1]]))
+        .collect();
+    Some(st)
+}
+
 pub(crate) fn class(m: TcMsg<'_>, tick: TickLen) -> Class {
     let mut und = m.und;
+    if let Some(v) = m.stab {
+        keep(&mut und, "tcmsg", TCA_STAB, v);
+    }
     let detail = kinds::class_detail(m.kind, m.options, m.xstats, tick, &mut und);
     Class {
         handle: Handle(m.handle),
@@ -212,67 +286,49 @@ pub(crate) fn class(m: TcMsg<'_>, tick: TickLen) -> Class {
     }
 }
 
-/// Classifiers whose target class is attribute 1 of their options (`TCA_*_CLASSID`). (cgroup
-/// has none: its class comes from net_cls, and its attribute 1 is the action list.)
-const CLASSID_FIRST: &[&str] = &["fw", "route", "basic", "flower", "matchall"];
-const TCA_BPF_CLASSID: u16 = 3;
-
+/// A filter, with police bursts converted at the default tick length (64 ns, which every
+/// kernel since 2.6.31 uses); [`filter_with_tick`] takes the one read from `/proc/net/psched`.
 pub(crate) fn filter(m: TcMsg<'_>) -> Filter {
+    filter_with_tick(m, TickLen::default())
+}
+
+pub(crate) fn filter_with_tick(m: TcMsg<'_>, tick: TickLen) -> Filter {
     let mut und = m.und;
+    if let Some(v) = m.stab {
+        keep(&mut und, "tcmsg", TCA_STAB, v);
+    }
     let prio = (m.info >> 16) as u16;
     let protocol = u16::from_be((m.info & 0xFFFF) as u16);
-    let mut class_id = None;
-    let mut u32f = None;
-    let handle;
-    let is_rule;
-    match (m.kind, m.options) {
-        ("u32", opts) => {
-            let (u, c) = kinds::u32::decode(opts.unwrap_or_default(), &mut und);
-            class_id = c;
-            u32f = Some(u);
-            handle = kinds::u32::u32_handle(m.handle);
-            is_rule = kinds::u32::is_rule(m.handle);
-        }
-        (kind, opts) => {
-            let want = if kind == "bpf" {
-                Some(TCA_BPF_CLASSID)
-            } else {
-                CLASSID_FIRST.contains(&kind).then_some(1)
-            };
-            if let (Some(want), Some(opts)) = (want, opts) {
-                // the class is decoded; the rest of the options are kept as they came
-                for_each_nla(opts, "options", &mut und, |t, v, und| {
-                    if t == want {
-                        class_id = nla_u32(v, "options", t, "classid", und).map(Handle);
-                    } else {
-                        keep(und, "options", t, v);
-                    }
-                });
-            } else if let Some(o) = opts.filter(|o| !o.is_empty()) {
-                keep(&mut und, "options", TCA_OPTIONS, o);
-            }
-            handle = format!("0x{:x}", m.handle);
-            is_rule = m.handle != 0;
-        }
+    let mut f = Filter::new(Handle(m.parent), prio, "", m.kind);
+    f.protocol = protocol_name(protocol);
+    f.chain = m.chain;
+    f.handle_raw = m.handle;
+    if m.kind == "u32" {
+        f.handle = kinds::u32::u32_handle(m.handle);
+        f.is_rule = kinds::u32::is_rule(m.handle);
+    } else {
+        f.handle = format!("0x{:x}", m.handle);
+        f.is_rule = m.handle != 0;
     }
-    Filter {
-        parent: Handle(m.parent),
-        prio,
-        protocol: protocol_name(protocol),
-        kind: m.kind.into(),
-        chain: m.chain,
-        handle,
-        handle_raw: m.handle,
-        class_id: class_id.filter(|c| c.0 != 0),
-        is_rule,
-        u32: u32f,
-        flower: None,
-        fw_mask: None,
-        bpf: None,
-        indev: None,
-        actions: Vec::new(),
-        undecoded: und,
+    let opts = m.options.unwrap_or_default();
+    match m.kind {
+        // u32 heads and tables get a (default) U32Filter too
+        "u32" => kinds::u32::decode(opts, &mut f, tick, &mut und),
+        // a rule without options still has its mask
+        "fw" => kinds::cls::fw(opts, &mut f, tick, &mut und),
+        // the entry of the (parent, prio, protocol) without options is the head, not a rule
+        _ if m.options.is_none() => {}
+        "matchall" => kinds::cls::matchall(opts, &mut f, tick, &mut und),
+        "basic" => kinds::cls::basic(opts, &mut f, tick, &mut und),
+        "bpf" => kinds::cls::bpf(opts, &mut f, tick, &mut und),
+        "flower" => kinds::cls::flower(opts, &mut f, tick, &mut und),
+        "route" => kinds::cls::route(opts, &mut f, &mut und),
+        _ if !opts.is_empty() => keep(&mut und, "options", TCA_OPTIONS, opts),
+        _ => {}
     }
+    f.class_id = f.class_id.filter(|c| c.0 != 0);
+    f.undecoded = und;
+    f
 }
 
 /// Names as iproute2's `ll_proto_n2a` prints them for the protocols tc filters use.
@@ -289,6 +345,9 @@ fn protocol_name(p: u16) -> Name {
         _ => smol_str::format_smolstr!("0x{p:04x}"),
     }
 }
+
+#[cfg(test)]
+mod captured;
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -400,6 +459,81 @@ pub(crate) mod tests {
         head.extend(nla(TCA_KIND, b"u32\0"));
         assert!(!filter(parse(&head).unwrap()).is_rule);
     }
+
+    /// `struct tc_sizespec` as laid out in pkt_sched.h.
+    fn sizespec(
+        cell_log: u8,
+        cell_align: i16,
+        overhead: i32,
+        linklayer: u32,
+        tsize: u32,
+    ) -> Vec<u8> {
+        let mut v = vec![cell_log, 0];
+        v.extend_from_slice(&cell_align.to_ne_bytes());
+        v.extend_from_slice(&overhead.to_ne_bytes());
+        v.extend(u32s(&[linklayer, 64, 2047, tsize]));
+        v
+    }
+
+    fn with_stab(stab: &[Vec<u8>]) -> Qdisc {
+        let mut m = tcmsg(3, 0x0001_0000, 0xFFFF_FFFF, 1);
+        m.extend(nla(TCA_KIND, b"tbf\0"));
+        m.extend(nest(TCA_STAB, stab));
+        qdisc(parse(&m).unwrap(), TickLen::default())
+    }
+
+    #[test]
+    fn stab_with_its_table() {
+        // what `tc qdisc add ... stab linklayer atm overhead 10 mpu 64` configures (the kernel
+        // only echoes TCA_STAB_BASE in dumps): 4 slots of 4 bytes (cell_log 2), in 53-byte cells
+        let table: Vec<u8> = [53u16, 53, 106, 106]
+            .iter()
+            .flat_map(|c| c.to_ne_bytes())
+            .collect();
+        let q = with_stab(&[
+            nla(TCA_STAB_BASE, &sizespec(2, -1, 10, 2, 4)),
+            nla(TCA_STAB_DATA, &table),
+        ]);
+        assert!(q.undecoded.is_empty(), "{:?}", q.undecoded);
+        let s = q.stab.unwrap();
+        assert_eq!(
+            (s.linklayer, s.overhead_bytes, s.mpu_bytes, s.mtu_bytes),
+            ("atm", 10, 64, 2047)
+        );
+        assert_eq!((s.cell_log, s.cell_align), (2, -1));
+        assert_eq!(s.table, vec![53, 53, 106, 106]);
+        // 2 + 10 = 12 bytes: slot (12 - 1) >> 2 = 2, 106 bytes
+        assert_eq!(s.wire_bytes(2), 106);
+    }
+
+    #[test]
+    fn broken_stabs_are_reported() {
+        // tsize says 4, the data has 2 entries: decode those
+        let q = with_stab(&[
+            nla(TCA_STAB_BASE, &sizespec(2, 0, 0, 1, 4)),
+            nla(TCA_STAB_DATA, &[1, 0, 2, 0]),
+        ]);
+        assert_eq!(q.stab.unwrap().table, vec![1, 2]);
+        assert_eq!(
+            q.undecoded.decode_errors,
+            vec!["stab: tc_sizespec.tsize is 4, TCA_STAB_DATA has 2 entries"]
+        );
+        let q = with_stab(&[nla(TCA_STAB_DATA, &[1, 0]), nla(9, &[7])]);
+        assert!(q.stab.is_none());
+        let raw: Vec<(&str, u16)> = q
+            .undecoded
+            .raw_attributes
+            .iter()
+            .map(|r| (r.at, r.kind))
+            .collect();
+        assert_eq!(raw, vec![("stab", 9), ("stab", TCA_STAB_DATA)]);
+        let q = with_stab(&[nla(TCA_STAB_BASE, &[0; 20])]);
+        assert!(q.stab.is_none());
+        assert!(q.undecoded.decode_errors[0].contains("tc_sizespec is 20 bytes"));
+        // unknown linklayers read as unaware
+        let q = with_stab(&[nla(TCA_STAB_BASE, &sizespec(0, 0, 4, 9, 0))]);
+        assert_eq!(q.stab.unwrap().linklayer, "unaware");
+    }
 }
 
 #[cfg(test)]
@@ -429,6 +563,8 @@ mod never_panic {
         "bpf",
         "flower",
         "matchall",
+        "basic",
+        "route",
         "noqueue",
         "something_new",
     ];
@@ -446,6 +582,25 @@ mod never_panic {
             }
             if let Ok(m) = parse(&bytes) {
                 let _ = filter(m);
+            }
+        }
+
+        #[test]
+        fn size_tables(
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+            base in proptest::collection::vec(any::<u8>(), 20..30),
+            data in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let mut structured = nla(TCA_STAB_BASE, &base);
+            structured.extend(nla(TCA_STAB_DATA, &data));
+            for stab in [bytes, structured] {
+                let mut m = tests::tcmsg(1, 0x10000, 0xFFFF_FFFF, 0);
+                m.extend(nla(TCA_KIND, b"htb\0"));
+                m.extend(nla(TCA_STAB, &stab));
+                let q = qdisc(parse(&m).unwrap(), TickLen::default());
+                if let Some(s) = q.stab {
+                    let _ = s.wire_bytes(1514);
+                }
             }
         }
 

@@ -1,7 +1,9 @@
 //! Kind-specific options and xstats. Known kinds decode into the model; anything else is kept
 //! raw under its kind name, never dropped.
 
+pub(crate) mod act;
 mod cake;
+pub(crate) mod cls;
 mod codel;
 mod fifo;
 mod fq;

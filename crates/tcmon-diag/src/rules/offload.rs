@@ -161,7 +161,8 @@ fn ifb_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
         return;
     };
     let one_ns = GRO_MAX_BYTES as f64 * 1e9 / ceil as f64;
-    if one_ns / 1e6 < c.t.queue_delay_warning_ms {
+    // One merged packet alone already misses the delay a queue limit here aims at.
+    if one_ns / 1e6 < c.t.target_queue_delay_ms {
         return;
     }
     for src in &c.iface.shapes_ingress_of {

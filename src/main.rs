@@ -2,6 +2,7 @@
 //! crate does the work.
 
 mod check;
+mod classify;
 mod config;
 mod dump;
 mod lab;
@@ -96,6 +97,10 @@ enum Command {
     /// Measure latency under load (idle, download, upload, both, idle), grade it and name the
     /// queue that holds the delay.
     Probe(ProbeArgs),
+    /// Which class does a packet land in? Walks the filters as the kernel does (prio order,
+    /// u32 keys and hash tables, HTB's default, the direct queue) and prints the path.
+    /// Exit 0 when the answer is determined, 3 when a filter cannot be evaluated offline.
+    Classify(ClassifyArgs),
     /// Serve the other end of `probe --load`: TCP upload/download streams and UDP echo.
     Sink(SinkArgs),
     /// Poll on an interval and serve Prometheus/OpenMetrics metrics, the snapshot and the
@@ -134,6 +139,49 @@ struct Target {
     /// Config file (default: none; see config.toml for every key and its default).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  tcmon classify --dev eth0 --dport 443 10.7.0.5\n  \
+    tcmon classify --dev wan --ingress --proto udp --sport 53 192.168.1.10\n  \
+    tcmon classify --netns lab --dev v0 --tos 0xb8 --json 10.0.0.2"
+)]
+struct ClassifyArgs {
+    /// The interface whose egress (or, with --ingress, ingress) the packet takes.
+    #[arg(long, value_name = "IF")]
+    dev: String,
+    /// Read the named network namespace (/run/netns/NAME) instead of the current one.
+    #[arg(long, value_name = "NAME")]
+    netns: Option<String>,
+    /// Config file (default: none).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Source address (a filter on the source is undetermined without it).
+    #[arg(long, value_name = "IP")]
+    src: Option<String>,
+    /// tcp, udp, icmp or a protocol number (default tcp).
+    #[arg(long, value_name = "PROTO")]
+    proto: Option<String>,
+    #[arg(long, value_name = "N")]
+    sport: Option<u16>,
+    #[arg(long, value_name = "N")]
+    dport: Option<u16>,
+    /// The whole TOS byte (DSCP << 2 | ECN), decimal or 0x hex: EF is 0xb8.
+    #[arg(long, value_name = "N")]
+    tos: Option<String>,
+    /// The packet's firewall mark (for fw filters and u32 `mark`).
+    #[arg(long, value_name = "N")]
+    mark: Option<String>,
+    /// The packet arrives on IF: start at its ingress filters and follow redirects (IFB).
+    #[arg(long)]
+    ingress: bool,
+    /// `{"class": "1:5", "path": [...], ...}`.
+    #[arg(long)]
+    json: bool,
+    /// Destination address.
+    #[arg(value_name = "DST")]
+    dst: String,
 }
 
 #[derive(Debug, Args)]
@@ -326,7 +374,13 @@ fn main() -> ExitCode {
     };
     if matches!(
         cli.command,
-        Some(Command::Dump(_) | Command::Check(_) | Command::Probe(_) | Command::Lab { .. })
+        Some(
+            Command::Dump(_)
+                | Command::Check(_)
+                | Command::Probe(_)
+                | Command::Classify(_)
+                | Command::Lab { .. }
+        )
     ) {
         die_with_the_reader();
     }
@@ -335,6 +389,7 @@ fn main() -> ExitCode {
         Some(Command::Dump(args)) => dump::run(&args),
         Some(Command::Check(args)) => return check::run(&args),
         Some(Command::Probe(args)) => probe::run(&args),
+        Some(Command::Classify(args)) => classify::run(&args),
         Some(Command::Sink(args)) => probe::sink(&args),
         Some(Command::Serve(args)) => {
             hold_little_memory();

@@ -355,12 +355,24 @@ impl App {
             return r;
         }
         match req.uri().path() {
+            "/api/v1/classify" => {
+                let s = Arc::clone(&self.states.borrow());
+                match crate::classify::from_query(&s.snapshot, req.uri().query().unwrap_or("")) {
+                    Ok(c) => match serde_json::to_vec(&c) {
+                        Ok(body) => ok("application/json", body.into()),
+                        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
+                    },
+                    Err(e) => text(StatusCode::BAD_REQUEST, format!("{e:#}\n")),
+                }
+            }
             "/healthz" => self.health(),
             "/" => text(
                 StatusCode::OK,
                 "tcmon serve\n/metrics            Prometheus text 0.0.4 or OpenMetrics 1.0\n\
                  /api/v1/snapshot    the last poll (tcmon dump --json)\n\
                  /api/v1/findings    the diagnosis (tcmon check --json)\n\
+                 /api/v1/classify?dev=IF&dst=IP[&src=IP&proto=tcp&sport=N&dport=N&tos=N&mark=N&ingress=1]\n\
+                 \x20                   which class a packet lands in (tcmon classify --json)\n\
                  /healthz            200 while polls succeed\n",
             ),
             _ => text(StatusCode::NOT_FOUND, "not found: see /\n"),

@@ -11,7 +11,7 @@ use crate::{config, UiArgs};
 /// A bad `--interval`, or no terminal to draw on: exit status 2, like other usage errors.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct UsageError(String);
+pub(crate) struct UsageError(pub(crate) String);
 
 pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
     let cfg = config::load(args.target.config.as_deref())?;

@@ -2,6 +2,7 @@
 //! expressed in, and [`rates`] computed from two snapshots.
 
 pub mod aqm;
+pub mod classify;
 pub mod filter;
 pub mod model;
 pub mod rates;

@@ -95,12 +95,7 @@ fn interface_tree(out: &mut String, iface: &Interface) {
             let shown = entries
                 .iter()
                 .filter(|f| f.is_rule || f.u32.as_ref().is_some_and(|u| u.divisor.is_some()));
-            let mut n = 0;
-            for f in shown {
-                if n == MAX_RULES_SHOWN {
-                    break;
-                }
-                n += 1;
+            for f in shown.take(MAX_RULES_SHOWN) {
                 filter_lines(out, f);
             }
             let total = entries

@@ -358,3 +358,48 @@ fn the_findings_pane_scrolls_line_by_line_to_its_last_line() {
     assert_eq!(shown[0], all[n - 1]);
     assert_eq!(a.scroll(tcmon_tui::Pane::Findings), n - 1);
 }
+
+/// The detail pane says which filters send packets to the selected class, and the tree's
+/// title which interface an IFB shapes the download of.
+#[test]
+fn detail_lists_the_filters_of_a_class_and_an_ifb_names_its_source() {
+    use tcmon_core::filter::{Filter, U32Filter, U32Key};
+    use tcmon_core::model::sort_interface;
+    let t0 = Instant::now();
+    let mut snap = common::shaped(t0, common::FIRST);
+    let eth1 = snap
+        .interfaces
+        .iter_mut()
+        .find(|i| i.name == "eth1")
+        .unwrap();
+    let mut f = Filter::new(Handle::new(1, 0), 1, "ip", "u32");
+    f.handle = "800::800".into();
+    f.handle_raw = 0x8000_0800;
+    f.class_id = Some(Handle::new(1, 0x10));
+    f.u32 = Some(U32Filter {
+        keys: 1,
+        matches: vec![U32Key {
+            text: "ip dst 10.7.0.5/32".into(),
+            value: 0x0a07_0005,
+            mask: 0xffff_ffff,
+            offset: 16,
+            nexthdr: false,
+        }],
+        terminal: true,
+        ..U32Filter::default()
+    });
+    eth1.filters.push(f);
+    eth1.shapes_ingress_of = vec!["wan0".into()];
+    sort_interface(eth1);
+    let mut a = App::new(first_state(snap), "router1".into(), true);
+    a.on_key(ch('j'));
+    a.on_key(ch('j'));
+    assert_eq!(a.selected().unwrap().handle, Handle::new(1, 0x10));
+    let s = screen(&mut a, 100, 40);
+    assert!(s.contains("classified here by"), "{s}");
+    assert!(
+        s.contains("  1: prio 1 u32 800::800 ip dst 10.7.0.5/32  "),
+        "{s}"
+    );
+    assert!(s.contains("eth1 · 7 objects · download of wan0"), "{s}");
+}

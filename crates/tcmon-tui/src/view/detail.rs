@@ -185,6 +185,8 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
         }
         None => lines.push(Line::styled("rates from the second poll on", t.dim())),
     }
+    // Before the options: which traffic lands here is the first question, options are many.
+    filter_lines(&mut lines, iface, row.obj, t, width);
     let detail = match row.obj {
         Obj::Qdisc(i) => iface.qdiscs[i].detail.as_ref().map(serde_json::to_value),
         Obj::Class(i) => iface.classes[i].detail.as_ref().map(serde_json::to_value),
@@ -242,7 +244,6 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
             t.dim(),
         ));
     }
-    filter_lines(&mut lines, iface, row.obj, t, width);
     if let Some(ClassDetail::Htb(h)) = o.class.and_then(|c| c.detail.as_ref()) {
         if !h.has_xstats {
             lines.push(Line::styled(
@@ -295,7 +296,7 @@ fn filter_lines(lines: &mut Vec<Line<'_>>, iface: &Interface, obj: Obj, t: &Them
     } else {
         iface.filters_at(handle).iter().collect()
     };
-    let mut section = |title: &str, filters: &mut dyn Iterator<Item = &Filter>| {
+    let mut section = |title: &str, filters: &mut dyn Iterator<Item = &Filter>, target: bool| {
         let mut n = 0usize;
         for f in filters.filter(|f| f.is_rule) {
             if n == 0 {
@@ -303,7 +304,7 @@ fn filter_lines(lines: &mut Vec<Line<'_>>, iface: &Interface, obj: Obj, t: &Them
             }
             n += 1;
             if n <= FILTERS_SHOWN {
-                lines.push(Line::raw(fit(&filter_text(f), width, false)));
+                lines.push(Line::raw(fit(&filter_text(f, target), width, false)));
             }
         }
         if n > FILTERS_SHOWN {
@@ -313,20 +314,21 @@ fn filter_lines(lines: &mut Vec<Line<'_>>, iface: &Interface, obj: Obj, t: &Them
             ));
         }
     };
-    section("filters here", &mut attached.into_iter());
+    section("filters here", &mut attached.into_iter(), true);
     if let Obj::Class(_) = obj {
-        section("classified here by", &mut iface.filters_to(handle));
+        section("classified here by", &mut iface.filters_to(handle), false);
     }
 }
 
-/// `prio 1 u32 800::800 ip dst 10.7.0.5/32 -> 1:5 · mirred egress redirect to ifb0 stolen`
-fn filter_text(f: &Filter) -> String {
+/// `1: prio 1 u32 800::800 ip dst 10.7.0.5/32 -> 1:5 · mirred egress redirect to ifb0 stolen`
+/// (the target left out where the section names it).
+fn filter_text(f: &Filter, target: bool) -> String {
     let mut s = format!("  {} prio {} {} {}", f.parent, f.prio, f.kind, f.handle);
     let m = f.match_text();
     if !m.is_empty() {
         let _ = write!(s, " {m}");
     }
-    if let Some(c) = f.class_id {
+    if let Some(c) = f.class_id.filter(|_| target) {
         let _ = write!(s, " -> {c}");
     }
     for a in &f.actions {

@@ -81,7 +81,11 @@ pub(super) fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> 
     let mut title = match app.interface() {
         Some(i) => {
             let n = i.qdiscs.len() + i.classes.len();
-            format!(" {} · {n} object{}", i.name, if n == 1 { "" } else { "s" })
+            let mut s = format!(" {} · {n} object{}", i.name, if n == 1 { "" } else { "s" });
+            if !i.shapes_ingress_of.is_empty() {
+                let _ = write!(s, " · download of {}", i.shapes_ingress_of.join(", "));
+            }
+            s
         }
         None => " tree".to_owned(),
     };

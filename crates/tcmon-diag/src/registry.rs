@@ -232,7 +232,7 @@ pub const RULES: &[Rule] = &[
         code: Code::OffloadOnShapedLink,
         area: Area::Offload,
         phase: Phase::Both,
-        severity: "warning (seen), info (predicted)",
+        severity: "warning (seen; IFB with GRO/LRO on its source), info (predicted)",
         title: "A software shaper queues GSO/GRO super-packets",
         meaning: "TCP builds packets of up to gso_max_size (64 kB) that are split into MTU-sized \
              frames only after the qdisc dequeues them; GRO merges arriving frames the same way \
@@ -251,7 +251,12 @@ pub const RULES: &[Rule] = &[
              other interface with GRO on (loopback aside) for forwarded traffic: in the lab \
              (2 Mbit, pfifo 20, 4 forwarded TCP streams, GRO on the ingress) ~10 kB packets \
              and ~1 s of delay became 1514 B and ~110 ms with `ethtool -K IN gro off`; \
-             gso_max_segs 1 alone left ~2 kB packets.",
+             gso_max_segs 1 alone left ~2 kB packets. An IFB that shapes another interface's \
+             ingress (a mirred redirect from that interface's ingress filters) is judged from \
+             its source: GRO or LRO on there and one 64 KB merged packet at the IFB's slowest \
+             leaf ceil longer than target_queue_delay_ms is a warning (unknown features: \
+             info), fixed by `ethtool -K SOURCE gro off` (lro off) and never by settings on \
+             the IFB, which act after the merge.",
     },
     Rule {
         code: Code::HtbDefaultClassMissing,

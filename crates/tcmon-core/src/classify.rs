@@ -1582,11 +1582,13 @@ impl<'a> Engine<'a> {
                     );
                     return None;
                 }
-                None => return Some(TpOut::Undetermined(format!(
+                None => {
+                    return Some(TpOut::Undetermined(format!(
                     "{at} (parent {}): it matches only packets that arrived on {dev}, and where \
                          this one came from is not known (classify on {dev} with ingress)",
                     f.parent
-                ))),
+                )))
+                }
             }
         }
         self.step(ii, at, text);
@@ -2084,11 +2086,13 @@ impl<'a> Engine<'a> {
                 stack.push(Frame { ht, sel, pos, off });
                 let divisor = match idx.tables.get(&link) {
                     Some(t) => t.0,
-                    None if idx.rules.contains_key(&link) => return TpOut::Undetermined(format!(
+                    None if idx.rules.contains_key(&link) => {
+                        return TpOut::Undetermined(format!(
                         "{fat} (parent {}): it links to table {link:x}:, whose entry (divisor) is \
                              not in the snapshot",
                         f.parent
-                    )),
+                    ))
+                    }
                     None => {
                         return TpOut::Undetermined(format!(
                             "{fat} (parent {}): it links to table {link:x}:, which is not in the \

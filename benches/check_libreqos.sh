@@ -37,3 +37,12 @@ findings=${summary%% *}; rest=${summary#* }; objects=${rest%% *}; steps=${rest#*
 echo "LibreQoS layout: $CIRCUITS circuits over $QUEUES TX queues ($classes classes${FILTERS:+, a u32 filter per circuit})"
 echo "check: $check_ms ms beyond its 1 s window, one dump --json $dump_ms ms: $(awk -v a="$check_ms" -v b="$dump_ms" 'BEGIN {printf "%.2f", a / b}')x; peak RSS $peak MB"
 echo "  $findings findings about $objects objects, $lines lines of output, a fix plan of $steps commands"
+if [ "$FILTERS" = u32 ]; then
+  # an address no rule matches: every rule of every queue's chain is tried (the worst case)
+  t0=$(now)
+  "$TCMON" classify --netns "$NS" --dev v0 --proto udp --dport 9 10.255.255.254 >/dev/null || true
+  t1=$(now)
+  classify_ms=$(( (t1 - t0) / 1000000 ))
+  answer=$("$TCMON" classify --netns "$NS" --dev v0 --proto udp --dport 9 10.255.255.254 | tail -1 || true)
+  echo "classify (no rule matches: every rule tried): $classify_ms ms, $(awk -v a="$classify_ms" -v b="$dump_ms" 'BEGIN {printf "%.2f", a / b}')x one dump --json; $answer"
+fi

@@ -164,26 +164,45 @@ pub(crate) fn text(c: &Classification) -> String {
 }
 
 fn answer(c: &Classification) -> String {
-    match &c.outcome {
-        Outcome::Undetermined { reason } => format!("undetermined: {reason}"),
-        _ => {
-            let mut a = match c.class {
-                Some(class) => format!("class {class} on {}", c.interface),
-                None => format!("{} ({:?})", c.interface, c.outcome).to_lowercase(),
-            };
-            match c.qdisc {
-                // the kernel's own FIFO of a class without a qdisc
-                Some(q) if q == tcmon_core::Handle::UNSPEC => {
-                    a.push_str(", queued in the kernel's default FIFO");
-                }
-                Some(q) => {
-                    let _ = write!(a, ", queued in qdisc {q}");
-                }
-                None => {}
-            }
-            a
+    let on = &c.interface;
+    let mut a = match (&c.outcome, c.class, c.qdisc) {
+        (Outcome::Undetermined { reason }, ..) => return format!("undetermined: {reason}"),
+        (Outcome::PerQueue, ..) => {
+            let each: Vec<String> = c
+                .queues
+                .iter()
+                .enumerate()
+                .map(|(n, q)| match q.class {
+                    Some(class) => format!("{class} (queue {})", n + 1),
+                    None => format!("{} (queue {})", answer(q), n + 1),
+                })
+                .collect();
+            return format!(
+                "on {on}, the class depends on the TX queue the flow hash picks: {}",
+                each.join(", ")
+            );
         }
+        (Outcome::Direct, _, q) => format!(
+            "the direct queue of HTB {} on {on}: sent unshaped",
+            q.map_or_else(|| "?".to_owned(), |q| q.to_string())
+        ),
+        (Outcome::Dropped, ..) => format!("dropped on {on}"),
+        (Outcome::Redirected, ..) => format!("redirected away from {on}"),
+        (_, Some(class), _) => format!("class {class} on {on}"),
+        (_, None, Some(q)) => format!("qdisc {q} on {on} (no classes)"),
+        (_, None, None) => format!("{on}: no qdisc, straight to the driver"),
+    };
+    match (&c.outcome, c.qdisc) {
+        // the kernel's own FIFO of a class without a qdisc
+        (Outcome::Class, Some(q)) if q == tcmon_core::Handle::UNSPEC => {
+            a.push_str(", queued in the kernel's default FIFO");
+        }
+        (Outcome::Class, Some(q)) => {
+            let _ = write!(a, ", queued in qdisc {q}");
+        }
+        _ => {}
     }
+    a
 }
 
 /// `/api/v1/classify?dev=v0&dst=10.7.0.5&proto=tcp&dport=443[&src=..][&sport=..][&tos=..]

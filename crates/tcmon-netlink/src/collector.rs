@@ -544,7 +544,12 @@ fn filter_parents(link: &Interface) -> Vec<Handle> {
         .collect();
     for c in &link.classes {
         let owner = kinds.get(&c.handle.qdisc());
-        if owner.is_some_and(|k| CLASS_FILTERS.contains(k)) {
+        // HTB consults the filters of inner classes only (a leaf is the answer), and each
+        // dump per class costs the kernel more the more qdiscs the device has: asking every
+        // leaf made reading filters quadratic (LibreQoS layout with a u32 filter per circuit:
+        // 10k circuits 0.44 s, 20k 1.1 s, 40k 4.5 s; 20k without the leaves 0.21-0.35 s).
+        let htb_leaf = c.htb().is_some_and(|h| h.level == 0);
+        if owner.is_some_and(|k| CLASS_FILTERS.contains(k)) && !htb_leaf {
             out.push(c.handle);
         }
     }

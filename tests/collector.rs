@@ -34,7 +34,8 @@ fn filters_are_reread_only_when_they_change() {
     let first = c.poll().unwrap();
     assert_eq!(first.interfaces[0].filter_chains[0].rules, 1);
     let after_first = c.counters().filter_dumps;
-    assert!(after_first >= 3, "qdisc 1: and both classes: {after_first}");
+    // HTB never consults a leaf's filters: only the qdisc is asked
+    assert_eq!(after_first, 1, "qdisc 1: only");
 
     for _ in 0..3 {
         let s = c.poll().unwrap();
@@ -61,6 +62,24 @@ fn filters_are_reread_only_when_they_change() {
     let n = c.counters().filter_dumps;
     c.poll().unwrap();
     assert!(c.counters().filter_dumps > n);
+
+    // an inner class's filters are read: HTB consults them
+    pair.tc_a("class add parent 1: classid 1:1 htb rate 10mbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:1 classid 1:30 htb rate 1mbit")
+        .unwrap();
+    pair.tc_a("filter add parent 1:1 protocol ip prio 1 u32 match ip dst 10.77.0.4/32 flowid 1:30")
+        .unwrap();
+    let s = c.poll().unwrap();
+    // (the kernel lists the u32 tables of one prio under every parent of the qdisc: 1:1's
+    // dump holds 1:'s rules too, and the other way round)
+    assert!(
+        s.interfaces[0].filters.iter().any(|f| f.is_rule
+            && f.parent == tcmon_core::Handle::new(1, 1)
+            && f.class_id == Some(tcmon_core::Handle::new(1, 0x30))),
+        "{:?}",
+        s.interfaces[0].filters
+    );
 }
 
 /// While another process keeps reshaping the tree, every poll is either consistent or says

@@ -3300,4 +3300,90 @@ mod tests {
         let r = reason(&at(&p));
         assert!(r.contains("803::800") && r.contains("arrived on v1"), "{r}");
     }
+
+    use proptest::prelude::*;
+
+    /// One random u32 entry: a table or a rule with random keys, link, hash key, next header.
+    fn arb_entry() -> impl Strategy<Value = Filter> {
+        (
+            proptest::arbitrary::any::<bool>(),
+            0u32..4,
+            0u32..3,
+            proptest::collection::vec(
+                (
+                    proptest::arbitrary::any::<u32>(),
+                    proptest::arbitrary::any::<u32>(),
+                    -8i32..64,
+                    proptest::arbitrary::any::<bool>(),
+                ),
+                0..4,
+            ),
+            proptest::option::of(0u32..4),
+            proptest::option::of((proptest::arbitrary::any::<u32>(), -8i32..64)),
+            proptest::option::of((
+                -8i32..64,
+                proptest::option::of(-8i32..64),
+                proptest::arbitrary::any::<u16>(),
+                0u8..16,
+                proptest::arbitrary::any::<bool>(),
+            )),
+            (
+                1u32..300,
+                proptest::option::of(prop_oneof![
+                    Just("1:5"),
+                    Just("1:1"),
+                    Just("1:"),
+                    Just("9:9")
+                ]),
+            ),
+        )
+            .prop_map(
+                |(is_table, htid, bucket, keys, link_to, hashkey, nexthdr, (n, flowid))| {
+                    let htid = 0x800 + htid;
+                    if is_table {
+                        return table("1:", 1, htid, n);
+                    }
+                    let keys = keys
+                        .into_iter()
+                        .map(|(value, mask, offset, nexthdr)| U32Key {
+                            text: String::new(),
+                            value,
+                            mask,
+                            offset: offset * 4,
+                            nexthdr,
+                        })
+                        .collect();
+                    let raw = (htid << 20) | (bucket << 12) | (n & 0xFFF);
+                    let mut f = rule("1:", 1, raw, keys, flowid);
+                    if let Some(t) = link_to {
+                        f = link(f, 0x800 + t);
+                    }
+                    let u = f.u32.as_mut().unwrap();
+                    u.hashkey = hashkey.map(|(mask, offset)| U32HashKey { mask, offset });
+                    u.next_header = nexthdr.map(|(plus, at, mask, shift, eat)| U32NextHeader {
+                        plus,
+                        at,
+                        mask,
+                        shift,
+                        eat,
+                    });
+                    f
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Whatever the tables, links (cycles included), keys and offsets: an answer, never a
+        /// panic or a hang.
+        #[test]
+        fn random_u32_trees_always_end(entries in proptest::collection::vec(arb_entry(), 0..24),
+                                       dst in proptest::arbitrary::any::<[u8; 4]>(), dport in proptest::arbitrary::any::<u16>(), tos in proptest::arbitrary::any::<u8>()) {
+            let s = shaper(entries);
+            let mut p = tcp(dst, dport);
+            p.tos = tos;
+            let c = go(&s, &p);
+            prop_assert!(!c.path.is_empty());
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! compared with what `tc -s -d` printed for the same objects at the same moment.
 
 use tcmon_core::model::{ClassDetail, QdiscDetail};
+use tcmon_core::topology::Obj;
 use tcmon_core::units::{Handle, TickLen};
 use tcmon_netlink::{decode_class, decode_filter, decode_qdisc};
 
@@ -142,6 +143,10 @@ fn every_truncation_of_every_fixture_decodes_or_errors() {
         "qdisc-tbf-20",
         "class-htb-1_10",
         "filter-u32-800_800",
+        "mq-qdisc-7fff",
+        "mq-qdisc-0-under-1_2",
+        "mq-class-7fff_1",
+        "mq-class-1_1",
     ];
     for name in names {
         let bytes = fixture(name);
@@ -162,4 +167,211 @@ fn every_truncation_of_every_fixture_decodes_or_errors() {
     );
     assert!(!c.undecoded.raw_attributes.is_empty());
     assert!(matches!(c.detail, Some(ClassDetail::Htb(ref h)) if h.rate_bytes_per_sec == 0));
+}
+
+#[test]
+fn mq_with_an_htb_per_queue_nests_as_the_kernel_built_it() {
+    // qdisc dump with TCA_DUMP_INVISIBLE, then the class dump, in the kernel's order (see the
+    // README for what `tc -s -d ... show dev v0` printed at the time)
+    let qdisc_files = [
+        "mq-qdisc-7fff",
+        "mq-qdisc-0-under-2_3",
+        "mq-qdisc-0-under-2_2",
+        "mq-qdisc-2",
+        "mq-qdisc-0-under-1_2",
+        "mq-qdisc-1",
+    ];
+    let class_files = [
+        "mq-class-7fff_1",
+        "mq-class-7fff_2",
+        "mq-class-2_1",
+        "mq-class-2_2",
+        "mq-class-2_3",
+        "mq-class-1_1",
+        "mq-class-1_2",
+    ];
+    let mut qdiscs = Vec::new();
+    for name in qdisc_files {
+        let (ifindex, q) = decode_qdisc(&fixture(name), TICK).unwrap();
+        assert_eq!(ifindex, 3, "{name}");
+        assert!(q.undecoded.is_empty(), "{name}: {:?}", q.undecoded);
+        qdiscs.push(q);
+    }
+    let mut classes = Vec::new();
+    for name in class_files {
+        let (ifindex, c) = decode_class(&fixture(name), TICK).unwrap();
+        assert_eq!(ifindex, 3, "{name}");
+        assert!(c.undecoded.is_empty(), "{name}: {:?}", c.undecoded);
+        classes.push(c);
+    }
+    let h = Handle::new;
+    let q_of = |handle: Handle, parent: Handle| {
+        qdiscs
+            .iter()
+            .find(|q| (q.handle, q.parent) == (handle, parent))
+            .unwrap_or_else(|| panic!("no qdisc {handle} parent {parent}"))
+    };
+    let c_of = |handle: Handle| classes.iter().find(|c| c.handle == handle).unwrap();
+
+    // what the kernel reported, before any tree is built
+    // qdisc mq 7fff: root;  Sent 726 bytes 9 pkt
+    let mq = q_of(h(0x7fff, 0), Handle::ROOT);
+    assert_eq!(mq.kind.as_str(), "mq");
+    assert_eq!((mq.stats.bytes, mq.stats.packets), (726, 9));
+    // qdisc pfifo 0: parent 2:2 limit 1000p;  Sent 550 bytes 7 pkt
+    let fifo = q_of(Handle::UNSPEC, h(2, 2));
+    assert_eq!(fifo.kind.as_str(), "pfifo");
+    assert!(matches!(fifo.detail, Some(QdiscDetail::Pfifo(f)) if f.limit == 1000));
+    assert_eq!((fifo.stats.bytes, fifo.stats.packets), (550, 7));
+    // qdisc htb 2: parent 7fff:2 r2q 10 default 0x2 direct_packets_stat 1 ...;  Sent 640 bytes 8 pkt
+    let htb2 = q_of(h(2, 0), h(0x7fff, 2));
+    let Some(QdiscDetail::Htb(d)) = &htb2.detail else {
+        panic!("{:?}", htb2.detail)
+    };
+    assert_eq!((d.default_class, d.direct_packets), (Some(h(2, 2)), 1));
+    assert_eq!((htb2.stats.bytes, htb2.stats.packets), (640, 8));
+    // class mq 7fff:1 root leaf 1: / class mq 7fff:2 root leaf 2:
+    for (minor, leaf) in [(1, 1), (2, 2)] {
+        let c = c_of(h(0x7fff, minor));
+        assert_eq!(c.kind.as_str(), "mq");
+        assert_eq!((c.parent, c.leaf_qdisc), (Handle::ROOT, Some(h(leaf, 0))));
+    }
+    // class htb 1:1 root ... level 7 / class htb 2:1 root ... level 7: the kernel names no
+    // parent for the top HTB classes
+    for top in [h(1, 1), h(2, 1)] {
+        let c = c_of(top);
+        assert_eq!((c.kind.as_str(), c.parent), ("htb", Handle::ROOT));
+        assert_eq!(c.htb().unwrap().level, 7);
+    }
+    // class htb 2:2 parent 2:1 ... rate 10Mbit ceil 1Gbit ... level 0;  lended: 7
+    let c = c_of(h(2, 2));
+    assert_eq!(c.parent, h(2, 1));
+    let d = c.htb().unwrap();
+    assert_eq!(
+        (d.rate_bytes_per_sec, d.ceil_bytes_per_sec, d.level, d.lends),
+        (1_250_000, 125_000_000, 0, 7)
+    );
+
+    let mut iface = tcmon_core::model::Interface {
+        name: "v0".into(),
+        qdiscs,
+        classes,
+        ..Default::default()
+    };
+    tcmon_core::model::sort_interface(&mut iface);
+    let t = iface.topology();
+    let qi = |handle: Handle, parent: Handle| {
+        iface
+            .qdiscs
+            .iter()
+            .position(|q| (q.handle, q.parent) == (handle, parent))
+            .unwrap()
+    };
+    let ci = |handle: Handle| t.class(handle).unwrap();
+
+    // the whole tree, in preorder: (depth, object)
+    let describe = |obj: Obj| match obj {
+        Obj::Qdisc(i) => {
+            let q = &iface.qdiscs[i];
+            format!("qdisc {} {} parent {}", q.kind, q.handle, q.parent)
+        }
+        Obj::Class(i) => {
+            let c = &iface.classes[i];
+            format!("class {} {}", c.kind, c.handle)
+        }
+    };
+    let tree: Vec<(usize, String)> = t
+        .preorder()
+        .iter()
+        .map(|n| (n.depth, describe(n.obj)))
+        .collect();
+    let expected = [
+        (0, "qdisc mq 7fff: parent root"),
+        (1, "class mq 7fff:1"),
+        (2, "qdisc htb 1: parent 7fff:1"),
+        (3, "class htb 1:1"),
+        (4, "class htb 1:2"),
+        (5, "qdisc pfifo 0: parent 1:2"),
+        (1, "class mq 7fff:2"),
+        (2, "qdisc htb 2: parent 7fff:2"),
+        (3, "class htb 2:1"),
+        (4, "class htb 2:2"),
+        (5, "qdisc pfifo 0: parent 2:2"),
+        (4, "class htb 2:3"),
+        (5, "qdisc pfifo 0: parent 2:3"),
+    ];
+    let expected: Vec<(usize, String)> =
+        expected.iter().map(|(d, s)| (*d, s.to_string())).collect();
+    assert_eq!(tree, expected);
+
+    // and edge by edge, through the look-ups the views use
+    let mq = Obj::Qdisc(qi(h(0x7fff, 0), Handle::ROOT));
+    assert_eq!(t.qdisc(h(0x7fff, 0)), Some(qi(h(0x7fff, 0), Handle::ROOT)));
+    assert_eq!(
+        t.qdisc_under(Handle::ROOT),
+        Some(qi(h(0x7fff, 0), Handle::ROOT))
+    );
+    assert_eq!((t.depth(mq), t.parent(mq)), (0, None));
+    let (q1, q2) = (ci(h(0x7fff, 1)), ci(h(0x7fff, 2)));
+    assert_eq!(t.children(mq), [Obj::Class(q1), Obj::Class(q2)]);
+    for (queue, htb_major) in [(q1, 1), (q2, 2)] {
+        let queue = Obj::Class(queue);
+        assert_eq!((t.parent(queue), t.depth(queue)), (Some(mq), 1));
+        let htb = qi(h(htb_major, 0), h(0x7fff, htb_major));
+        assert_eq!(t.qdisc(h(htb_major, 0)), Some(htb));
+        assert_eq!(t.qdisc_under(h(0x7fff, htb_major)), Some(htb));
+        assert_eq!(t.children(queue), [Obj::Qdisc(htb)]);
+        assert_eq!(
+            (t.parent(Obj::Qdisc(htb)), t.depth(Obj::Qdisc(htb))),
+            (Some(queue), 2)
+        );
+    }
+    assert_eq!(t.owner(q1), t.qdisc(h(0x7fff, 0)));
+    assert_eq!(t.owner(q2), t.qdisc(h(0x7fff, 0)));
+
+    // the top HTB classes: dumped with parent `root`, placed under their own HTB, not under mq
+    for major in [1, 2] {
+        let top = ci(h(major, 1));
+        assert_eq!(iface.classes[top].parent, Handle::ROOT);
+        let htb = t.qdisc(h(major, 0)).unwrap();
+        assert_eq!(t.owner(top), Some(htb));
+        assert_eq!(t.parent(Obj::Class(top)), Some(Obj::Qdisc(htb)));
+        assert_eq!(t.children(Obj::Qdisc(htb)), [Obj::Class(top)]);
+        assert_eq!(t.depth(Obj::Class(top)), 3);
+    }
+    let (c11, c12) = (ci(h(1, 1)), ci(h(1, 2)));
+    assert_eq!(t.children(Obj::Class(c11)), [Obj::Class(c12)]);
+    assert_eq!(t.parent(Obj::Class(c12)), Some(Obj::Class(c11)));
+    let (c21, c22, c23) = (ci(h(2, 1)), ci(h(2, 2)), ci(h(2, 3)));
+    assert_eq!(
+        t.children(Obj::Class(c21)),
+        [Obj::Class(c22), Obj::Class(c23)]
+    );
+    for c in [c12, c22, c23] {
+        assert_eq!(
+            t.parent(Obj::Class(c)),
+            Some(Obj::Class(ci(h(iface.classes[c].handle.major(), 1))))
+        );
+        assert_eq!(t.depth(Obj::Class(c)), 4);
+        assert_eq!(t.owner(c), t.qdisc(h(iface.classes[c].handle.major(), 0)));
+    }
+
+    // the three `0:` pfifos share a handle and are told apart by parent: each under its leaf
+    let fifos: Vec<usize> = (0..iface.qdiscs.len())
+        .filter(|&i| iface.qdiscs[i].handle == Handle::UNSPEC)
+        .collect();
+    assert_eq!(fifos.len(), 3);
+    assert!(t.qdisc(Handle::UNSPEC).is_some_and(|i| fifos.contains(&i)));
+    for leaf in [c12, c22, c23] {
+        let leaf_handle = iface.classes[leaf].handle;
+        let fifo = qi(Handle::UNSPEC, leaf_handle);
+        assert_eq!(iface.qdiscs[fifo].kind.as_str(), "pfifo");
+        assert_eq!(t.qdisc_under(leaf_handle), Some(fifo));
+        assert_eq!(t.children(Obj::Class(leaf)), [Obj::Qdisc(fifo)]);
+        assert_eq!(t.parent(Obj::Qdisc(fifo)), Some(Obj::Class(leaf)));
+        assert_eq!(t.depth(Obj::Qdisc(fifo)), 5);
+        assert!(t.children(Obj::Qdisc(fifo)).is_empty());
+    }
+    // a kernel `0:` under a class owns nothing: no class has major 0 here
+    assert!((0..iface.classes.len()).all(|c| t.owner(c).is_some_and(|q| !fifos.contains(&q))));
 }

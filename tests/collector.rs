@@ -71,15 +71,25 @@ fn filters_are_reread_only_when_they_change() {
     pair.tc_a("filter add parent 1:1 protocol ip prio 1 u32 match ip dst 10.77.0.4/32 flowid 1:30")
         .unwrap();
     let s = c.poll().unwrap();
-    // (the kernel lists the u32 tables of one prio under every parent of the qdisc: 1:1's
-    // dump holds 1:'s rules too, and the other way round)
-    assert!(
-        s.interfaces[0].filters.iter().any(|f| f.is_rule
-            && f.parent == tcmon_core::Handle::new(1, 1)
-            && f.class_id == Some(tcmon_core::Handle::new(1, 0x30))),
+    // The kernel lists the u32 tables of one prio under every parent of the qdisc (1:1's
+    // dump holds 1:'s rules too, and the other way round): each rule is kept under its own.
+    let rules_under = |p: tcmon_core::Handle| -> Vec<Option<tcmon_core::Handle>> {
+        s.interfaces[0]
+            .filters
+            .iter()
+            .filter(|f| f.is_rule && f.parent == p)
+            .map(|f| f.class_id)
+            .collect()
+    };
+    let h = tcmon_core::Handle::new;
+    assert_eq!(
+        rules_under(h(1, 1)),
+        [Some(h(1, 0x30))],
         "{:?}",
         s.interfaces[0].filters
     );
+    assert_eq!(rules_under(h(1, 0)), [Some(h(1, 0x20)), Some(h(1, 0x20))]);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 }
 
 /// While another process keeps reshaping the tree, every poll is either consistent or says

@@ -432,6 +432,30 @@ fn classify_says_when_it_cannot_know() {
         "{}",
         common::stdout(&o)
     );
+    // a bpf program decides first: its verdict cannot be computed offline
+    s.ns.tc(&[
+        "filter",
+        "add",
+        "dev",
+        "v0",
+        "parent",
+        "1:",
+        "prio",
+        "0",
+        "protocol",
+        "ip",
+        "bpf",
+        "bytecode",
+        "1,6 0 0 4294967295,",
+        "classid",
+        "1:11",
+    ])
+    .unwrap();
+    let o = common::tcmon(&[
+        "classify", "--netns", &s.ns.name, "--dev", "v0", "--dport", "443", "10.9.9.9",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", common::stdout(&o));
+    assert!(common::stdout(&o).contains("bpf"), "{}", common::stdout(&o));
     // bad input is a usage error naming what is wrong
     let o = common::tcmon(&[
         "classify",
@@ -491,4 +515,43 @@ fn serve_answers_classify_questions_on_its_last_poll() {
         assert_eq!(r.status, 400, "{q}: {}", r.body);
         assert!(r.body.contains(says), "{q}: {}", r.body);
     }
+}
+
+/// Filters at the same prio on the qdisc and on an inner class share u32 tables: each dump
+/// lists both sets. The kernel's walk starts at each parent's own root; so must classify's.
+#[test]
+fn inner_class_filters_at_the_same_prio_classify_like_the_kernel() {
+    if skip_unless_root("inner_class_filters_at_the_same_prio_classify_like_the_kernel") {
+        return;
+    }
+    let s = shaper("filti");
+    let tc = |cmd: &str| {
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        s.ns.tc(&words).unwrap_or_else(|e| panic!("tc {cmd}: {e}"));
+    };
+    // 10.9.9.9 goes to the inner class 1:1 from prio 1 on 1:, then to 1:13 from 1:1's own
+    tc("filter add dev v0 parent 1: protocol ip prio 1 u32 match ip dst 10.9.9.9/32 flowid 1:1");
+    tc("filter add dev v0 parent 1:1 protocol ip prio 1 u32 match ip dst 10.9.0.0/16 flowid 1:13");
+    let o = common::tcmon(&[
+        "classify", "--netns", &s.ns.name, "--dev", "v0", "--proto", "udp", "--sport", "1",
+        "--dport", "9", "--src", "10.7.0.1", "--json", "10.9.9.9",
+    ]);
+    let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let kernel = counted_in(&s.ns, "v0", 5, || send_udp(&s.ns, "10.9.9.9", 9, 0));
+    assert_eq!(
+        [c["class"].as_str().unwrap_or("none").to_owned()].as_slice(),
+        kernel.as_slice(),
+        "{c}"
+    );
+    assert_eq!(kernel, ["1:13"]);
+    // and the dump keeps each rule under its own parent, once
+    let snap = common::dump_json(&["--netns", &s.ns.name, "--dev", "v0"]);
+    let under_inner: Vec<&Value> = iface(&snap, "v0")["filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["parent"] == "1:1" && f["is_rule"] == true)
+        .collect();
+    assert_eq!(under_inner.len(), 1, "{under_inner:?}");
+    assert_eq!(under_inner[0]["class_id"], "1:13");
 }

@@ -16,7 +16,7 @@ use tcmon_core::units::{Handle, TickLen};
 use crate::decode::Fixed;
 use crate::netns::in_netns;
 use crate::socket::{DumpStatus, NlSocket};
-use crate::{tc, Error};
+use crate::{tc, u32_owner, Error};
 
 const RTM_NEWLINK: u16 = 16;
 const RTM_DELLINK: u16 = 17;
@@ -478,6 +478,7 @@ impl Collector {
                 Err(e) => return Err(e),
             }
         }
+        let filters = self.own_u32_entries(link, filters, tick, warnings);
         self.filter_cache.insert(
             link.ifindex,
             CachedFilters {
@@ -487,6 +488,56 @@ impl Collector {
             },
         );
         Ok((filters, interrupted))
+    }
+
+    /// Asks the kernel for the root table of each u32 classifier whose tables another
+    /// parent's dump lists too, and keeps each entry under its own parent (see
+    /// [`u32_owner`]). One `get` per such classifier; none on the usual trees.
+    fn own_u32_entries(
+        &mut self,
+        link: &Interface,
+        filters: Vec<Filter>,
+        tick: TickLen,
+        warnings: &mut Vec<String>,
+    ) -> Vec<Filter> {
+        let tps = u32_owner::shared(&filters);
+        if tps.is_empty() {
+            return filters;
+        }
+        let mut roots = rustc_hash::FxHashMap::default();
+        for (parent, prio, proto) in tps {
+            let Some(number) = tc::protocol_number(&proto) else {
+                continue;
+            };
+            let mut req = TcMessage::default();
+            req.header.index = link.ifindex as i32;
+            req.header.parent = TcHandle::from(parent.0);
+            // TC_U32_ROOT: "this classifier's root table"
+            req.header.handle = TcHandle::from(0xFFF0_0000);
+            req.header.info = (u32::from(prio) << 16) | u32::from(number.to_be());
+            req.attributes.push(TcAttribute::Kind("u32".into()));
+            let mut root = None;
+            let got = self
+                .sock
+                .get(RouteNetlinkMessage::GetTrafficFilter(req), |_, p| {
+                    if let Ok(m) = tc::parse(p) {
+                        root = Some(tc::filter_with_tick(m, tick).handle_raw);
+                    }
+                });
+            match (got, root) {
+                (Ok(_), Some(r)) => {
+                    roots.insert((parent, prio, proto), r);
+                }
+                (r, _) => warnings.push(format!(
+                    "{}: u32 tables of prio {prio} under {parent} are listed under every parent \
+                     of the qdisc, and the root table could not be asked ({}); kept as dumped",
+                    link.name,
+                    r.err()
+                        .map_or_else(|| "no answer".to_owned(), |e| e.to_string())
+                )),
+            }
+        }
+        u32_owner::assign(filters, &roots)
     }
 
     /// One dump. Transient failures (see [`Error::is_transient`]) make the caller re-read the

@@ -11,6 +11,7 @@ mod kinds;
 mod netns;
 mod socket;
 mod tc;
+mod u32_owner;
 
 pub use collector::{Collector, CollectorCounters, CollectorOptions, FilterMode};
 pub use error::Error;

@@ -4,7 +4,8 @@
 use std::io;
 
 use netlink_packet_core::{
-    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST,
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_INTR,
+    NLM_F_REQUEST,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
@@ -71,12 +72,31 @@ impl NlSocket {
     pub(crate) fn dump(
         &mut self,
         req: RouteNetlinkMessage,
+        on_msg: impl FnMut(u16, &[u8]),
+    ) -> io::Result<DumpStatus> {
+        self.exchange(NLM_F_REQUEST | NLM_F_DUMP, req, on_msg)
+    }
+
+    /// Sends a request for one object (a `get`, acknowledged) and calls `on_msg` for the
+    /// reply.
+    pub(crate) fn get(
+        &mut self,
+        req: RouteNetlinkMessage,
+        on_msg: impl FnMut(u16, &[u8]),
+    ) -> io::Result<DumpStatus> {
+        self.exchange(NLM_F_REQUEST | NLM_F_ACK, req, on_msg)
+    }
+
+    fn exchange(
+        &mut self,
+        flags: u16,
+        req: RouteNetlinkMessage,
         mut on_msg: impl FnMut(u16, &[u8]),
     ) -> io::Result<DumpStatus> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+        header.flags = flags;
         header.sequence_number = seq;
         let mut msg = NetlinkMessage::new(header, NetlinkPayload::from(req));
         msg.finalize();

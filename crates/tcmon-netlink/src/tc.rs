@@ -346,6 +346,21 @@ fn protocol_name(p: u16) -> Name {
     }
 }
 
+/// The number `protocol_name` names (for requests about a filter already read).
+pub(crate) fn protocol_number(name: &str) -> Option<u16> {
+    Some(match name {
+        "all" => 0x0003,
+        "ip" => 0x0800,
+        "ipv6" => 0x86DD,
+        "arp" => 0x0806,
+        "802.1Q" => 0x8100,
+        "802.1ad" => 0x88A8,
+        "mpls_uc" => 0x8847,
+        "mpls_mc" => 0x8848,
+        hex => u16::from_str_radix(hex.strip_prefix("0x")?, 16).ok()?,
+    })
+}
+
 #[cfg(test)]
 mod captured;
 

@@ -454,6 +454,41 @@ mod tests {
     }
 
     #[test]
+    fn an_ifb_queue_is_named_as_the_download_queue_of_its_source() {
+        let t0 = Instant::now();
+        let mut samples = samples(t0, 250_000);
+        for (_, s) in &mut samples {
+            s.interfaces[0].name = "ifb0".into();
+            s.interfaces[0].shapes_ingress_of = vec!["wan0".into()];
+        }
+        let phases = [
+            phase("idle", t0, 0, &[1, 1, 1], 0.0, 0.0),
+            phase("download", t0, 1, &[1001; 3], 1.9e6, 0.0),
+            phase("upload", t0, 2, &[2, 2, 2], 0.0, 9e6),
+            phase("both", t0, 3, &[1001; 3], 1.9e6, 9e6),
+            phase("idle", t0, 4, &[1, 1, 1], 0.0, 0.0),
+        ];
+        let r = verdict(vec!["icmp:10.0.0.1".into()], &phases, &samples);
+        let Some(Bottleneck::Local {
+            interface,
+            download_of,
+            ..
+        }) = &r.bottleneck
+        else {
+            panic!("{:?}", r.bottleneck)
+        };
+        assert_eq!(
+            (interface.as_str(), download_of.as_slice()),
+            ("ifb0", ["wan0".to_owned()].as_slice())
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            json["bottleneck"]["local"]["download_of"][0], "wan0",
+            "{json}"
+        );
+    }
+
+    #[test]
     fn delay_with_no_local_backlog_is_upstream_with_advice() {
         let r = run(301, 0);
         assert_eq!(r.grade, Some(Grade::C));

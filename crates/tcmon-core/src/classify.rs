@@ -23,7 +23,7 @@ use std::rc::Rc;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 
-use crate::filter::{ActionDetail, Control, Filter, FlowerKey, Mirred, U32Filter, U32Key};
+use crate::filter::{u32_handle, ActionDetail, Control, Filter, FlowerKey, Mirred, U32Filter, U32Key};
 use crate::model::{Interface, QdiscDetail, Snapshot};
 use crate::topology::Obj;
 use crate::units::Handle;
@@ -188,9 +188,6 @@ const TCA_ACT_MAX_PRIO_MASK: i32 = 0x1FF;
 /// `TCA_ACT_MAX_PRIO`: jumps one action list may take.
 const MAX_ACTION_JUMPS: usize = 32;
 /// Filters of an `ingress` qdisc; clsact's hooks.
-const INGRESS_PARENT: Handle = Handle(0xFFFF_0000);
-const CLSACT_INGRESS: Handle = Handle(0xFFFF_FFF2);
-const CLSACT_EGRESS: Handle = Handle(0xFFFF_FFF3);
 /// `ip_tos2prio`: `rt_tos2priority(tos)` is `TOS2PRIO[(tos & 0x1e) >> 1]`.
 const TOS2PRIO: [u8; 16] = [0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4];
 /// `prio2band` of pfifo_fast and of a prio qdisc created without a priomap.
@@ -598,28 +595,6 @@ fn node_id(handle: u32) -> u32 {
     handle & 0xFFF
 }
 
-/// tc's spelling of a u32 handle (`800:`, `800::800`, `2:5:1`).
-fn u32_handle(h: u32) -> String {
-    let (htid, hash, node) = (h >> 20, (h >> 12) & 0xFF, h & 0xFFF);
-    let mut s = if htid != 0 {
-        format!("{htid:x}:")
-    } else {
-        String::new()
-    };
-    if hash != 0 || node != 0 {
-        if htid == 0 {
-            s.push(':');
-        }
-        if hash != 0 {
-            let _ = write!(s, "{hash:x}");
-        }
-        if node != 0 {
-            let _ = write!(s, ":{node:x}");
-        }
-    }
-    s
-}
-
 fn filter_handle(f: &Filter) -> String {
     if !f.handle.is_empty() {
         f.handle.clone()
@@ -830,10 +805,10 @@ impl<'a> Engine<'a> {
     fn egress(&mut self, ii: usize) -> End {
         let ifc = self.ifc(ii);
         if let Some(qi) = ingress_qdisc(ifc).filter(|&q| ifc.qdiscs[q].kind == "clsact") {
-            if !self.filters_at(ii, CLSACT_EGRESS).is_empty() {
+            if !self.filters_at(ii, Handle::CLSACT_EGRESS).is_empty() {
                 let h = ifc.qdiscs[qi].handle;
                 self.step(ii, format!("qdisc clsact {h}"), "egress hook filters");
-                let v = self.run_block(ii, &[CLSACT_EGRESS]);
+                let v = self.run_block(ii, &[Handle::CLSACT_EGRESS]);
                 match self.settle(ii, v, Some(qi)) {
                     Settled::Stop(end) => return end,
                     Settled::NoMatch => self.step(ii, "clsact egress", "no filter matched"),
@@ -869,7 +844,7 @@ impl<'a> Engine<'a> {
             format!("qdisc {} {}", q.kind, q.handle),
             "ingress filters",
         );
-        let v = self.run_block(ii, &[INGRESS_PARENT, CLSACT_INGRESS]);
+        let v = self.run_block(ii, &[Handle::INGRESS_FILTERS, Handle::CLSACT_INGRESS]);
         match self.settle(ii, v, Some(qi)) {
             Settled::Stop(end) => end,
             s => {

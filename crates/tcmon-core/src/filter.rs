@@ -192,6 +192,29 @@ fn hex32<S: Serializer>(v: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{v:08x}"))
 }
 
+/// tc's spelling of a u32 handle: `htid:hash:node` in hex with empty parts left out (`800:`
+/// is a hash table, `800::800` a rule in it, `2:5:1` a rule in bucket 5 of table 2:).
+pub fn u32_handle(h: u32) -> String {
+    use std::fmt::Write;
+    let (htid, hash, node) = (h >> 20, (h >> 12) & 0xFF, h & 0xFFF);
+    let mut s = String::new();
+    if htid != 0 {
+        let _ = write!(s, "{htid:x}:");
+    }
+    if hash != 0 || node != 0 {
+        if htid == 0 {
+            s.push(':');
+        }
+        if hash != 0 {
+            let _ = write!(s, "{hash:x}");
+        }
+        if node != 0 {
+            let _ = write!(s, ":{node:x}");
+        }
+    }
+    s
+}
+
 /// flower: a match on parsed packet fields. Keys tcmon cannot evaluate are listed by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Flower {

@@ -3,7 +3,6 @@
 //! key, next-header offset), mark, input device, actions and the per-rule counters of
 //! `CONFIG_CLS_U32_PERF`.
 
-use std::fmt::Write;
 use std::net::Ipv4Addr;
 
 use tcmon_core::filter::{U32HashKey, U32Key, U32Mark, U32NextHeader};
@@ -268,29 +267,7 @@ fn raw_text(key: &U32Key) -> String {
     )
 }
 
-/// tc's spelling of a u32 handle: `htid:hash:node` in hex with empty parts left out
-/// (`800:` is a hash table, `800::800` a rule in it).
-pub(crate) fn u32_handle(h: u32) -> String {
-    let htid = h >> 20;
-    let hash = (h >> 12) & 0xFF;
-    let node = h & 0xFFF;
-    let mut s = String::new();
-    if htid != 0 {
-        let _ = write!(s, "{htid:x}:");
-    }
-    if hash != 0 || node != 0 {
-        if htid == 0 {
-            s.push(':');
-        }
-        if hash != 0 {
-            let _ = write!(s, "{hash:x}");
-        }
-        if node != 0 {
-            let _ = write!(s, ":{node:x}");
-        }
-    }
-    s
-}
+pub(crate) use tcmon_core::filter::u32_handle;
 
 /// A u32 entry is a rule only when it has a node id; `800:` entries are hash tables.
 pub(crate) fn is_rule(handle: u32) -> bool {

@@ -23,7 +23,9 @@ use std::rc::Rc;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 
-use crate::filter::{u32_handle, ActionDetail, Control, Filter, FlowerKey, Mirred, U32Filter, U32Key};
+use crate::filter::{
+    u32_handle, ActionDetail, Control, Filter, FlowerKey, Mirred, U32Filter, U32Key,
+};
 use crate::model::{Interface, QdiscDetail, Snapshot};
 use crate::topology::Obj;
 use crate::units::Handle;

@@ -81,8 +81,26 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
         let mut states = agent.subscribe();
         let forget = Arc::clone(&app);
         tokio::spawn(async move {
+            let mut was = None;
             while states.changed().await.is_ok() {
                 forget.rendered();
+                // Said when polls start or stop being too slow for the interval, not per poll.
+                let now = states.borrow().stretched;
+                if now.is_some() != was.is_some() {
+                    match now {
+                        Some(p) => eprintln!(
+                            "tcmon serve: polls take more than half the {} interval: polling \
+                             every {} (twice a poll's time) until they are faster",
+                            humantime::format_duration(interval),
+                            humantime::format_duration(round_ms(p))
+                        ),
+                        None => eprintln!(
+                            "tcmon serve: polls fit the interval again: polling every {}",
+                            humantime::format_duration(interval)
+                        ),
+                    }
+                }
+                was = now;
             }
         });
         accept_loop(listener, app, &cfg.serve).await;
@@ -219,6 +237,8 @@ impl Rendered {
                     probes: &s.probes,
                     polls_total: s.polls_total,
                     poll_errors_total: s.poll_errors_total,
+                    poll_interval: s.effective_interval(),
+                    poll_overruns_total: s.overruns_total,
                     version: env!("CARGO_PKG_VERSION"),
                 },
                 format,
@@ -384,7 +404,8 @@ impl App {
     fn health(&self) -> Response<Full<Bytes>> {
         let s = Arc::clone(&self.states.borrow());
         let age = s.snapshot.taken_at.elapsed();
-        let limit = s.interval * 3 + Duration::from_secs(1);
+        // A slow poll is not an error: the limit follows the stretched period.
+        let limit = s.effective_interval() * 3 + Duration::from_secs(1);
         if s.paused || age <= limit {
             return text(
                 StatusCode::OK,
@@ -405,6 +426,11 @@ impl App {
             ),
         )
     }
+}
+
+/// Whole milliseconds, for messages.
+fn round_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_millis() as u64)
 }
 
 fn ok(content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {

@@ -72,7 +72,46 @@ pub struct State {
     pub poll_errors_total: u64,
     pub last_error: Option<String>,
     pub interval: Duration,
+    /// When polls (with the diagnosis) take more than half the interval, the agent waits
+    /// twice a poll's time from one start to the next instead, so a big tree gets at most
+    /// half a core: that period. `None` while polls fit.
+    pub stretched: Option<Duration>,
+    /// Polls (with the diagnosis) that took longer than the configured interval.
+    pub overruns_total: u64,
     pub paused: bool,
+}
+
+impl State {
+    /// The time from one poll's start to the next: the interval, or longer while stretched.
+    pub fn effective_interval(&self) -> Duration {
+        self.stretched.unwrap_or(self.interval)
+    }
+}
+
+/// When the next poll starts, given the fixed grid's next deadline and how long this one
+/// took from `started`: on the grid while a poll takes at most half the interval, else two of
+/// its own durations after its start (returned as the stretched period). Once stretched it
+/// stays so until polls take under 40% of the interval, so a poll time near the edge does
+/// not flip it (and the log) every poll.
+fn next_poll(
+    grid: Instant,
+    started: Instant,
+    took: Duration,
+    interval: Duration,
+    stretched: bool,
+) -> (Instant, Option<Duration>) {
+    let period = took * 2;
+    let fits = if stretched {
+        period * 5 < interval * 4
+    } else {
+        period <= interval
+    };
+    if fits {
+        (grid, None)
+    } else {
+        let period = period.max(interval);
+        (grid.max(started + period), Some(period))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +180,8 @@ impl Agent {
             polls_total: 0,
             poll_errors_total: 0,
             last_error: None,
+            stretched: None,
+            overruns_total: 0,
             paused: false,
             history: Arc::clone(&history),
             continuous,
@@ -213,6 +254,8 @@ struct Poller {
     polls_total: u64,
     poll_errors_total: u64,
     last_error: Option<String>,
+    stretched: Option<Duration>,
+    overruns_total: u64,
     paused: bool,
     history: Arc<Mutex<History>>,
     continuous: Option<Continuous>,
@@ -255,11 +298,27 @@ impl Poller {
             if self.paused {
                 continue;
             }
-            next = (next + self.opts.interval).max(Instant::now());
-            let state = match self.collector.poll() {
+            let started = Instant::now();
+            next = (next + self.opts.interval).max(started);
+            let mut state = match self.collector.poll() {
                 Ok(snap) => self.step(snap),
                 Err(e) => self.failed(&e, &tx.borrow()),
             };
+            let took = started.elapsed();
+            if took > self.opts.interval {
+                self.overruns_total += 1;
+            }
+            let (at, stretched) = next_poll(
+                next,
+                started,
+                took,
+                self.opts.interval,
+                self.stretched.is_some(),
+            );
+            next = at;
+            self.stretched = stretched;
+            state.stretched = stretched;
+            state.overruns_total = self.overruns_total;
             if tx.send(Arc::new(state)).is_err() {
                 return;
             }
@@ -343,6 +402,8 @@ impl Poller {
             poll_errors_total: self.poll_errors_total,
             last_error: self.last_error.clone(),
             interval: self.opts.interval,
+            stretched: self.stretched,
+            overruns_total: self.overruns_total,
             paused: self.paused,
         }
     }
@@ -357,4 +418,31 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_polls_stretch_the_period_to_twice_their_time() {
+        let t0 = Instant::now();
+        let second = Duration::from_secs(1);
+        let grid = t0 + second;
+        let ms = Duration::from_millis;
+        // a 0.3 s poll at a 1 s interval stays on the grid
+        assert_eq!(next_poll(grid, t0, ms(300), second, false), (grid, None));
+        // 0.7 s: the next starts 1.4 s after this one did, not at once
+        let (at, stretched) = next_poll(grid, t0, ms(700), second, false);
+        assert_eq!((at, stretched), (t0 + ms(1400), Some(ms(1400))));
+        // 3 s (past the grid deadline): 6 s from the start, so half a core at most
+        let (at, stretched) = next_poll(grid, t0, second * 3, second, false);
+        assert_eq!((at, stretched), (t0 + second * 6, Some(second * 6)));
+        // once stretched, 0.45 s polls stay stretched (at the interval itself); 0.35 s end it
+        assert_eq!(
+            next_poll(grid, t0, ms(450), second, true),
+            (grid, Some(second))
+        );
+        assert_eq!(next_poll(grid, t0, ms(350), second, true), (grid, None));
+    }
 }

@@ -86,6 +86,8 @@ fn bench(c: &mut Criterion) {
         probes: &[],
         polls_total: 1,
         poll_errors_total: 0,
+        poll_interval: std::time::Duration::from_secs(1),
+        poll_overruns_total: 0,
         version: "0.1.0",
     };
     let mut g = c.benchmark_group("render_10k_classes");

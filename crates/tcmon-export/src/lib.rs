@@ -28,6 +28,11 @@ pub struct Input<'a> {
     /// Successful polls since start.
     pub polls_total: u64,
     pub poll_errors_total: u64,
+    /// The time from one poll's start to the next (the interval, or longer while polls are
+    /// slow: see `tcmon_agent::State::stretched`).
+    pub poll_interval: std::time::Duration,
+    /// Polls that took longer than the configured interval.
+    pub poll_overruns_total: u64,
     /// `tcmon_build_info{version}`.
     pub version: &'a str,
 }
@@ -108,6 +113,17 @@ const POLL_DURATION: Family = Family::gauge(
     Some("seconds"),
     "How long the last good poll (netlink dumps and decoding) took.",
 );
+const POLL_INTERVAL: Family = Family::gauge(
+    "tcmon_poll_interval_seconds",
+    Some("seconds"),
+    "Time from one poll's start to the next: the configured interval, or twice a poll's own \
+     time while polls take more than half of it.",
+);
+const POLL_OVERRUNS: Family = Family::counter(
+    "tcmon_poll_overruns",
+    None,
+    "Polls (with the diagnosis) that took longer than the configured interval.",
+);
 const POLL_TIME: Family = Family::gauge(
     "tcmon_last_poll_timestamp_seconds",
     Some("seconds"),
@@ -127,6 +143,11 @@ fn process(e: &mut Encoder, input: &Input<'_>, base: &str) {
             &POLL_DURATION,
             Value::Float(s.poll_duration_ns as f64 / 1e9),
         ),
+        (
+            &POLL_INTERVAL,
+            Value::Float(input.poll_interval.as_secs_f64()),
+        ),
+        (&POLL_OVERRUNS, Value::Int(input.poll_overruns_total)),
         (&POLL_TIME, Value::Float(s.timestamp_ms as f64 / 1e3)),
     ] {
         e.head(f);

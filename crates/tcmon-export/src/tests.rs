@@ -286,6 +286,8 @@ fn input<'a>(s: &'a Snapshot, findings: &'a Findings, probes: &'a [TargetStatus]
         probes,
         polls_total: 42,
         poll_errors_total: 1,
+        poll_interval: std::time::Duration::from_secs(1),
+        poll_overruns_total: 0,
         version: "0.1.0",
     }
 }
@@ -385,6 +387,8 @@ fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
             probes: &[],
             polls_total: 1,
             poll_errors_total: 0,
+            poll_interval: std::time::Duration::from_secs(1),
+            poll_overruns_total: 0,
             version: "0.1.0",
         },
         Format::Prometheus,

@@ -403,3 +403,18 @@ fn detail_lists_the_filters_of_a_class_and_an_ifb_names_its_source() {
     );
     assert!(s.contains("eth1 · 7 objects · download of wan0"), "{s}");
 }
+
+/// Polls slower than half the interval: the header says the agent waits longer.
+#[test]
+fn slow_polls_are_said_in_the_header() {
+    let good = shaped_state(false);
+    let slow = std::sync::Arc::new(tcmon_agent::State {
+        stretched: Some(std::time::Duration::from_millis(2600)),
+        overruns_total: 3,
+        ..(*good).clone()
+    });
+    let mut a = App::new(slow, "h".into(), true);
+    let text = screen(&mut a, 120, 30);
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("every 2.6s (slow polls)"), "{header}");
+}

@@ -42,7 +42,11 @@ pub(super) fn header_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     let mut used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
     for field in [
         format!("  netns {}", snap.netns.as_deref().unwrap_or("(current)")),
-        format!("  every {}", compact_ns(app.interval().as_nanos() as i64)),
+        match app.state().stretched {
+            // polls slower than half the interval: the agent waits twice a poll's time
+            Some(p) => format!("  every {} (slow polls)", compact_ns(p.as_nanos() as i64)),
+            None => format!("  every {}", compact_ns(app.interval().as_nanos() as i64)),
+        },
         format!("  poll {}", compact_ns(snap.poll_duration_ns as i64)),
         format!("  host {}", app.host),
     ] {

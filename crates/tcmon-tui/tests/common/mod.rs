@@ -306,6 +306,8 @@ pub fn state(
         poll_errors_total: 0,
         last_error: None,
         interval: Duration::from_secs(1),
+        stretched: None,
+        overruns_total: 0,
         paused: false,
     })
 }
@@ -322,6 +324,8 @@ pub fn first_state(snap: Snapshot) -> Arc<State> {
         poll_errors_total: 0,
         last_error: None,
         interval: Duration::from_secs(1),
+        stretched: None,
+        overruns_total: 0,
         paused: false,
     })
 }

@@ -93,6 +93,16 @@ pub(crate) struct ServeConfig {
     /// A client must send its request line and headers within this time.
     #[serde(with = "humantime_serde_compat")]
     pub(crate) header_timeout: Duration,
+    /// Per-object metric groups `/metrics` carries (see `tcmon_export::Groups`).
+    pub(crate) metrics: Vec<String>,
+}
+
+impl ServeConfig {
+    /// The groups named by `metrics` (validated when the config is loaded).
+    pub(crate) fn groups(&self) -> tcmon_export::Groups {
+        tcmon_export::Groups::from_names(self.metrics.iter().map(String::as_str))
+            .unwrap_or_default()
+    }
 }
 
 /// Where `tcmon serve` listens unless told otherwise.
@@ -109,6 +119,11 @@ impl Default for ServeConfig {
             listen: DEFAULT_LISTEN,
             max_connections: 256,
             header_timeout: Duration::from_secs(10),
+            metrics: tcmon_export::Groups::default()
+                .names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
         }
     }
 }
@@ -226,6 +241,14 @@ fn validate(cfg: &Config) -> Result<(), String> {
     if cfg.serve.header_timeout < Duration::from_millis(100) {
         return Err("serve.header_timeout must be at least 100ms".into());
     }
+    if let Err(name) =
+        tcmon_export::Groups::from_names(cfg.serve.metrics.iter().map(String::as_str))
+    {
+        return Err(format!(
+            "serve.metrics names an unknown group '{name}' (groups: {})",
+            tcmon_export::Groups::NAMES.join(", ")
+        ));
+    }
     Ok(())
 }
 
@@ -289,6 +312,13 @@ mod tests {
         );
         let e = parse("[serve]\n\n\nmax_connections = 0\n").unwrap_err();
         assert!(e.starts_with("line 4: serve.max_connections"), "{e}");
+        let e = parse("[serve]\nmetrics = [\"counters\", \"tokens\"]\n").unwrap_err();
+        assert!(
+            e.starts_with(
+                "line 2: serve.metrics names an unknown group 'tokens' (groups: counters,"
+            ),
+            "{e}"
+        );
         // Both critical and warning set, the first one failing the pair is named.
         let e = parse("[check]\nqueue_delay_warning_ms = 500\nqueue_delay_critical_ms = 100\n")
             .unwrap_err();

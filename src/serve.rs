@@ -75,7 +75,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
             "tcmon serve: listening on http://{addr}/metrics (polling every {})",
             humantime::format_duration(interval)
         );
-        let app = Arc::new(App::new(&agent));
+        let app = Arc::new(App::new(&agent, cfg.serve.groups()));
         // On each poll, let go of the last one's renderings and state at once rather than at
         // the next request: between scrapes only one poll's worth is held.
         let mut states = agent.subscribe();
@@ -195,6 +195,7 @@ impl Doc {
 #[derive(Debug)]
 struct Rendered {
     state: Arc<State>,
+    groups: tcmon_export::Groups,
     cells: [OnceCell<Bytes>; SLOTS],
     /// Sizes of the last renderings, shared across polls: buffers start at the right size
     /// instead of doubling through tens of megabytes.
@@ -202,9 +203,14 @@ struct Rendered {
 }
 
 impl Rendered {
-    fn new(state: Arc<State>, sizes: Arc<[AtomicUsize; SLOTS]>) -> Rendered {
+    fn new(
+        state: Arc<State>,
+        groups: tcmon_export::Groups,
+        sizes: Arc<[AtomicUsize; SLOTS]>,
+    ) -> Rendered {
         Rendered {
             state,
+            groups,
             cells: Default::default(),
             sizes,
         }
@@ -239,6 +245,7 @@ impl Rendered {
                     poll_errors_total: s.poll_errors_total,
                     poll_interval: s.effective_interval(),
                     poll_overruns_total: s.overruns_total,
+                    groups: self.groups,
                     version: env!("CARGO_PKG_VERSION"),
                 },
                 format,
@@ -283,15 +290,21 @@ fn accepts_gzip(header: Option<&str>) -> bool {
 #[derive(Debug)]
 struct App {
     states: watch::Receiver<Arc<State>>,
+    groups: tcmon_export::Groups,
     current: Mutex<Arc<Rendered>>,
     sizes: Arc<[AtomicUsize; SLOTS]>,
 }
 
 impl App {
-    fn new(agent: &Agent) -> App {
+    fn new(agent: &Agent, groups: tcmon_export::Groups) -> App {
         let sizes = Arc::new(Default::default());
         App {
-            current: Mutex::new(Arc::new(Rendered::new(agent.state(), Arc::clone(&sizes)))),
+            current: Mutex::new(Arc::new(Rendered::new(
+                agent.state(),
+                groups,
+                Arc::clone(&sizes),
+            ))),
+            groups,
             states: agent.subscribe(),
             sizes,
         }
@@ -302,7 +315,7 @@ impl App {
         let state = Arc::clone(&self.states.borrow());
         let mut cur = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         if !Arc::ptr_eq(&cur.state, &state) {
-            *cur = Arc::new(Rendered::new(state, Arc::clone(&self.sizes)));
+            *cur = Arc::new(Rendered::new(state, self.groups, Arc::clone(&self.sizes)));
         }
         Arc::clone(&cur)
     }

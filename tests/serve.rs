@@ -158,9 +158,15 @@ fn promtool_accepts_the_metrics_of_a_real_htb_tree_under_load() {
         ),
         Some(1_250_000.0)
     );
+    // by default a leaf's qdisc is not counted twice: its class carries its packets
     assert!(value(
         &text,
         &format!("tcmon_qdisc_bytes_total{}", labels("bfifo", "30:", "1:30"))
+    )
+    .is_none());
+    assert!(value(
+        &text,
+        &format!("tcmon_qdisc_bytes_total{}", labels("htb", "1:", "root"))
     )
     .is_some_and(|b| b > 0.0));
     assert!(text.contains("tcmon_filter_chain_rules{"), "filter chains");

@@ -9,7 +9,7 @@ use tcmon_core::model::{
 };
 use tcmon_core::{Handle, Snapshot};
 use tcmon_diag::{Code, Evidence, Finding, Severity};
-use tcmon_export::{render, Format, Input};
+use tcmon_export::{render, Format, Groups, Input};
 
 fn tree(classes: u16) -> (Snapshot, Vec<Finding>) {
     let mut s = Snapshot::new(Instant::now(), 1_700_000_000_000);
@@ -88,6 +88,7 @@ fn bench(c: &mut Criterion) {
         poll_errors_total: 0,
         poll_interval: std::time::Duration::from_secs(1),
         poll_overruns_total: 0,
+        groups: Groups::all(),
         version: "0.1.0",
     };
     let mut g = c.benchmark_group("render_10k_classes");

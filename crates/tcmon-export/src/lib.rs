@@ -12,6 +12,7 @@ mod negotiate;
 
 use tcmon_core::aqm::{Cake, CakeTin, FqCodelStats};
 use tcmon_core::model::{Class, HtbClass, HtbQdisc, Qdisc, QdiscDetail, Stats, Tbf};
+use tcmon_core::topology::Obj;
 use tcmon_core::Snapshot;
 use tcmon_diag::Findings;
 use tcmon_probe::TargetStatus;
@@ -33,8 +34,112 @@ pub struct Input<'a> {
     pub poll_interval: std::time::Duration,
     /// Polls that took longer than the configured interval.
     pub poll_overruns_total: u64,
+    /// Which per-object metric groups to carry.
+    pub groups: Groups,
     /// `tcmon_build_info{version}`.
     pub version: &'a str,
+}
+
+/// Which per-object metric groups `/metrics` carries (`[serve] metrics`): on a tree of
+/// 50,000 classes each series group is ~50,000 series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::struct_excessive_bools)] // one switch per group, named as in the config
+pub struct Groups {
+    /// bytes, packets, drops, overlimits and requeues of every qdisc and class.
+    pub counters: bool,
+    /// Backlog bytes and packets.
+    pub backlog: bool,
+    /// HTB rate and ceil of each class.
+    pub htb_rates: bool,
+    /// HTB burst, cburst and quantum: static configuration `tcmon check` already judges.
+    pub htb_buckets: bool,
+    /// HTB lends, borrows, giants, tokens and ctokens.
+    pub htb_xstats: bool,
+    /// The counters and backlog of qdiscs attached to leaf classes: the class carries the
+    /// same packets (its drops and backlog are its qdisc's), so they double the series.
+    pub leaf_qdiscs: bool,
+    /// tbf, fq_codel and cake families.
+    pub qdisc_kinds: bool,
+    /// `tcmon_filter_chain_rules`.
+    pub filter_chains: bool,
+}
+
+impl Groups {
+    /// The names the config uses, in the order of the fields.
+    pub const NAMES: [&'static str; 8] = [
+        "counters",
+        "backlog",
+        "htb_rates",
+        "htb_buckets",
+        "htb_xstats",
+        "leaf_qdiscs",
+        "qdisc_kinds",
+        "filter_chains",
+    ];
+
+    /// The names of the groups that are on, in [`Groups::NAMES`] order.
+    pub fn names(&self) -> Vec<&'static str> {
+        let on = [
+            self.counters,
+            self.backlog,
+            self.htb_rates,
+            self.htb_buckets,
+            self.htb_xstats,
+            self.leaf_qdiscs,
+            self.qdisc_kinds,
+            self.filter_chains,
+        ];
+        Groups::NAMES
+            .into_iter()
+            .zip(on)
+            .filter_map(|(n, on)| on.then_some(n))
+            .collect()
+    }
+
+    pub fn all() -> Groups {
+        Groups::from_names(Groups::NAMES).expect("known names")
+    }
+
+    /// From config names; an unknown name is returned as the error.
+    pub fn from_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Groups, String> {
+        let mut g = Groups {
+            counters: false,
+            backlog: false,
+            htb_rates: false,
+            htb_buckets: false,
+            htb_xstats: false,
+            leaf_qdiscs: false,
+            qdisc_kinds: false,
+            filter_chains: false,
+        };
+        for n in names {
+            let field = match n {
+                "counters" => &mut g.counters,
+                "backlog" => &mut g.backlog,
+                "htb_rates" => &mut g.htb_rates,
+                "htb_buckets" => &mut g.htb_buckets,
+                "htb_xstats" => &mut g.htb_xstats,
+                "leaf_qdiscs" => &mut g.leaf_qdiscs,
+                "qdisc_kinds" => &mut g.qdisc_kinds,
+                "filter_chains" => &mut g.filter_chains,
+                other => return Err(other.to_owned()),
+            };
+            *field = true;
+        }
+        Ok(g)
+    }
+}
+
+impl Default for Groups {
+    /// Everything but `htb_buckets` and `leaf_qdiscs`: 14 series per HTB class and none for
+    /// its leaf FIFO, against 24 for both with every group.
+    fn default() -> Self {
+        Groups {
+            htb_buckets: false,
+            leaf_qdiscs: false,
+            ..Groups::all()
+        }
+    }
 }
 
 /// The whole exposition in `format` (UTF-8), ending with `# EOF` for OpenMetrics.
@@ -74,7 +179,7 @@ fn encode<'w>(mut e: Encoder<'w>, input: &Input<'_>) -> Encoder<'w> {
         label(&mut base, "netns", n);
     }
     process(&mut e, input, &base);
-    tree(&mut e, input.snapshot, &base);
+    tree(&mut e, input.snapshot, &base, input.groups);
     findings(&mut e, input.findings, &base);
     probes(&mut e, input.probes, &base);
     e
@@ -160,6 +265,9 @@ type StatsValue = fn(&Stats) -> u64;
 type Metric<T> = (Family, fn(&T) -> Option<Value>);
 
 /// The families every qdisc and class has (`TCA_STATS2`), as (qdisc family, class family).
+/// The first five of [`STATS`] are the `counters` group, the rest `backlog`.
+const STATS_COUNTERS: usize = 5;
+
 const STATS: [(Family, Family, StatsValue); 7] = [
     (
         Family::counter("tcmon_qdisc_bytes", Some("bytes"), "Bytes the qdisc sent."),
@@ -584,12 +692,20 @@ fn object_labels(base: &str, device: &str, kind: &str, handle: &str, parent: &st
     l
 }
 
-fn tree(e: &mut Encoder, s: &Snapshot, base: &str) {
+fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
     let mut qdiscs: Vec<(String, &Qdisc)> = Vec::new();
+    // the qdiscs whose counters and backlog are exported (all, or those not under a leaf)
+    let mut counted = Vec::new();
     let mut classes: Vec<(String, &Class)> = Vec::new();
     let mut chains = Vec::new();
     for i in &s.interfaces {
-        for q in &i.qdiscs {
+        let topo = i.topology();
+        for (qi, q) in i.qdiscs.iter().enumerate() {
+            let under_leaf = matches!(
+                topo.parent(Obj::Qdisc(qi)),
+                Some(Obj::Class(c)) if topo.child_classes(Obj::Class(c)).next().is_none()
+            );
+            counted.push(groups.leaf_qdiscs || !under_leaf);
             let l = object_labels(
                 base,
                 &i.name,
@@ -621,18 +737,46 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str) {
         }
     }
     let htb_classes = classes.iter().filter(|(_, c)| c.htb().is_some()).count();
+    let stats: Vec<_> = STATS
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| {
+            if *n < STATS_COUNTERS {
+                groups.counters
+            } else {
+                groups.backlog
+            }
+        })
+        .map(|(_, x)| x)
+        .collect();
+    let htb_class: Vec<_> = HTB_CLASS
+        .iter()
+        .enumerate()
+        .filter(|(n, (_, _, xstats))| match n {
+            _ if *xstats => groups.htb_xstats,
+            0 | 1 => groups.htb_rates,
+            _ => groups.htb_buckets,
+        })
+        .map(|(_, x)| x)
+        .collect();
+    let counted_qdiscs: Vec<(&str, &Qdisc)> = qdiscs
+        .iter()
+        .zip(&counted)
+        .filter(|(_, c)| **c)
+        .map(|((l, q), _)| (l.as_str(), *q))
+        .collect();
     e.reserve(
-        room(&qdiscs, STATS.len() + 1)
-            + room(&classes, STATS.len())
-            + htb_classes * (classes.first().map_or(0, |(l, _)| l.len()) + 48) * HTB_CLASS.len()
+        room(&counted_qdiscs, stats.len() + 1)
+            + room(&classes, stats.len())
+            + htb_classes * (classes.first().map_or(0, |(l, _)| l.len()) + 48) * htb_class.len()
             + room(&chains, 1),
     );
-    for (qf, _, get) in &STATS {
-        e.family(qf, &qdiscs, |q| {
+    for (qf, _, get) in &stats {
+        e.family(qf, &counted_qdiscs, |q| {
             (q.kind != tcmon_core::rates::NO_COUNTERS).then(|| Value::Int(get(&q.stats)))
         });
     }
-    for (_, cf, get) in &STATS {
+    for (_, cf, get) in &stats {
         e.family(cf, &classes, |c| Some(Value::Int(get(&c.stats))));
     }
     let htb_q: Vec<(&str, &HtbQdisc)> = qdiscs
@@ -649,8 +793,14 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str) {
         .iter()
         .filter_map(|(l, c)| c.htb().map(|h| (l.as_str(), h)))
         .collect();
-    for (f, get, xstats) in &HTB_CLASS {
+    for (f, get, xstats) in htb_class {
         e.family(f, &htb_c, |h| (!xstats || h.has_xstats).then(|| get(h)));
+    }
+    if !groups.qdisc_kinds {
+        if groups.filter_chains {
+            e.family(&FILTER_CHAIN, &chains, |n| Some(Value::Int(u64::from(*n))));
+        }
+        return;
     }
     let tbf: Vec<(&str, &Tbf)> = qdiscs
         .iter()
@@ -700,7 +850,9 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str) {
     for (f, get) in &CAKE_TIN {
         e.family(f, &tins, |t| get(t));
     }
-    e.family(&FILTER_CHAIN, &chains, |n| Some(Value::Int(u64::from(*n))));
+    if groups.filter_chains {
+        e.family(&FILTER_CHAIN, &chains, |n| Some(Value::Int(u64::from(*n))));
+    }
 }
 
 const FINDING: Family = Family::gauge(

@@ -288,6 +288,7 @@ fn input<'a>(s: &'a Snapshot, findings: &'a Findings, probes: &'a [TargetStatus]
         poll_errors_total: 1,
         poll_interval: std::time::Duration::from_secs(1),
         poll_overruns_total: 0,
+        groups: Groups::all(),
         version: "0.1.0",
     }
 }
@@ -389,6 +390,7 @@ fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
             poll_errors_total: 0,
             poll_interval: std::time::Duration::from_secs(1),
             poll_overruns_total: 0,
+            groups: Groups::all(),
             version: "0.1.0",
         },
         Format::Prometheus,
@@ -475,5 +477,50 @@ fn noqueue_exports_no_counters() {
     assert!(
         text.contains("tcmon_qdisc_bytes_total{"),
         "other qdiscs still are"
+    );
+}
+
+/// The default groups leave out the HTB buckets and the counters of leaf qdiscs (their
+/// class carries the same packets), and keep their kind families; unknown names are refused.
+#[test]
+fn groups_choose_the_per_object_families() {
+    let (s, findings, probes) = fixture();
+    let findings: Findings = findings.into();
+    let text = |groups: Groups| {
+        let mut i = input(&s, &findings, &probes);
+        i.groups = groups;
+        String::from_utf8(render(&i, Format::Prometheus)).unwrap()
+    };
+    let count = |t: &str, prefix: &str| t.lines().filter(|l| l.starts_with(prefix)).count();
+    let all = text(Groups::all());
+    let default = text(Groups::default());
+    assert_eq!(count(&all, "tcmon_htb_class_burst_bytes{"), 3);
+    assert_eq!(count(&default, "tcmon_htb_class_burst_bytes{"), 0);
+    assert_eq!(count(&default, "tcmon_htb_class_ceil_bytes_per_second{"), 3);
+    // veth0's root, tbf 10: and pfifo 20:, and the other interfaces' roots and ingress with
+    // every group; without veth0's two leaf qdiscs by default
+    assert_eq!(count(&all, "tcmon_qdisc_bytes_total{"), 6);
+    assert_eq!(count(&default, "tcmon_qdisc_bytes_total{"), 4);
+    assert!(!default.contains("kind=\"pfifo\",handle=\"20:\""));
+    assert!(default.contains("kind=\"htb\",handle=\"1:\",parent=\"root\"} 9000000"));
+    // the leaf TBF's own families stay
+    assert_eq!(count(&default, "tcmon_tbf_rate_bytes_per_second{"), 1);
+    let none = text(Groups::from_names([]).unwrap());
+    assert_eq!(count(&none, "tcmon_class_"), 0);
+    assert_eq!(count(&none, "tcmon_tbf_"), 0);
+    assert_eq!(
+        Groups::from_names(["counters", "bogus"]),
+        Err("bogus".to_owned())
+    );
+    assert_eq!(
+        Groups::default().names(),
+        [
+            "counters",
+            "backlog",
+            "htb_rates",
+            "htb_xstats",
+            "qdisc_kinds",
+            "filter_chains"
+        ]
     );
 }

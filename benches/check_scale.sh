@@ -120,6 +120,10 @@ done | awk '{printf "%.3f\n", $1 * 1000}' | median)
 big_serve_rss=$(rss "$SERVE_PID"); big_serve_hwm=$(hwm "$SERVE_PID")
 big_bytes=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | wc -c)
 big_poll_s=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^tcmon_poll_duration_seconds/ {print $2}')
+big_series=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | grep -vc '^#')
+# tc reading the same qdiscs and classes (the issue's bar for a poll at this size)
+t0=$(now); { tc -n "$ns_b" -s -d class show dev v0; tc -n "$ns_b" -s qdisc show dev v0; } >/dev/null; t1=$(now)
+big_tc_ms=$(ms "$t0" "$t1")
 kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true
 tmux new-session -d -s tcmon-bench-tui -x 80 -y 24 "$TCMON --netns $ns_b --dev v0"
 tui_pid=""
@@ -145,6 +149,7 @@ echo "  RSS $serve_rss MB, peak $serve_hwm MB (target < 64 MB); $((serve_bytes /
 echo "serve at $N flagged leaves: first /metrics ${first_n} s after start (target <= 30 s), RSS $serve_n_rss MB, peak $serve_n_hwm MB (target <= 200 MB)"
 echo "at $BIG flagged leaves:"
 echo "  check: $big_check_ms ms beyond its window, peak RSS $big_rss MB, $big_lines lines"
-echo "  serve: first /metrics ${first_b} s after start, median scrape (gzipped) $big_scrape_ms ms, $((big_bytes / 1024)) KiB, RSS $big_serve_rss MB, peak $big_serve_hwm MB, poll ${big_poll_s} s"
+echo "  serve: first /metrics ${first_b} s after start, median scrape (gzipped) $big_scrape_ms ms, $big_series series, $((big_bytes / 1024)) KiB, RSS $big_serve_rss MB, peak $big_serve_hwm MB"
+echo "  serve's poll ${big_poll_s} s; tc -s -d class show + tc -s qdisc show: $big_tc_ms ms: $(ratio "$(awk -v p="$big_poll_s" 'BEGIN {print p * 1000}')" "$big_tc_ms")x (target <= 1x)"
 echo "  TUI (tmux 80x24): RSS $tui_rss MB, peak $tui_hwm MB, $tui_rows tree rows on screen"
 echo "$tui_screen" | sed 's/^/    | /'

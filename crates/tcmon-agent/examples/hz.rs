@@ -1,0 +1,66 @@
+//! The agent (poll, rates, diagnosis, history) at a fixed rate: `hz NETNS DEV HZ SECONDS`.
+//! Prints the polls done, the rate reached, the polls that overran the interval, the median
+//! poll, and the process's CPU over the run. `benches/poll_100hz.sh` runs it.
+
+use std::time::{Duration, Instant};
+
+use tcmon_agent::{Agent, AgentOptions};
+
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// User + system CPU of this process so far.
+fn cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
+    // fields after the command name, which is in parentheses and may hold spaces
+    let rest = &stat[stat.rfind(')').expect("stat format") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f[11].parse::<u64>().unwrap_or(0) + f[12].parse::<u64>().unwrap_or(0);
+    // USER_HZ is 100 on Linux
+    Duration::from_millis(ticks * 10)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [netns, dev, hz, secs] = args.as_slice() else {
+        eprintln!("usage: hz NETNS DEV HZ SECONDS");
+        std::process::exit(2);
+    };
+    let hz: f64 = hz.parse().expect("HZ");
+    let secs: u64 = secs.parse().expect("SECONDS");
+    let agent = Agent::start(AgentOptions {
+        netns: Some(netns.clone()),
+        devices: vec![dev.clone()],
+        interval: Duration::from_secs_f64(1.0 / hz),
+        ..AgentOptions::default()
+    })
+    .expect("start the agent");
+    let mut rx = agent.subscribe();
+    let (t0, c0, p0) = (Instant::now(), cpu(), agent.state().polls_total);
+    let mut polls_ms = Vec::new();
+    while t0.elapsed() < Duration::from_secs(secs) {
+        if rx.has_changed().unwrap_or(false) {
+            let s = rx.borrow_and_update();
+            polls_ms.push(s.snapshot.poll_duration_ns as f64 / 1e6);
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let (elapsed, used) = (t0.elapsed(), cpu() - c0);
+    let s = agent.state();
+    polls_ms.sort_by(f64::total_cmp);
+    let objects: usize = s
+        .snapshot
+        .interfaces
+        .iter()
+        .map(|i| i.qdiscs.len() + i.classes.len())
+        .sum();
+    println!(
+        "{objects} objects at {hz} Hz for {:.1} s: {} polls ({:.1} Hz), {} overruns, median poll {:.2} ms, CPU {:.0}% of a core",
+        elapsed.as_secs_f64(),
+        s.polls_total - p0,
+        (s.polls_total - p0) as f64 / elapsed.as_secs_f64(),
+        s.overruns_total,
+        polls_ms.get(polls_ms.len() / 2).copied().unwrap_or(0.0),
+        used.as_secs_f64() / elapsed.as_secs_f64() * 100.0
+    );
+}

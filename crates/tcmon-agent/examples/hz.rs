@@ -45,7 +45,7 @@ fn main() {
         }
         std::thread::sleep(Duration::from_micros(500));
     }
-    let (elapsed, used) = (t0.elapsed(), cpu() - c0);
+    let (elapsed, used) = (t0.elapsed(), cpu().saturating_sub(c0));
     let s = agent.state();
     polls_ms.sort_by(f64::total_cmp);
     let objects: usize = s

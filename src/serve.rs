@@ -423,8 +423,9 @@ impl App {
             return text(
                 StatusCode::OK,
                 format!(
-                    "ok: last poll {:.1}s ago, {} polls, {} failed\n",
+                    "ok: last poll {:.1}s ago, took {:.1} ms; {} polls, {} failed\n",
                     age.as_secs_f64(),
+                    s.snapshot.poll_duration_ns as f64 / 1e6,
                     s.polls_total,
                     s.poll_errors_total
                 ),

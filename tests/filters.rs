@@ -253,16 +253,24 @@ fn ingress_filter_parent_does_not_change_with_the_last_add() {
         p
     };
     assert_eq!(parents(), ["ffff:"]);
+    // tc prints `parent P` only when the kernel echoes another parent than the one asked for
+    // (here `ingress`, ffff:fff2): now it echoes ffff:
+    let show = || {
+        s.ns.tc(&["filter", "show", "dev", "v0", "ingress"])
+            .unwrap()
+    };
+    assert!(show().contains("filter parent ffff: "), "{}", show());
     // the `ingress` keyword makes the kernel echo ffff:fff2 for every ingress filter
     s.ns.tc(&[
         "filter", "add", "dev", "v0", "ingress", "prio", "7", "protocol", "ip", "u32", "match",
         "ip", "protocol", "6", "0xff", "flowid", "ffff:1",
     ])
     .unwrap();
-    let echoed =
-        s.ns.tc(&["filter", "show", "dev", "v0", "ingress"])
-            .unwrap();
-    assert!(!echoed.is_empty());
+    let echoed = show();
+    assert!(
+        echoed.contains("pref 7") && !echoed.contains("parent ffff: "),
+        "{echoed}"
+    );
     assert_eq!(parents(), ["ffff:"]);
 }
 

@@ -621,7 +621,7 @@ fn key_text(k: &U32Key) -> String {
         let at = if k.nexthdr { "nexthdr+" } else { "" };
         format!("match {:08x}/{:08x} at {at}{}", k.value, k.mask, k.offset)
     } else {
-        k.text.clone()
+        k.text.to_string()
     }
 }
 
@@ -702,8 +702,6 @@ struct Engine<'a> {
     wire: Wire,
     skb: Skb,
     path: Vec<Step>,
-    /// Per interface: are its filters sorted by parent (binary search) or not (scan)?
-    sorted: HashMap<usize, bool>,
     u32s: HashMap<(usize, u16), Rc<U32Index>>,
     visits: usize,
 }
@@ -719,7 +717,6 @@ impl<'a> Engine<'a> {
                 ..Skb::default()
             },
             path: Vec::new(),
-            sorted: HashMap::default(),
             u32s: HashMap::default(),
             visits: 0,
         }
@@ -760,19 +757,9 @@ impl<'a> Engine<'a> {
         )
     }
 
-    fn filters_at(&mut self, ii: usize, parent: Handle) -> Vec<&'a Filter> {
-        let ifc = self.ifc(ii);
-        let sorted = *self
-            .sorted
-            .entry(ii)
-            .or_insert_with(|| ifc.filters.is_sorted_by_key(|f| f.parent));
-        if sorted {
-            let lo = ifc.filters.partition_point(|f| f.parent < parent);
-            let hi = ifc.filters.partition_point(|f| f.parent <= parent);
-            ifc.filters[lo..hi].iter().collect()
-        } else {
-            ifc.filters.iter().filter(|f| f.parent == parent).collect()
-        }
+    /// The filters attached at `parent` (the snapshot's filters are sorted by parent).
+    fn filters_at(&self, ii: usize, parent: Handle) -> &'a [Filter] {
+        self.ifc(ii).filters_at(parent)
     }
 
     fn u32_index(&mut self, ii: usize, major: u16) -> Rc<U32Index> {
@@ -780,22 +767,10 @@ impl<'a> Engine<'a> {
             return Rc::clone(x);
         }
         let ifc = self.ifc(ii);
-        let sorted = *self
-            .sorted
-            .entry(ii)
-            .or_insert_with(|| ifc.filters.is_sorted_by_key(|f| f.parent));
-        let x = if sorted {
-            let lo = ifc.filters.partition_point(|f| f.parent.major() < major);
-            let hi = ifc.filters.partition_point(|f| f.parent.major() <= major);
-            U32Index::build((lo..hi).map(|i| (i, &ifc.filters[i])))
-        } else {
-            U32Index::build(
-                ifc.filters
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| f.parent.major() == major),
-            )
-        };
+        // the filters of one qdisc's parents are contiguous: sorted by parent
+        let lo = ifc.filters.partition_point(|f| f.parent.major() < major);
+        let hi = ifc.filters.partition_point(|f| f.parent.major() <= major);
+        let x = U32Index::build((lo..hi).map(|i| (i, &ifc.filters[i])));
         let x = Rc::new(x);
         self.u32s.insert((ii, major), Rc::clone(&x));
         x
@@ -3323,7 +3298,7 @@ mod tests {
                     let keys = keys
                         .into_iter()
                         .map(|(value, mask, offset, nexthdr)| U32Key {
-                            text: String::new(),
+                            text: crate::model::Name::default(),
                             value,
                             mask,
                             offset: offset * 4,

@@ -77,7 +77,7 @@ impl Filter {
     pub fn match_text(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
         if let Some(u) = &self.u32 {
-            parts.extend(u.matches.iter().map(|k| k.text.clone()));
+            parts.extend(u.matches.iter().map(|k| k.text.to_string()));
             if let Some(m) = u.mark {
                 parts.push(format!("mark 0x{:x}/0x{:x}", m.value, m.mask));
             }
@@ -142,8 +142,10 @@ pub struct U32Filter {
 pub struct U32Key {
     /// Readable form for the filter's protocol (`ip dst 10.7.0.5/32`, `ip tos 0x10/0xfc`), or
     /// tc's raw form (`match 0a070005/ffffffff at 16`) for offsets without a name.
+    /// A short inline string: cached filters are cloned into every poll's snapshot, and a
+    /// `String` per key would allocate tens of thousands of times a poll on a u32 tree.
     #[serde(rename = "match")]
-    pub text: String,
+    pub text: Name,
     #[serde(serialize_with = "hex32")]
     pub value: u32,
     #[serde(serialize_with = "hex32")]

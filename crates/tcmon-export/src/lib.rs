@@ -796,12 +796,16 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
     for (f, get, xstats) in htb_class {
         e.family(f, &htb_c, |h| (!xstats || h.has_xstats).then(|| get(h)));
     }
-    if !groups.qdisc_kinds {
-        if groups.filter_chains {
-            e.family(&FILTER_CHAIN, &chains, |n| Some(Value::Int(u64::from(*n))));
-        }
-        return;
+    if groups.qdisc_kinds {
+        kinds(e, &qdiscs);
     }
+    if groups.filter_chains {
+        e.family(&FILTER_CHAIN, &chains, |n| Some(Value::Int(u64::from(*n))));
+    }
+}
+
+/// tbf, fq_codel and cake families (`qdisc_kinds`), on every qdisc of their kind.
+fn kinds(e: &mut Encoder, qdiscs: &[(String, &Qdisc)]) {
     let tbf: Vec<(&str, &Tbf)> = qdiscs
         .iter()
         .filter_map(|(l, q)| match &q.detail {
@@ -849,9 +853,6 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
         .collect();
     for (f, get) in &CAKE_TIN {
         e.family(f, &tins, |t| get(t));
-    }
-    if groups.filter_chains {
-        e.family(&FILTER_CHAIN, &chains, |n| Some(Value::Int(u64::from(*n))));
     }
 }
 

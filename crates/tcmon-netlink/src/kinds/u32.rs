@@ -6,7 +6,7 @@
 use std::net::Ipv4Addr;
 
 use tcmon_core::filter::{U32HashKey, U32Key, U32Mark, U32NextHeader};
-use tcmon_core::model::{Filter, U32Filter, Undecoded};
+use tcmon_core::model::{Filter, Name, U32Filter, Undecoded};
 use tcmon_core::units::{Handle, TickLen};
 
 use super::act;
@@ -89,7 +89,7 @@ pub(crate) fn decode(options: &[u8], f: &mut Filter, tick: TickLen, und: &mut Un
         _ => keep(und, AT, kind, v),
     });
     for k in &mut u.matches {
-        k.text = key_text(&f.protocol, k);
+        k.text = key_text(&f.protocol, k).into();
     }
     f.u32 = Some(u);
 }
@@ -129,7 +129,7 @@ fn selector(v: &[u8], u: &mut U32Filter, und: &mut Undecoded) {
         .map(|i| {
             let o = SEL_HEAD_LEN + i * KEY_LEN;
             U32Key {
-                text: String::new(),
+                text: Name::default(),
                 mask: s.be32(o),
                 value: s.be32(o + 4),
                 offset: s.i32(o + 8),
@@ -325,7 +325,7 @@ mod tests {
 
     fn key(value: u32, mask: u32, offset: i32, nexthdr: bool) -> U32Key {
         U32Key {
-            text: String::new(),
+            text: Name::default(),
             value,
             mask,
             offset,
@@ -559,7 +559,7 @@ mod never_panic {
             offset in any::<i32>(),
             nexthdr in any::<bool>(),
         ) {
-            let k = U32Key { text: String::new(), value, mask, offset, nexthdr };
+            let k = U32Key { text: Name::default(), value, mask, offset, nexthdr };
             for p in ["ip", "ipv6", "all"] {
                 prop_assert!(!key_text(p, &k).is_empty());
             }

@@ -284,39 +284,48 @@ fn filter_lines(lines: &mut Vec<Line<'_>>, iface: &Interface, obj: Obj, t: &Them
             iface.ingress_redirected_to.join(", ")
         )));
     }
-    let attached: Vec<&Filter> = if is_ingress {
-        [
+    let parents: &[Handle] = if is_ingress {
+        &[
             Handle::INGRESS_FILTERS,
             Handle::CLSACT_INGRESS,
             Handle::CLSACT_EGRESS,
         ]
-        .into_iter()
-        .flat_map(|p| iface.filters_at(p))
-        .collect()
     } else {
-        iface.filters_at(handle).iter().collect()
+        std::slice::from_ref(&handle)
     };
-    let mut section = |title: &str, filters: &mut dyn Iterator<Item = &Filter>, target: bool| {
-        let mut n = 0usize;
-        for f in filters.filter(|f| f.is_rule) {
+    // Drawn every frame: the rules shown are taken lazily, and the count of those attached
+    // comes from the chains (a u32 chain of 10,000 rules is one entry there).
+    let attached_rules: usize = iface
+        .filter_chains
+        .iter()
+        .filter(|c| parents.contains(&c.parent))
+        .map(|c| c.rules as usize)
+        .sum();
+    let mut section =
+        |title: &str, rules: &mut dyn Iterator<Item = &Filter>, n: usize, target: bool| {
             if n == 0 {
-                lines.push(Line::styled(title.to_owned(), Theme::bold()));
+                return;
             }
-            n += 1;
-            if n <= FILTERS_SHOWN {
+            lines.push(Line::styled(title.to_owned(), Theme::bold()));
+            for f in rules.take(FILTERS_SHOWN) {
                 lines.push(Line::raw(fit(&filter_text(f, target), width, false)));
             }
-        }
-        if n > FILTERS_SHOWN {
-            lines.push(Line::styled(
-                format!("  ... {} more (tcmon dump)", n - FILTERS_SHOWN),
-                t.dim(),
-            ));
-        }
-    };
-    section("filters here", &mut attached.into_iter(), true);
+            if n > FILTERS_SHOWN {
+                lines.push(Line::styled(
+                    format!("  ... {} more (tcmon dump)", n - FILTERS_SHOWN),
+                    t.dim(),
+                ));
+            }
+        };
+    let mut attached = parents
+        .iter()
+        .flat_map(|p| iface.filters_at(*p))
+        .filter(|f| f.is_rule);
+    section("filters here", &mut attached, attached_rules, true);
     if let Obj::Class(_) = obj {
-        section("classified here by", &mut iface.filters_to(handle), false);
+        let n = iface.filters_to(handle).filter(|f| f.is_rule).count();
+        let mut to = iface.filters_to(handle).filter(|f| f.is_rule);
+        section("classified here by", &mut to, n, false);
     }
 }
 

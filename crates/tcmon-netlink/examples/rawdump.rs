@@ -2,7 +2,10 @@
 //! rtnetlink and only count the bytes, decoding nothing. `benches/dump_10k.sh` compares
 //! `tcmon dump --json` with this.
 //!
-//! Usage: rawdump IFINDEX [ITERATIONS]
+//! Usage: rawdump IFINDEX [ITERATIONS [PAUSE_MS]]
+//!
+//! With PAUSE_MS it sleeps that long between iterations, as a poll on an interval does (the
+//! kernel's and the CPU's caches go cold between polls), and also prints the median iteration.
 
 use std::time::Instant;
 
@@ -54,6 +57,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .expect("usage: rawdump IFINDEX [N]");
     let iterations: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
+    let pause_ms: Option<u64> = args.next().and_then(|a| a.parse().ok());
     let mut sock = Socket::new(NETLINK_ROUTE).expect("socket");
     sock.bind_auto().expect("bind");
     sock.connect(&SocketAddr::new(0, 0)).expect("connect");
@@ -61,7 +65,12 @@ fn main() {
     let mut buf = vec![0u8; 64 * 1024];
     let start = Instant::now();
     let mut bytes = 0;
+    let mut each = Vec::new();
     for i in 0..iterations {
+        if let Some(ms) = pause_ms {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        let t = Instant::now();
         // the same requests tcmon sends
         let mut link = LinkMessage::default();
         link.attributes
@@ -83,6 +92,15 @@ fn main() {
             RouteNetlinkMessage::GetTrafficClass(req),
             i * 3 + 2,
         );
+        each.push(t.elapsed());
     }
-    eprintln!("{bytes} bytes in {:?}", start.elapsed());
+    if let Some(ms) = pause_ms {
+        each.sort_unstable();
+        eprintln!(
+            "median {:.3} ms per iteration, {ms} ms apart",
+            each[each.len() / 2].as_secs_f64() * 1e3,
+        );
+    } else {
+        eprintln!("{bytes} bytes in {:?}", start.elapsed());
+    }
 }

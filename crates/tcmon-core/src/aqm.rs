@@ -1,4 +1,5 @@
-//! Options and extended stats of the AQM / fair-queueing qdiscs: `fq_codel`, cake, sfq, codel, fq.
+//! Options and extended stats of the AQM / fair-queueing qdiscs: `fq_codel`, cake, sfq, codel, fq,
+//! pie, red.
 //!
 //! Units are in the field names. Times keep the kernel's own unit so nothing is rounded: the
 //! `CoDel` family, cake and most fq times arrive in microseconds (`_us`); fq's timer slack and
@@ -394,4 +395,100 @@ pub struct FqStats {
     /// Packets queued per band (Linux 6.7+).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band_backlog_packets: Option<[u32; 3]>,
+}
+
+/// `pie` options (`TCA_PIE_*`) and `tc_pie_xstats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Pie {
+    /// Queueing-delay target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_us: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_packets: Option<u32>,
+    /// How often the drop probability is recomputed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tupdate_us: Option<u32>,
+    /// Weights of the delay error and of the delay trend, as configured (tc's `alpha`, `beta`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<bool>,
+    /// Drop probability scaled by packet size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytemode: Option<bool>,
+    /// Delay estimated from the dequeue rate instead of timestamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dq_rate_estimator: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xstats: Option<PieStats>,
+}
+
+/// `struct tc_pie_xstats` (Linux 5.1+ layout: 64-bit probability).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PieStats {
+    /// Current drop/mark probability, 0..1 (tc's `prob`).
+    pub probability: f64,
+    /// Current queueing delay (tc's `delay`).
+    pub delay_us: u32,
+    /// Average dequeue rate; only while `dq_rate_estimating`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg_dq_rate_bytes_per_sec: Option<u32>,
+    pub dq_rate_estimating: bool,
+    /// Packets enqueued (tc's `pkts_in`).
+    pub packets_in: u32,
+    /// Drops by PIE's decision.
+    pub dropped_packets: u32,
+    /// Drops because the queue was full.
+    pub overlimit_packets: u32,
+    /// Longest queue seen.
+    pub maxq_packets: u32,
+    pub ecn_mark_packets: u32,
+}
+
+/// `red` options (`TCA_RED_PARMS` = `tc_red_qopt`, `TCA_RED_MAX_P`, `TCA_RED_FLAGS`, qevent
+/// blocks) and `tc_red_xstats`.
+// The bools are the kernel's flag bits, each one of tc's words.
+#[allow(clippy::struct_excessive_bools)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Red {
+    /// Hard queue limit.
+    pub limit_bytes: u32,
+    /// Average-queue thresholds.
+    pub min_bytes: u32,
+    pub max_bytes: u32,
+    /// log2 of the EWMA weight (tc's `ewma`).
+    pub ewma_log: u8,
+    /// log2 of (max probability / (max - min)); tc prints it when no `max_probability` came.
+    pub plog: u8,
+    pub scell_log: u8,
+    /// Drop/mark probability at `max_bytes`, 0..1 (tc's `probability`; Linux 3.2+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_probability: Option<f64>,
+    pub ecn: bool,
+    pub harddrop: bool,
+    pub adaptive: bool,
+    /// Mark instead of dropping, also when ECN is not possible (Linux 5.8+, `TCA_RED_FLAGS`).
+    pub nodrop: bool,
+    /// Filter blocks run on early drops and on marks (`qevent early_drop/mark block N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_drop_block: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mark_block: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xstats: Option<RedStats>,
+}
+
+/// `struct tc_red_xstats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RedStats {
+    /// Probabilistic and forced drops (tc's `early`).
+    pub early_drop_packets: u32,
+    /// Drops because the queue hit its limit (tc's `pdrop`).
+    pub pdrop_packets: u32,
+    /// Drops by other causes (tc's `other`).
+    pub other_drop_packets: u32,
+    /// Probabilistic and forced ECN marks (tc's `marked`).
+    pub marked_packets: u32,
 }

@@ -6,6 +6,7 @@ pub mod classify;
 pub mod filter;
 pub mod model;
 pub mod rates;
+pub mod sched;
 pub mod topology;
 pub mod units;
 

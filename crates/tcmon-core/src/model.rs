@@ -10,8 +10,9 @@ use serde::{Serialize, Serializer};
 /// Short names (kinds, protocols) stored inline: a poll of a big tree makes tens of thousands.
 pub use smol_str::SmolStr as Name;
 
-use crate::aqm::{Cake, Codel, Fq, FqCodel, FqCodelClass, Sfq, SfqClass};
+use crate::aqm::{Cake, Codel, Fq, FqCodel, FqCodelClass, Pie, Red, Sfq, SfqClass};
 pub use crate::filter::{filter_chains, Filter, FilterChain, SizeTable, U32Filter};
+use crate::sched::{DrrClass, HfscClass, HfscQdisc, Netem, QfqClass};
 use crate::topology::Topology;
 use crate::units::{Handle, TickLen};
 
@@ -245,6 +246,10 @@ pub enum QdiscDetail {
     Sfq(Sfq),
     Codel(Box<Codel>),
     Fq(Box<Fq>),
+    Pie(Box<Pie>),
+    Red(Box<Red>),
+    Netem(Box<Netem>),
+    Hfsc(HfscQdisc),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -277,6 +282,9 @@ pub enum ClassDetail {
     Htb(HtbClass),
     FqCodel(FqCodelClass),
     Sfq(SfqClass),
+    Hfsc(HfscClass),
+    Drr(DrrClass),
+    Qfq(QfqClass),
 }
 
 /// `tc_htb_glob` and friends.

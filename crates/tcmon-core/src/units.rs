@@ -266,6 +266,108 @@ pub fn fmt_ns(ns: i64) -> String {
     }
 }
 
+/// C's `%.<precision>g`, as iproute2 prints through printf: `precision` significant digits,
+/// trailing zeros dropped, and the exponent form (`1.23e+03`) when the exponent is below -4 or
+/// not below the precision.
+pub fn c_fmt_g(v: f64, precision: usize) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v < 0.0 { "-inf" } else { "inf" }.into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let p = precision.max(1);
+    // The exponent after rounding to `p` significant digits decides the form.
+    let sci = format!("{:.*e}", p - 1, v);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let x: i64 = exp.parse().unwrap_or(0);
+    let p_i = i64::try_from(p).unwrap_or(i64::MAX);
+    if x < -4 || x >= p_i {
+        let sign = if x < 0 { '-' } else { '+' };
+        format!(
+            "{}e{sign}{:02}",
+            strip_fraction_zeros(mantissa),
+            x.unsigned_abs()
+        )
+    } else {
+        let decimals = usize::try_from(p_i - 1 - x).unwrap_or(0);
+        strip_fraction_zeros(&format!("{v:.decimals$}"))
+    }
+}
+
+fn strip_fraction_zeros(s: &str) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s.to_owned()
+    }
+}
+
+/// A time in microseconds as tc prints it (iproute2's `sprint_time`): `5ms` (a target of
+/// 4999 us too: three significant digits), `1.5s`, `800us`.
+pub fn tc_time_us(us: u32) -> String {
+    let t = f64::from(us);
+    if t >= 1e6 {
+        format!("{}s", c_fmt_g(t / 1e6, 3))
+    } else if t >= 1e3 {
+        format!("{}ms", c_fmt_g(t / 1e3, 3))
+    } else {
+        format!("{us}us")
+    }
+}
+
+/// A time in nanoseconds as tc prints it (iproute2's `sprint_time64`): `10us`, `2.5ms`, `1s`;
+/// below a microsecond, and negative times, in plain `ns`.
+pub fn tc_time_ns(ns: i64) -> String {
+    let t = ns as f64;
+    if ns >= 1_000_000_000 {
+        format!("{}s", c_fmt_g(t / 1e9, 3))
+    } else if ns >= 1_000_000 {
+        format!("{}ms", c_fmt_g(t / 1e6, 3))
+    } else if ns >= 1_000 {
+        format!("{}us", c_fmt_g(t / 1e3, 3))
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// A rate in bytes per second as tc prints it (iproute2's `print_rate`, SI units): `1Mbit`,
+/// `1500Kbit` (tc keeps the smaller unit unless the value divides evenly or is large),
+/// `34359Mbit`.
+pub fn tc_rate(bytes_per_sec: u64) -> String {
+    const UNITS: [&str; 5] = ["", "K", "M", "G", "T"];
+    // tc shifts the u64 left by 3: a rate above 2^61 bytes/s wraps there too.
+    let mut rate = bytes_per_sec << 3;
+    let mut i = 0;
+    while i < UNITS.len() - 1 {
+        if rate < 1000 || (rate % 1000 != 0 && rate < 1_000_000) {
+            break;
+        }
+        rate /= 1000;
+        i += 1;
+    }
+    format!("{rate}{}bit", UNITS[i])
+}
+
+/// A size in bytes as tc prints it (iproute2 6.1's `sprint_size`): `32Mb` and `15Kb` when
+/// within 1 KiB / 16 B of a whole number of MiB / KiB, else `1514b`.
+pub fn tc_size(bytes: u32) -> String {
+    const KILO: f64 = 1024.0;
+    const MEGA: f64 = KILO * KILO;
+    let sz = f64::from(bytes);
+    let near = |unit: f64| (unit * (sz / unit).round_ties_even() - sz).abs();
+    if sz >= MEGA && near(MEGA) < 1024.0 {
+        format!("{}Mb", c_fmt_g((sz / MEGA).round_ties_even(), 6))
+    } else if sz >= KILO && near(KILO) < 16.0 {
+        format!("{}Kb", c_fmt_g((sz / KILO).round_ties_even(), 6))
+    } else {
+        format!("{bytes}b")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,5 +447,67 @@ mod tests {
         assert_eq!(fmt_ns(-68_116_000), "-68.1 ms");
         assert_eq!(fmt_ns(999), "999 ns");
         assert_eq!(fmt_ns(3_200_000_000), "3.2 s");
+    }
+
+    #[test]
+    fn c_g_format_like_printf() {
+        assert_eq!(c_fmt_g(4.999, 3), "5");
+        assert_eq!(c_fmt_g(1.5, 3), "1.5");
+        assert_eq!(c_fmt_g(100.0, 3), "100");
+        assert_eq!(c_fmt_g(1234.0, 3), "1.23e+03");
+        assert_eq!(c_fmt_g(0.000_012_5, 3), "1.25e-05");
+        assert_eq!(c_fmt_g(0.0001, 3), "0.0001");
+        assert_eq!(c_fmt_g(99.95, 3), "100");
+        assert_eq!(c_fmt_g(0.2, 6), "0.2");
+        assert_eq!(c_fmt_g(1_234_567.0, 6), "1.23457e+06");
+        assert_eq!(c_fmt_g(0.0, 6), "0");
+        assert_eq!(c_fmt_g(-2.5, 3), "-2.5");
+    }
+
+    #[test]
+    fn times_as_tc_prints_them() {
+        // fq_codel's defaults, as `tc qdisc show` prints them: target 5ms interval 100ms
+        assert_eq!(tc_time_us(5_000), "5ms");
+        assert_eq!(tc_time_us(100_000), "100ms");
+        // tc rounds to three significant digits: a 4999 us target prints as 5ms
+        assert_eq!(tc_time_us(4_999), "5ms");
+        assert_eq!(tc_time_us(1_234), "1.23ms");
+        assert_eq!(tc_time_us(999), "999us");
+        assert_eq!(tc_time_us(0), "0us");
+        assert_eq!(tc_time_us(1_500_000), "1.5s");
+        assert_eq!(tc_time_us(15_000_000), "15s");
+        assert_eq!(tc_time_us(1_234_000_000), "1.23e+03s");
+        // fq's timer_slack 10us and netem's delay 100ms (64-bit ns)
+        assert_eq!(tc_time_ns(10_000), "10us");
+        assert_eq!(tc_time_ns(100_000_000), "100ms");
+        assert_eq!(tc_time_ns(999), "999ns");
+        assert_eq!(tc_time_ns(2_500_000_000), "2.5s");
+        assert_eq!(tc_time_ns(-5), "-5ns");
+    }
+
+    #[test]
+    fn rates_as_tc_prints_them() {
+        assert_eq!(tc_rate(125_000), "1Mbit");
+        assert_eq!(tc_rate(0), "0bit");
+        assert_eq!(tc_rate(100), "800bit");
+        assert_eq!(tc_rate(187_500), "1500Kbit");
+        assert_eq!(tc_rate(12_500_000), "100Mbit");
+        assert_eq!(tc_rate(1_250_000_000), "10Gbit");
+        // 1 Mbit + 8 bit/s: not a whole Kbit, but at least 1000 Kbit: tc divides, truncating
+        assert_eq!(tc_rate(125_001), "1Mbit");
+        assert_eq!(tc_rate(u64::from(u32::MAX)), "34359Mbit");
+    }
+
+    #[test]
+    fn sizes_as_tc_prints_them() {
+        assert_eq!(tc_size(32 << 20), "32Mb");
+        assert_eq!(tc_size(1514), "1514b");
+        assert_eq!(tc_size(15_360), "15Kb");
+        assert_eq!(tc_size(10_240), "10Kb");
+        assert_eq!(tc_size(8_000), "8000b");
+        assert_eq!(tc_size(1_048_576 + 1000), "1Mb");
+        assert_eq!(tc_size(1_048_576 + 3 * 1024), "1027Kb");
+        assert_eq!(tc_size(1_048_576 + 2000), "1050576b");
+        assert_eq!(tc_size(0), "0b");
     }
 }

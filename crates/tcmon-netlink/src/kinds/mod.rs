@@ -5,11 +5,17 @@ pub(crate) mod act;
 mod cake;
 pub(crate) mod cls;
 mod codel;
+mod drr;
 mod fifo;
 mod fq;
 mod fq_codel;
+mod hfsc;
 mod htb;
+mod netem;
+mod pie;
+mod qfq;
 mod ratespec;
+mod red;
 mod sfq;
 mod tbf;
 pub(crate) mod u32;
@@ -50,13 +56,24 @@ pub(crate) fn qdisc_detail(
             options, xstats, und,
         )))),
         "fq" => Some(QdiscDetail::Fq(Box::new(fq::qdisc(options, xstats, und)))),
+        "pie" => Some(QdiscDetail::Pie(Box::new(pie::qdisc(options, xstats, und)))),
+        "red" => Some(QdiscDetail::Red(Box::new(red::qdisc(options, xstats, und)))),
+        "netem" => Some(QdiscDetail::Netem(Box::new(netem::qdisc(
+            opts, xstats, tick, und,
+        )))),
+        "hfsc" => Some(QdiscDetail::Hfsc(hfsc::qdisc(handle, opts, und))),
+        // drr and qfq qdiscs have neither options nor xstats (their classes do): anything
+        // that comes is kept raw below.
         _ => {
             keep_unknown(options, xstats, und);
             return None;
         }
     };
     // Kinds whose xstats tcmon does not decode keep them raw.
-    if !matches!(kind, "fq_codel" | "cake" | "codel" | "fq") {
+    if !matches!(
+        kind,
+        "fq_codel" | "cake" | "codel" | "fq" | "pie" | "red" | "netem"
+    ) {
         if let Some(x) = xstats.filter(|x| !x.is_empty()) {
             keep(und, "xstats", TCA_XSTATS, x);
         }
@@ -75,6 +92,9 @@ pub(crate) fn class_detail(
         "htb" => Some(ClassDetail::Htb(htb::class(options, xstats, tick, und))),
         "fq_codel" => Some(ClassDetail::FqCodel(fq_codel::class(xstats, und))),
         "sfq" => Some(ClassDetail::Sfq(sfq::class(xstats, und))),
+        "hfsc" => Some(ClassDetail::Hfsc(hfsc::class(options, xstats, und))),
+        "drr" => Some(ClassDetail::Drr(drr::class(options, xstats, und))),
+        "qfq" => Some(ClassDetail::Qfq(qfq::class(options, xstats, und))),
         _ => {
             keep_unknown(options, xstats, und);
             None

@@ -14,6 +14,7 @@ use tcmon_core::model::{
 use tcmon_core::rates::{ObjectRates, Rates};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
+mod tc_text;
 mod walk;
 
 pub use walk::{walk, Node, Obj, MAX_DEPTH};
@@ -171,8 +172,11 @@ fn qdisc_lines(out: &mut String, iface: &Interface, q: &Qdisc, depth: usize) {
     let p = pad(depth);
     let _ = write!(out, "{p}qdisc {} {} parent {}", q.kind, q.handle, q.parent);
     if let Some(d) = &q.detail {
-        out.push_str("  ");
-        out.push_str(&qdisc_options(d, iface));
+        let opts = qdisc_options(d, iface);
+        if !opts.is_empty() {
+            out.push_str("  ");
+            out.push_str(&opts);
+        }
     }
     if let Some(st) = &q.stab {
         let _ = write!(
@@ -183,6 +187,9 @@ fn qdisc_lines(out: &mut String, iface: &Interface, q: &Qdisc, depth: usize) {
     }
     out.push('\n');
     stats_line(out, &q.stats, depth + 1);
+    for line in q.detail.iter().flat_map(tc_text::qdisc_xstats) {
+        let _ = writeln!(out, "{p}  {line}");
+    }
     if let Some(QdiscDetail::Htb(h)) = &q.detail {
         if h.direct_packets > 0 {
             let _ = writeln!(out, "{p}  direct (unshaped) packets {}", h.direct_packets);
@@ -211,12 +218,17 @@ fn class_lines(out: &mut String, c: &Class, depth: usize) {
             );
         }
         Some(d) => {
-            let _ = write!(out, "  {}", compact_json(d));
+            if let Some(opts) = tc_text::class_options(d) {
+                let _ = write!(out, "  {opts}");
+            }
         }
         None => {}
     }
     out.push('\n');
     stats_line(out, &c.stats, depth + 1);
+    if let Some(line) = c.detail.as_ref().and_then(tc_text::class_xstats) {
+        let _ = writeln!(out, "{p}  {line}");
+    }
     if let Some(h) = c.htb().filter(|h| h.has_xstats) {
         let _ = writeln!(
             out,
@@ -316,29 +328,8 @@ fn qdisc_options(d: &QdiscDetail, iface: &Interface) -> String {
             let map: Vec<String> = p.priomap.iter().map(u8::to_string).collect();
             format!("bands {} priomap {}", p.bands, map.join(" "))
         }
-        other => compact_json(other),
+        other => tc_text::qdisc_options(other).unwrap_or_default(),
     }
-}
-
-/// Kinds without a hand-made line show their decoded fields as `key=value`.
-fn compact_json<T: Serialize>(v: &T) -> String {
-    let value = serde_value(v);
-    let mut s = String::new();
-    for (k, v) in leaves(&value) {
-        match v {
-            Value::String(text) => {
-                let _ = write!(s, "{k}={text} ");
-            }
-            other => {
-                let _ = write!(s, "{k}={other} ");
-            }
-        }
-    }
-    s.trim_end().to_owned()
-}
-
-fn serde_value<T: Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 /// The leaves of a decoded object with their paths (`tins[0].sent_bytes`), in order; nulls

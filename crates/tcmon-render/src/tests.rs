@@ -203,6 +203,182 @@ fn rates_as_table_and_json_line() {
     insta::assert_snapshot!("rates_json", line);
 }
 
+/// An hfsc tree with a netem leaf and an fq_codel leaf, and a drr root with a qfq under a
+/// class: the kinds whose lines follow tc's words.
+fn sched_snapshot() -> Snapshot {
+    use tcmon_core::aqm::{FqCodel, FqCodelStats};
+    use tcmon_core::sched::{
+        DrrClass, DrrClassStats, HfscClass, HfscClassStats, HfscQdisc, Netem, NetemRate, QfqClass,
+        ServiceCurve,
+    };
+    let sc = |m1, d, m2| ServiceCurve {
+        m1_bytes_per_sec: m1,
+        d_us: d,
+        m2_bytes_per_sec: m2,
+    };
+    let class = |handle, parent, leaf, detail| Class {
+        handle,
+        parent,
+        kind: match &detail {
+            ClassDetail::Drr(_) => "drr",
+            ClassDetail::Qfq(_) => "qfq",
+            _ => "hfsc",
+        }
+        .into(),
+        leaf_qdisc: leaf,
+        stats: stats(0, 0, 0, 0),
+        detail: Some(detail),
+        undecoded: Undecoded::default(),
+    };
+    let root = Handle::new(1, 0);
+    let mut s = Snapshot::new(Instant::now(), 0);
+    let mut eth = Interface {
+        name: "eth0".into(),
+        ifindex: 2,
+        mtu: 1500,
+        txqueuelen: 1000,
+        operstate: "up".into(),
+        root_qdisc: Some(root),
+        qdiscs: vec![
+            qdisc(
+                root,
+                Handle::ROOT,
+                "hfsc",
+                Some(QdiscDetail::Hfsc(HfscQdisc {
+                    default_minor: 0x20,
+                    default_class: Some(Handle::new(1, 0x20)),
+                })),
+                stats(3000, 2, 0, 0),
+            ),
+            qdisc(
+                Handle::new(0x10, 0),
+                Handle::new(1, 0x10),
+                "netem",
+                Some(QdiscDetail::Netem(Box::new(Netem {
+                    limit_packets: 1000,
+                    latency_ns: 100_000_000,
+                    jitter_ns: 4_999_000,
+                    loss_probability: 0.01,
+                    rate: Some(NetemRate::default()),
+                    ..Netem::default()
+                }))),
+                stats(1500, 1, 0, 0),
+            ),
+            qdisc(
+                Handle::new(0x20, 0),
+                Handle::new(1, 0x20),
+                "fq_codel",
+                Some(QdiscDetail::FqCodel(Box::new(FqCodel {
+                    limit_packets: Some(10_240),
+                    flows: Some(1024),
+                    quantum_bytes: Some(1514),
+                    target_us: Some(5_000),
+                    interval_us: Some(100_000),
+                    memory_limit_bytes: Some(32 << 20),
+                    ecn: Some(true),
+                    drop_batch_packets: Some(64),
+                    xstats: Some(FqCodelStats {
+                        maxpacket_bytes: 1514,
+                        new_flow_count: 1,
+                        ..FqCodelStats::default()
+                    }),
+                    ..FqCodel::default()
+                }))),
+                stats(1500, 1, 0, 0),
+            ),
+        ],
+        classes: vec![
+            class(
+                Handle::new(1, 1),
+                Handle::ROOT,
+                None,
+                ClassDetail::Hfsc(HfscClass {
+                    ls: Some(sc(0, 0, 1_250_000)),
+                    ul: Some(sc(0, 0, 1_250_000)),
+                    xstats: Some(HfscClassStats {
+                        work_bytes: 3000,
+                        level: 1,
+                        ..HfscClassStats::default()
+                    }),
+                    ..HfscClass::default()
+                }),
+            ),
+            class(
+                Handle::new(1, 0x10),
+                Handle::new(1, 1),
+                Some(Handle::new(0x10, 0)),
+                ClassDetail::Hfsc(HfscClass {
+                    rt: Some(sc(250_000, 10_000, 125_000)),
+                    ls: Some(sc(0, 0, 625_000)),
+                    ..HfscClass::default()
+                }),
+            ),
+            class(
+                Handle::new(1, 0x20),
+                Handle::new(1, 1),
+                Some(Handle::new(0x20, 0)),
+                ClassDetail::Hfsc(HfscClass {
+                    rt: Some(sc(0, 0, 187_500)),
+                    ls: Some(sc(0, 0, 187_500)),
+                    ..HfscClass::default()
+                }),
+            ),
+        ],
+        ..Interface::default()
+    };
+    sort_interface(&mut eth);
+    s.interfaces.push(eth);
+    let droot = Handle::new(2, 0);
+    let mut eth1 = Interface {
+        name: "eth1".into(),
+        ifindex: 3,
+        mtu: 1500,
+        txqueuelen: 1000,
+        operstate: "up".into(),
+        root_qdisc: Some(droot),
+        qdiscs: vec![
+            qdisc(droot, Handle::ROOT, "drr", None, stats(0, 0, 0, 0)),
+            qdisc(
+                Handle::new(3, 0),
+                Handle::new(2, 1),
+                "qfq",
+                None,
+                stats(0, 0, 0, 0),
+            ),
+        ],
+        classes: vec![
+            class(
+                Handle::new(2, 1),
+                Handle::ROOT,
+                Some(Handle::new(3, 0)),
+                ClassDetail::Drr(DrrClass {
+                    quantum_bytes: Some(1514),
+                    xstats: Some(DrrClassStats { deficit_bytes: 0 }),
+                }),
+            ),
+            class(
+                Handle::new(3, 1),
+                Handle::ROOT,
+                None,
+                ClassDetail::Qfq(QfqClass {
+                    weight: Some(10),
+                    lmax_bytes: Some(9000),
+                    xstats: None,
+                }),
+            ),
+        ],
+        ..Interface::default()
+    };
+    sort_interface(&mut eth1);
+    s.interfaces.push(eth1);
+    s
+}
+
+#[test]
+fn tree_of_schedulers_in_tc_words() {
+    insta::assert_snapshot!(tree(&sched_snapshot()));
+}
+
 #[test]
 fn empty_host() {
     let s = Snapshot::new(Instant::now(), 0);

@@ -93,6 +93,11 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
                 for cmd in &mut f.fix {
                     *cmd = in_netns(cmd, ns);
                 }
+                // an alternative fix is a command too
+                if let Some(alt) = f.evidence.get("alternative_fix").and_then(|v| v.as_str()) {
+                    let alt = in_netns(alt, ns);
+                    f.evidence.insert("alternative_fix", alt.into());
+                }
             }
         }
         let plan = fix_plans(&findings);

@@ -39,6 +39,14 @@ pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
             let lab = Lab::create_named(PREFIX)?;
             if let Err(e) = lab.apply(s) {
                 drop(lab); // deletes the half-built namespaces
+                if e.to_string().contains("kind is unknown") {
+                    eprintln!(
+                        "tcmon: this kernel lacks a qdisc the '{}' scenario needs; run the lab in \
+                         the test VM, which boots Debian's kernel with every qdisc: sudo \
+                         tests/vm/run --shell (from a clone of tcmon)",
+                        s.name
+                    );
+                }
                 return Err(e.into());
             }
             let [n1, router, n2] = lab.keep();

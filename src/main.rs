@@ -118,7 +118,7 @@ enum Command {
 enum LabAction {
     /// Build the lab with a scenario (default: default-fifo), replacing any lab already up.
     Up {
-        /// default-fifo, short-fifo, tbf, r2q, filters or no-default (`tcmon lab list`).
+        /// default-fifo, short-fifo, tbf, r2q, filters, no-default, fq-codel or cake (`tcmon lab list`).
         scenario: Option<String>,
     },
     /// Remove the lab.

@@ -56,7 +56,8 @@ fn vm_suite() {
     let out = Command::new("tests/vm/run")
         .args(["--timeout", "900", "--"])
         .arg(&exe)
-        .args(["--ignored", "--test-threads", "1"])
+        // --nocapture: the measured figures (FIGURES lines) reach the host's output
+        .args(["--ignored", "--test-threads", "1", "--nocapture"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

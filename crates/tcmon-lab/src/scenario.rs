@@ -95,6 +95,26 @@ pub const SCENARIOS: &[Scenario] = &[
         ],
         bulk_filters: None,
     },
+    Scenario {
+        name: "fq-codel",
+        description: "the default-fifo shaper with the fix tcmon check offers where the kernel has \
+                      it: an fq_codel leaf (delay stays near the base RTT under load; needs \
+                      fq_codel: sudo tests/vm/run --shell)",
+        commands: &[
+            "qdisc add dev r1 root handle 1: htb default 10",
+            "class add dev r1 parent 1: classid 1:1 htb rate 2mbit ceil 2mbit",
+            "class add dev r1 parent 1:1 classid 1:10 htb rate 2mbit ceil 2mbit",
+            "qdisc add dev r1 parent 1:10 handle 10: fq_codel",
+        ],
+        bulk_filters: None,
+    },
+    Scenario {
+        name: "cake",
+        description: "cake as the shaper itself, bandwidth 2mbit, with its own AQM and flow \
+                      isolation (needs cake: sudo tests/vm/run --shell)",
+        commands: &["qdisc add dev r1 root handle 1: cake bandwidth 2mbit"],
+        bulk_filters: None,
+    },
 ];
 
 impl Scenario {

@@ -203,6 +203,36 @@ pub struct CakeTin {
     pub flow_quantum_bytes: u32,
 }
 
+/// A flow queue of cake, dumped as a class (`1:N`: tin `(N - 1) / 1024`, flow `(N - 1) % 1024`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CakeClass {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xstats: Option<CakeClassStats>,
+}
+
+/// A cake flow's `TCA_CAKE_STATS_*` (the class stats of `cake_dump_class_stats`): its DRR
+/// deficit and its COBALT (CoDel + BLUE) state. Each is `None` when the kernel did not send it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CakeClassStats {
+    /// DRR deficit; negative when the flow overspent its quantum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deficit_bytes: Option<i32>,
+    /// CoDel's drop count (tc's `count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cobalt_count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropping: Option<bool>,
+    /// `now - drop_next`, sent only while dropping: negative while the next drop is ahead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drop_next_us: Option<i32>,
+    /// BLUE's drop probability, a fraction of 2^32 (tc's `blue_prob`, printed raw).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blue_prob: Option<u32>,
+    /// Time since BLUE last changed its probability; sent only while it is not 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blue_timer_us: Option<i32>,
+}
+
 /// `sfq` options: `tc_sfq_qopt`, or `tc_sfq_qopt_v1` from Linux 3.3 on.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Sfq {

@@ -10,7 +10,7 @@ use serde::{Serialize, Serializer};
 /// Short names (kinds, protocols) stored inline: a poll of a big tree makes tens of thousands.
 pub use smol_str::SmolStr as Name;
 
-use crate::aqm::{Cake, Codel, Fq, FqCodel, FqCodelClass, Pie, Red, Sfq, SfqClass};
+use crate::aqm::{Cake, CakeClass, Codel, Fq, FqCodel, FqCodelClass, Pie, Red, Sfq, SfqClass};
 pub use crate::filter::{filter_chains, Filter, FilterChain, SizeTable, U32Filter};
 use crate::sched::{DrrClass, HfscClass, HfscQdisc, Netem, QfqClass};
 use crate::topology::Topology;
@@ -281,6 +281,7 @@ impl Class {
 pub enum ClassDetail {
     Htb(HtbClass),
     FqCodel(FqCodelClass),
+    Cake(CakeClass),
     Sfq(SfqClass),
     Hfsc(HfscClass),
     Drr(DrrClass),

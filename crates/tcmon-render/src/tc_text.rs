@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use tcmon_core::aqm::{Cake, Codel, Fq, FqCodel, FqCodelClassStats, Pie, Red, Sfq};
+use tcmon_core::aqm::{Cake, CakeClassStats, Codel, Fq, FqCodel, FqCodelClassStats, Pie, Red, Sfq};
 use tcmon_core::model::{ClassDetail, QdiscDetail};
 use tcmon_core::sched::{HfscClass, Netem, ServiceCurve};
 use tcmon_core::units::{c_fmt_g, tc_rate, tc_size, tc_time_ns, tc_time_us};
@@ -185,7 +185,10 @@ pub(crate) fn class_options(d: &ClassDetail) -> Option<String> {
             }
             Some(s.trim_start().to_owned())
         }
-        ClassDetail::Htb(_) | ClassDetail::FqCodel(_) | ClassDetail::Sfq(_) => None,
+        ClassDetail::Htb(_)
+        | ClassDetail::FqCodel(_)
+        | ClassDetail::Cake(_)
+        | ClassDetail::Sfq(_) => None,
     }
     .filter(|s| !s.is_empty())
 }
@@ -194,6 +197,7 @@ pub(crate) fn class_options(d: &ClassDetail) -> Option<String> {
 pub(crate) fn class_xstats(d: &ClassDetail) -> Option<String> {
     match d {
         ClassDetail::FqCodel(c) => c.xstats.as_ref().map(fq_codel_flow),
+        ClassDetail::Cake(c) => c.xstats.as_ref().map(cake_flow).filter(|s| !s.is_empty()),
         ClassDetail::Sfq(c) => c
             .xstats
             .as_ref()
@@ -309,6 +313,39 @@ fn fq_codel_flow(x: &FqCodelClassStats) -> String {
         let _ = write!(s, " dropping drop_next {}", signed_time_us(x.drop_next_us));
     }
     s
+}
+
+/// A cake flow as `cake_print_xstats` prints a class: `deficit 231 count 0 blue_prob 0`, with
+/// `dropping drop_next -1.2ms` while CoDel drops and `blue_timer 30ms` while BLUE's probability
+/// is not 0.
+fn cake_flow(x: &CakeClassStats) -> String {
+    let mut s = String::new();
+    if let Some(d) = x.deficit_bytes {
+        let _ = write!(s, " deficit {d}");
+    }
+    if let Some(c) = x.cobalt_count {
+        let _ = write!(s, " count {c}");
+    }
+    if x.dropping == Some(true) {
+        s.push_str(" dropping");
+        if let Some(n) = x.drop_next_us {
+            let _ = write!(s, " drop_next {}", signed_time_us(n));
+        }
+    }
+    if let Some(p) = x.blue_prob {
+        let _ = write!(s, " blue_prob {p}");
+        if let Some(t) = x.blue_timer_us {
+            // tc 6.1 prints a negative blue_timer as `-` and the time of its bits read as
+            // unsigned (it forgets to negate); the kernel's is never negative.
+            let t = if t < 0 {
+                format!("-{}", tc_time_us(t as u32))
+            } else {
+                tc_time_us(t.unsigned_abs())
+            };
+            let _ = write!(s, " blue_timer {t}");
+        }
+    }
+    s.trim_start().to_owned()
 }
 
 fn codel(q: &Codel) -> String {
@@ -693,7 +730,9 @@ fn hfsc_curves(c: &HfscClass) -> String {
 
 #[cfg(test)]
 mod tests {
-    use tcmon_core::aqm::{CakeTin, FqCodelClass, FqCodelStats, PieStats, RedStats, SfqRed};
+    use tcmon_core::aqm::{
+        CakeClass, CakeTin, FqCodelClass, FqCodelStats, PieStats, RedStats, SfqRed,
+    };
     use tcmon_core::sched::{
         DrrClass, DrrClassStats, HfscClassStats, HfscQdisc, NetemLossGemodel, NetemRate, NetemSlot,
         QfqClass,
@@ -774,6 +813,61 @@ mod tests {
             class_xstats(&flow).unwrap(),
             "deficit -342 count 2 lastcount 1 ldelay 1.2ms dropping drop_next -150us"
         );
+    }
+
+    #[test]
+    fn cake_flows_like_tc() {
+        let flow = |x: CakeClassStats| ClassDetail::Cake(CakeClass { xstats: Some(x) });
+        // `tc -s class show dev cake` (iproute2 6.1, Linux 6.1), an idle flow:
+        //   class cake 1:6ea parent 1:
+        //    (dropped 0, overlimits 0 requeues 0)
+        //    backlog 0b 0p requeues 0
+        //     deficit 231 count 0 blue_prob 0
+        let idle = flow(CakeClassStats {
+            deficit_bytes: Some(231),
+            cobalt_count: Some(0),
+            dropping: Some(false),
+            blue_prob: Some(0),
+            ..CakeClassStats::default()
+        });
+        assert_eq!(
+            class_xstats(&idle).unwrap(),
+            "deficit 231 count 0 blue_prob 0"
+        );
+        assert_eq!(class_options(&idle), None);
+        // a flow of a UDP flood into `cake bandwidth 1mbit memlimit 64k`:
+        //     deficit -1089 count 1 dropping drop_next 0us blue_prob 4294967295 blue_timer 11.7ms
+        let mut x = CakeClassStats {
+            deficit_bytes: Some(-1089),
+            cobalt_count: Some(1),
+            dropping: Some(true),
+            drop_next_us: Some(0),
+            blue_prob: Some(u32::MAX),
+            blue_timer_us: Some(11_700),
+        };
+        assert_eq!(
+            class_xstats(&flow(x.clone())).unwrap(),
+            "deficit -1089 count 1 dropping drop_next 0us blue_prob 4294967295 blue_timer 11.7ms"
+        );
+        // the next drop ahead: `drop_next -54us`; tc 6.1 prints a negative blue timer with
+        // its bits unsigned (`%.3gs` of 4294.967295 s)
+        x.drop_next_us = Some(-54);
+        x.blue_timer_us = Some(-1);
+        assert_eq!(
+            class_xstats(&flow(x.clone())).unwrap(),
+            "deficit -1089 count 1 dropping drop_next -54us blue_prob 4294967295 blue_timer -4.29e+03s"
+        );
+        // not dropping: neither `dropping` nor a drop_next; attributes the kernel did not send
+        // are left out
+        x.dropping = Some(false);
+        x.deficit_bytes = None;
+        x.blue_timer_us = None;
+        assert_eq!(
+            class_xstats(&flow(x)).unwrap(),
+            "count 1 blue_prob 4294967295"
+        );
+        assert_eq!(class_xstats(&flow(CakeClassStats::default())), None);
+        assert_eq!(class_xstats(&ClassDetail::Cake(CakeClass::default())), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! cake options (`TCA_CAKE_*`) and stats (`TCA_CAKE_STATS_*`, one `TCA_CAKE_TIN_STATS_*` nest
-//! per tin). Unlike the other kinds, cake's xstats are an attribute list, not a struct.
+//! per tin), and the stats of its flows, dumped as classes (the per-flow `TCA_CAKE_STATS_*`).
+//! Unlike the other kinds, cake's xstats are an attribute list, not a struct.
 
-use tcmon_core::aqm::{Cake, CakeTin};
+use tcmon_core::aqm::{Cake, CakeClass, CakeClassStats, CakeTin};
 use tcmon_core::model::Undecoded;
 
 use crate::decode::{for_each_nla, keep, nla_u32, nla_u64};
@@ -35,8 +36,14 @@ const STATS_MAX_NETLEN: u16 = 7;
 const STATS_MIN_ADJLEN: u16 = 8;
 const STATS_MAX_ADJLEN: u16 = 9;
 const STATS_TIN_STATS: u16 = 10;
-// 11..=16 (deficit, cobalt_count, dropping, drop_next_us, p_drop, blue_timer_us) are per-flow
-// class stats; in a qdisc's stats they would be unexpected, so they are kept raw.
+// Per-flow class stats (`cake_dump_class_stats`); in a qdisc's stats they would be unexpected,
+// so there they are kept raw, as the qdisc's stats are in a class's.
+const STATS_DEFICIT: u16 = 11;
+const STATS_COBALT_COUNT: u16 = 12;
+const STATS_DROPPING: u16 = 13;
+const STATS_DROP_NEXT_US: u16 = 14;
+const STATS_P_DROP: u16 = 15;
+const STATS_BLUE_TIMER_US: u16 = 16;
 
 const TIN_PAD: u16 = 1;
 const TIN_SENT_PACKETS: u16 = 2;
@@ -68,6 +75,7 @@ const AT_OPT: &str = "options.cake";
 const AT_X: &str = "xstats.cake";
 const AT_TINS: &str = "xstats.cake.tins";
 const AT_TIN: &str = "xstats.cake.tin";
+const AT_CLASS: &str = "xstats.cake.class";
 
 /// tc names tins by their count: diffserv3 and diffserv4 dump their tins in this order.
 const TINS_3: [&str; 3] = ["Bulk", "Best Effort", "Voice"];
@@ -90,6 +98,32 @@ pub(crate) fn qdisc(options: Option<&[u8]>, xstats: Option<&[u8]>, und: &mut Und
         t.name = Some(*name);
     }
     c
+}
+
+/// A flow's stats: the `TCA_STATS_APP` nest of a cake class (the kernel sends every flow
+/// deficit, dropping, count and p_drop, then blue_timer_us while p_drop is not 0 and
+/// drop_next_us while dropping). An empty or absent nest gives no xstats.
+pub(crate) fn class(xstats: Option<&[u8]>, und: &mut Undecoded) -> CakeClass {
+    let Some(x) = xstats.filter(|x| !x.is_empty()) else {
+        return CakeClass::default();
+    };
+    let mut st = CakeClassStats::default();
+    for_each_nla(x, AT_CLASS, und, |kind, v, und| {
+        let u32v = |what: &str, und: &mut Undecoded| nla_u32(v, AT_CLASS, kind, what, und);
+        // the kernel's nla_put_s32: the same four bytes, read as signed
+        let s32v = |what: &str, und: &mut Undecoded| u32v(what, und).map(|x| x as i32);
+        match kind {
+            STATS_DEFICIT => st.deficit_bytes = s32v("deficit", und),
+            STATS_COBALT_COUNT => st.cobalt_count = u32v("cobalt_count", und),
+            STATS_DROPPING => st.dropping = u32v("dropping", und).map(|d| d != 0),
+            STATS_DROP_NEXT_US => st.drop_next_us = s32v("drop_next_us", und),
+            STATS_P_DROP => st.blue_prob = u32v("p_drop", und),
+            STATS_BLUE_TIMER_US => st.blue_timer_us = s32v("blue_timer_us", und),
+            STATS_PAD => {}
+            _ => keep(und, AT_CLASS, kind, v),
+        }
+    });
+    CakeClass { xstats: Some(st) }
 }
 
 fn decode_options(c: &mut Cake, options: &[u8], und: &mut Undecoded) {
@@ -588,7 +622,132 @@ mod tests {
         );
     }
 
+    /// The `TCA_STATS_APP` nest of a flow that CoDel and BLUE are both dropping, in the order
+    /// `cake_dump_class_stats` puts it. `tc -s class show` prints
+    /// `deficit -951 count 1 dropping drop_next -54us blue_prob 4294967295 blue_timer 14.6ms`.
+    fn dropping_flow() -> Vec<u8> {
+        [
+            nla(11, &(-951i32).to_ne_bytes()), // DEFICIT (s32)
+            nla(13, &u32s(&[1])),              // DROPPING
+            nla(12, &u32s(&[1])),              // COBALT_COUNT
+            nla(15, &u32s(&[u32::MAX])),       // P_DROP: BLUE at its maximum
+            nla(16, &u32s(&[14_613])),         // BLUE_TIMER_US (s32): only while P_DROP != 0
+            nla(14, &(-54i32).to_ne_bytes()),  // DROP_NEXT_US (s32): only while dropping
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn class_stats_of_a_dropping_flow() {
+        let mut und = Undecoded::default();
+        let c = class(Some(&dropping_flow()), &mut und);
+        assert!(und.is_empty(), "{und:?}");
+        let want = CakeClassStats {
+            deficit_bytes: Some(-951),
+            cobalt_count: Some(1),
+            dropping: Some(true),
+            drop_next_us: Some(-54),
+            blue_prob: Some(u32::MAX),
+            blue_timer_us: Some(14_613),
+        };
+        assert_eq!(c.xstats, Some(want));
+    }
+
+    #[test]
+    fn class_stats_of_an_idle_flow() {
+        // `deficit 231 count 0 blue_prob 0`: neither timer is sent
+        let x = [
+            nla(11, &231i32.to_ne_bytes()),
+            nla(13, &u32s(&[0])),
+            nla(12, &u32s(&[0])),
+            nla(15, &u32s(&[0])),
+        ]
+        .concat();
+        let mut und = Undecoded::default();
+        let c = class(Some(&x), &mut und);
+        assert!(und.is_empty(), "{und:?}");
+        let st = c.xstats.unwrap();
+        assert_eq!(
+            (st.deficit_bytes, st.cobalt_count, st.dropping, st.blue_prob),
+            (Some(231), Some(0), Some(false), Some(0))
+        );
+        assert_eq!((st.drop_next_us, st.blue_timer_us), (None, None));
+        // no xstats, or an empty nest: nothing to show
+        assert_eq!(class(None, &mut und), CakeClass::default());
+        assert_eq!(class(Some(&[]), &mut und), CakeClass::default());
+        assert!(und.is_empty());
+    }
+
+    #[test]
+    fn class_stats_short_and_unexpected_attributes() {
+        let x = [
+            nla(11, &[1, 2]),           // DEFICIT of 2 bytes: reported
+            nla(4, &u32s(&[96_256])),   // MEMORY_USED: a qdisc stat, unexpected in a class
+            nla(1, &[]),                // PAD
+            nla(12, &u32s(&[3])),       // COBALT_COUNT still decodes
+            nla(40, &u32s(&[1, 2, 3])), // newer than this decoder
+        ]
+        .concat();
+        let mut und = Undecoded::default();
+        let st = class(Some(&x), &mut und).xstats.unwrap();
+        assert_eq!((st.deficit_bytes, st.cobalt_count), (None, Some(3)));
+        assert_eq!(und.decode_errors.len(), 1, "{und:?}");
+        assert!(und.decode_errors[0].contains("xstats.cake.class: deficit is 2 bytes"));
+        let kept: Vec<(&str, u16)> = und.raw_attributes.iter().map(|r| (r.at, r.kind)).collect();
+        assert_eq!(kept, vec![(AT_CLASS, 11), (AT_CLASS, 4), (AT_CLASS, 40)]);
+    }
+
+    /// A class message captured from Linux 6.1 (`examples/capture` in the test VM) for the
+    /// flow 1:394 of `cake bandwidth 1mbit besteffort flows memlimit 64k` under a UDP flood.
+    const CAPTURED_CLASS: &str = concat!(
+        "00000000030000009403010000000100000000000900010063616b6500000000", // tcmsg, KIND cake
+        "500007001800030018000000308700004338040000000000000000003400040008000b0049fcffff",
+        "08000d000100000008000c000100000008000f00ffffffff080010001539000008000e00caffffff",
+        "2c00030000000000000000000000000043380400000000000000000000000000180000003087000000000000",
+    );
+
+    #[test]
+    fn a_captured_class_decodes_whole() {
+        let bytes: Vec<u8> = (0..CAPTURED_CLASS.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&CAPTURED_CLASS[i..i + 2], 16).unwrap())
+            .collect();
+        let c = crate::tc::class(
+            crate::tc::parse(&bytes).unwrap(),
+            tcmon_core::units::TickLen::default(),
+        );
+        assert!(c.undecoded.is_empty(), "{:?}", c.undecoded);
+        assert_eq!(c.handle.to_string(), "1:394");
+        // TCA_STATS_QUEUE: qlen 24, backlog 34608, drops 276547
+        assert_eq!(
+            (
+                c.stats.backlog_packets,
+                c.stats.backlog_bytes,
+                c.stats.drops
+            ),
+            (24, 34_608, 276_547)
+        );
+        let Some(tcmon_core::model::ClassDetail::Cake(k)) = c.detail else {
+            panic!("{:?}", c.detail)
+        };
+        let mut und = Undecoded::default();
+        assert_eq!(k, class(Some(&dropping_flow()), &mut und));
+    }
+
     proptest! {
+        #[test]
+        fn arbitrary_class_stats_never_panic(
+            x in proptest::collection::vec(any::<u8>(), 0..160),
+            attrs in proptest::collection::vec(
+                (0u16..20, proptest::collection::vec(any::<u8>(), 0..9)), 0..12),
+        ) {
+            let mut und = Undecoded::default();
+            let _ = class(Some(&x), &mut und);
+            let list: Vec<u8> = attrs.iter().flat_map(|(k, v)| nla(*k, v)).collect();
+            let c = class(Some(&list), &mut und);
+            prop_assert_eq!(c.xstats.is_some(), !list.is_empty());
+        }
+
         #[test]
         fn arbitrary_bytes_never_panic(
             o in proptest::collection::vec(any::<u8>(), 0..128),

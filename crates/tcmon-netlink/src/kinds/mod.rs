@@ -91,6 +91,7 @@ pub(crate) fn class_detail(
     match kind {
         "htb" => Some(ClassDetail::Htb(htb::class(options, xstats, tick, und))),
         "fq_codel" => Some(ClassDetail::FqCodel(fq_codel::class(xstats, und))),
+        "cake" => Some(ClassDetail::Cake(cake::class(xstats, und))),
         "sfq" => Some(ClassDetail::Sfq(sfq::class(xstats, und))),
         "hfsc" => Some(ClassDetail::Hfsc(hfsc::class(options, xstats, und))),
         "drr" => Some(ClassDetail::Drr(drr::class(options, xstats, und))),

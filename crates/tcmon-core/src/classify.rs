@@ -661,10 +661,11 @@ fn ip_masked_eq(pkt: IpAddr, key: IpAddr, mask: IpAddr) -> bool {
     }
 }
 
-/// `skip_sw`: the rule runs only in hardware, never on the software path. flower has a field
-/// for it; u32, matchall and bpf keep their `TCA_*_FLAGS` raw when it is set.
+/// `skip_sw`: the rule runs only in hardware, never on the software path. flower, matchall and
+/// bpf have their offload flags decoded; u32 keeps its `TCA_U32_FLAGS` raw when it is set.
 fn skip_sw(f: &Filter) -> bool {
     f.flower.as_ref().is_some_and(|fl| fl.skip_sw)
+        || f.hw_flags.is_some_and(|h| h.skip_sw)
         || f.undecoded.raw_attributes.iter().any(|a| {
             matches!(
                 (a.at, a.kind),
@@ -1743,10 +1744,16 @@ impl<'a> Engine<'a> {
         unknown.map_or(Test::Yes, Test::Unknown)
     }
 
-    /// basic: matches every packet unless it has ematches, which are kept undecoded.
+    /// basic: matches every packet unless it has ematches, which are not evaluated (cmp reads
+    /// packet bytes a packet description does not give).
     fn basic_test(_: &Engine<'a>, f: &Filter) -> Test {
         /// `TCA_BASIC_EMATCHES`
         const EMATCHES: u16 = 2;
+        if let Some(e) = f.ematch.as_deref().filter(|e| !e.is_empty()) {
+            return Test::Unknown(format!(
+                "its ematches ({e}) are not evaluated, so what they match is not known"
+            ));
+        }
         let raw = f
             .undecoded
             .raw_attributes
@@ -2984,6 +2991,34 @@ mod tests {
         let c = go(&s, &p);
         assert_eq!(c.outcome, Outcome::Dropped, "{}", path(&c));
         assert_path(&c, "dropped by the filter's action");
+    }
+
+    #[test]
+    fn basic_ematches_and_matchall_skip_sw_are_not_taken_for_matches() {
+        // basic match 'cmp(u16 at 2 layer transport eq 53)' classid 1:5: cmp reads packet
+        // bytes, so the walk stops there
+        let mut basic = Filter::new(h("1:"), 1, "ip", "basic");
+        basic.handle_raw = 1;
+        basic.class_id = Some(h("1:5"));
+        basic.ematch = Some("cmp(u16 at 2 layer 2 eq 53)".into());
+        // matchall skip_sw classid 1:10: never runs in software
+        let mut hw = Filter::new(h("1:"), 2, "ip", "matchall");
+        hw.handle_raw = 1;
+        hw.class_id = Some(h("1:10"));
+        hw.hw_flags = Some(crate::filter::HwFlags::from_bits(
+            crate::filter::HwFlags::SKIP_SW | crate::filter::HwFlags::IN_HW,
+        ));
+        let s = shaper(vec![basic.clone(), hw.clone()]);
+        let r = reason(&go(&s, &tcp([10, 7, 0, 5], 443)));
+        assert!(r.contains("cmp(u16 at 2 layer 2 eq 53)"), "{r}");
+        // without the basic rule, the skip_sw matchall is passed over (default class)
+        let s = shaper(vec![hw]);
+        let c = go(&s, &tcp([10, 7, 0, 5], 443));
+        assert_path(&c, "skip_sw: runs in hardware only, skipped");
+        // a basic rule without ematches matches everything
+        basic.ematch = Some(String::new());
+        let s = shaper(vec![basic]);
+        assert_class(&go(&s, &tcp([10, 7, 0, 5], 443)), "1:5");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use serde::{Serialize, Serializer};
 
 use crate::model::{Interface, Name, Undecoded};
-use crate::units::Handle;
+use crate::units::{tc_rate, tc_size, Handle};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Filter {
@@ -42,6 +42,17 @@ pub struct Filter {
     /// Only packets that arrived on this device match (`indev`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub indev: Option<String>,
+    /// basic: its ematch tree in tc's words (`cmp(u16 at 2 layer 2 eq 53)`); ematches of kinds
+    /// tcmon does not decode are named only (`meta(...)`), and the tree is also kept raw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ematch: Option<String>,
+    /// Offload flags (`TCA_CLS_FLAGS_*`) of flower, matchall and bpf.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hw_flags: Option<HwFlags>,
+    /// Packets that matched the rule, where the classifier counts them apart from its actions
+    /// (matchall's `rule hit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_hits: Option<u64>,
     /// Actions in the order the kernel runs them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<Action>,
@@ -67,6 +78,9 @@ impl Filter {
             fw_mask: None,
             bpf: None,
             indev: None,
+            ematch: None,
+            hw_flags: None,
+            rule_hits: None,
             actions: Vec::new(),
             undecoded: Undecoded::default(),
         }
@@ -94,7 +108,73 @@ impl Filter {
         if let Some(d) = &self.indev {
             parts.push(format!("indev {d}"));
         }
+        if let Some(e) = &self.ematch {
+            parts.push(e.clone());
+        }
         parts.join(" ")
+    }
+}
+
+/// `TCA_CLS_FLAGS_*`: whether a rule may or does run in hardware (offloaded to the NIC) and
+/// in software.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[allow(clippy::struct_excessive_bools)] // the kernel's flag bits, one field each
+pub struct HwFlags {
+    /// `skip_hw`: never offloaded.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skip_hw: bool,
+    /// `skip_sw`: runs only in hardware, never on the software path.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skip_sw: bool,
+    /// `in_hw`: offloaded.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_hw: bool,
+    /// `not_in_hw`: not offloaded (the kernel sets it on every rule of a device without
+    /// offload).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub not_in_hw: bool,
+    /// How many devices hold the offloaded rule (flower's `in_hw_count`, printed with in_hw).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_hw_count: Option<u32>,
+}
+
+impl HwFlags {
+    pub const SKIP_HW: u32 = 1;
+    pub const SKIP_SW: u32 = 2;
+    pub const IN_HW: u32 = 4;
+    pub const NOT_IN_HW: u32 = 8;
+
+    pub fn from_bits(bits: u32) -> HwFlags {
+        HwFlags {
+            skip_hw: bits & Self::SKIP_HW != 0,
+            skip_sw: bits & Self::SKIP_SW != 0,
+            in_hw: bits & Self::IN_HW != 0,
+            not_in_hw: bits & Self::NOT_IN_HW != 0,
+            in_hw_count: None,
+        }
+    }
+}
+
+impl fmt::Display for HwFlags {
+    /// As flower and matchall print them: `skip_hw`, `skip_sw`, then `in_hw` (with flower's
+    /// `in_hw_count N`) or else `not_in_hw`; empty when none is set.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut words: Vec<String> = Vec::new();
+        if self.skip_hw {
+            words.push("skip_hw".into());
+        }
+        if self.skip_sw {
+            words.push("skip_sw".into());
+        }
+        if self.in_hw {
+            match self.in_hw_count {
+                Some(n) => words.push(format!("in_hw in_hw_count {n}")),
+                None => words.push("in_hw".into()),
+            }
+        } else if self.not_in_hw {
+            words.push("not_in_hw".into());
+        }
+        f.write_str(&words.join(" "))
     }
 }
 
@@ -366,12 +446,25 @@ pub struct Mirred {
 /// police: a token bucket that passes conforming packets and applies `exceed` to the rest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Police {
+    /// The action's index (tc's `police 0x1`).
+    pub index: u32,
     pub rate_bytes_per_sec: u64,
     pub burst_bytes: u64,
     /// What is done to packets above the rate (`drop`, `continue`, `reclassify`, ...).
     pub exceed: Control,
+    /// Largest packet that can conform, as the kernel holds it: 0 or `u32::MAX` mean no limit
+    /// (tc prints them anyway, `mtu 0b` / `mtu 4096Mb`).
+    pub mtu_bytes: u32,
+    /// A second bucket's rate (`peakrate`), when set.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mtu_bytes: Option<u32>,
+    pub peakrate_bytes_per_sec: Option<u64>,
+    /// `avrate`: police the estimated rate instead of a token bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avrate_bytes_per_sec: Option<u32>,
+    /// The rate's link-layer overhead (`overhead`).
+    pub overhead_bytes: u16,
+    /// The rate's link layer: `ethernet`, `atm`, or `unspec` (tc's words).
+    pub linklayer: &'static str,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -421,13 +514,32 @@ impl fmt::Display for Action {
                 }
             }
             Some(ActionDetail::Police(p)) => {
+                // tc's words: the control (the conform result) follows the exceed action
+                // after a slash, and only when it is not pass (the kernel omits it then).
                 write!(
                     f,
-                    "police rate {} burst {} exceed {}",
-                    crate::units::fmt_bits_per_sec(p.rate_bytes_per_sec as f64 * 8.0),
-                    crate::units::fmt_bytes(p.burst_bytes as f64),
-                    p.exceed
+                    "police {:#x} rate {} burst {} mtu {}",
+                    p.index,
+                    tc_rate(p.rate_bytes_per_sec),
+                    tc_size(u32::try_from(p.burst_bytes).unwrap_or(u32::MAX)),
+                    tc_size(p.mtu_bytes),
                 )?;
+                if let Some(r) = p.peakrate_bytes_per_sec {
+                    write!(f, " peakrate {}", tc_rate(r))?;
+                }
+                if let Some(r) = p.avrate_bytes_per_sec {
+                    write!(f, " avrate {}", tc_rate(u64::from(r)))?;
+                }
+                write!(f, " action {}", p.exceed)?;
+                if self.control != Control::PASS {
+                    write!(f, "/{}", self.control)?;
+                }
+                write!(f, " overhead {}", tc_size(u32::from(p.overhead_bytes)))?;
+                // tc -d adds `linklayer ethernet`; plain tc only a link layer other than that
+                if !matches!(p.linklayer, "ethernet" | "unspec") {
+                    write!(f, " linklayer {}", p.linklayer)?;
+                }
+                return Ok(());
             }
             Some(ActionDetail::Skbedit(s)) => {
                 f.write_str("skbedit")?;

@@ -114,7 +114,8 @@ fn interface_tree(out: &mut String, iface: &Interface) {
 const MAX_RULES_SHOWN: usize = 20;
 
 /// One filter as tc words: `800::800 -> 1:5  ip dst 10.7.0.5/32 ip dport 443  hits 3 of 7`,
-/// its hash-table shape, then one line per action.
+/// its hash-table shape, offload flags and rule hits (`0x1  not_in_hw (rule hit 3)`), then one
+/// line per action.
 fn filter_lines(out: &mut String, f: &Filter) {
     let _ = write!(out, "      {}", f.handle);
     if let Some(d) = f.u32.as_ref().and_then(|u| u.divisor) {
@@ -156,6 +157,13 @@ fn filter_lines(out: &mut String, f: &Filter) {
         if let (Some(hits), Some(lookups)) = (u.hits, u.lookups) {
             let _ = write!(out, "  hits {hits} of {lookups}");
         }
+    }
+    // tc's words: `not_in_hw`, `skip_sw in_hw in_hw_count 1`, then matchall's `(rule hit 3)`
+    if let Some(h) = f.hw_flags.map(|h| h.to_string()).filter(|h| !h.is_empty()) {
+        let _ = write!(out, "  {h}");
+    }
+    if let Some(n) = f.rule_hits {
+        let _ = write!(out, " (rule hit {n})");
     }
     out.push('\n');
     for a in &f.actions {

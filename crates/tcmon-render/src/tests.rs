@@ -443,3 +443,74 @@ fn walk_orders_the_tree_and_keeps_orphans() {
     assert_eq!(nodes.len(), odd.qdiscs.len() + odd.classes.len());
     assert!(nodes[6..].iter().all(|n| n.depth == 0), "{nodes:?}");
 }
+
+/// Filters whose lines quote `tc -s filter show`: offload flags, matchall's rule hits, police in
+/// tc's words and units, and basic's cmp ematch.
+#[test]
+fn filter_lines_in_tc_words() {
+    use tcmon_core::filter::{Action, ActionDetail, Control, HwFlags, Police};
+    let root = Handle::new(1, 0);
+    // tc: `filter parent 1: protocol ip pref 2 matchall chain 0 handle 0x1`,
+    // `  not_in_hw (rule hit 3)`,
+    // `	action order 1:  police 0x1 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b`
+    let mut all = Filter::new(root, 2, "ip", "matchall");
+    all.handle = "0x1".into();
+    all.handle_raw = 1;
+    all.hw_flags = Some(HwFlags::from_bits(HwFlags::NOT_IN_HW));
+    all.rule_hits = Some(3);
+    all.actions.push(Action {
+        kind: "police".into(),
+        control: Control::PIPE,
+        detail: Some(ActionDetail::Police(Police {
+            index: 1,
+            rate_bytes_per_sec: 125_000,
+            burst_bytes: 10_240,
+            exceed: Control::DROP,
+            mtu_bytes: 2040,
+            peakrate_bytes_per_sec: None,
+            avrate_bytes_per_sec: None,
+            overhead_bytes: 0,
+            linklayer: "ethernet",
+        })),
+        packets: Some(3),
+        undecoded: Undecoded::default(),
+    });
+    // tc: `... basic chain 0 handle 0x1 flowid 1:1`, `  cmp(u16 at 2 layer 2 eq 53)`
+    let mut basic = Filter::new(root, 4, "ip", "basic");
+    basic.handle = "0x1".into();
+    basic.handle_raw = 1;
+    basic.class_id = Some(Handle::new(1, 1));
+    basic.ematch = Some("cmp(u16 at 2 layer 2 eq 53)".into());
+    // flower offloaded to one device: `  skip_sw`, `  in_hw in_hw_count 1`
+    let mut flower = Filter::new(root, 1, "ip", "flower");
+    flower.handle = "0x1".into();
+    flower.handle_raw = 1;
+    flower.hw_flags = Some(HwFlags {
+        in_hw_count: Some(1),
+        ..HwFlags::from_bits(HwFlags::SKIP_SW | HwFlags::IN_HW)
+    });
+    let mut prio = Interface {
+        name: "prio".into(),
+        ifindex: 11,
+        mtu: 1500,
+        txqueuelen: 1000,
+        operstate: "up".into(),
+        filters: vec![all, basic, flower],
+        ..Interface::default()
+    };
+    sort_interface(&mut prio);
+    let mut s = Snapshot::new(Instant::now(), 0);
+    s.interfaces.push(prio);
+    let text = tree(&s);
+    let filters = text.split_once("  filters\n").unwrap().1;
+    assert_eq!(
+        filters,
+        "    parent 1: prio 1 protocol ip flower chain 0: 1 rule\n\
+         \x20     0x1  skip_sw in_hw in_hw_count 1\n\
+         \x20   parent 1: prio 2 protocol ip matchall chain 0: 1 rule\n\
+         \x20     0x1  not_in_hw (rule hit 3)\n\
+         \x20       action police 0x1 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b\n\
+         \x20   parent 1: prio 4 protocol ip basic chain 0: 1 rule\n\
+         \x20     0x1 -> 1:1  cmp(u16 at 2 layer 2 eq 53)\n"
+    );
+}

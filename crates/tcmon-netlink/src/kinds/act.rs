@@ -43,12 +43,22 @@ const TCA_POLICE_PEAKRATE: u16 = 3;
 const TCA_POLICE_RESULT: u16 = 5;
 const TCA_POLICE_TM: u16 = 6;
 const TCA_POLICE_PAD: u16 = 7;
+const TCA_POLICE_AVRATE: u16 = 4;
 const TCA_POLICE_RATE64: u16 = 8;
-// TCA_POLICE_AVRATE 4, PEAKRATE64 9, PKTRATE64 10, PKTBURST64 11: not in the model, kept raw.
+const TCA_POLICE_PEAKRATE64: u16 = 9;
+// TCA_POLICE_PKTRATE64 10, PKTBURST64 11: not in the model, kept raw.
 /// `struct tc_police`: index u32, action s32 (exceed), limit u32, burst u32 (ticks), mtu u32,
 /// rate and peakrate (tc_ratespec), refcnt, bindcnt, capab.
 const POLICE_LEN: usize = 20 + 2 * RATESPEC_LEN + 12;
 const POLICE_RATE: usize = 20;
+const POLICE_PEAKRATE: usize = POLICE_RATE + RATESPEC_LEN;
+/// `struct tc_ratespec`: cell_log u8, linklayer u8, overhead u16, cell_align s16, mpu u16,
+/// rate u32.
+const RATESPEC_LINKLAYER: usize = 1;
+const RATESPEC_OVERHEAD: usize = 2;
+const RATESPEC_RATE: usize = 8;
+/// `TC_LINKLAYER_MASK`: the low bits of `tc_ratespec.linklayer`.
+const TC_LINKLAYER_MASK: u8 = 0x0F;
 
 // skbedit (tc_skbedit.h); MASK 8, FLAGS 9, QUEUE_MAPPING_MAX 10 are kept raw.
 const TCA_SKBEDIT_TM: u16 = 1;
@@ -233,6 +243,8 @@ fn police(opts: &[u8], tick: TickLen, und: &mut Undecoded) -> (Control, Option<A
     let mut parms = None;
     let mut seen = false;
     let mut rate64 = None;
+    let mut peakrate64 = None;
+    let mut avrate = None;
     let mut result = None;
     for_each_nla(opts, AT, und, |t, v, und| match t {
         TCA_POLICE_TBF => {
@@ -243,6 +255,8 @@ fn police(opts: &[u8], tick: TickLen, und: &mut Undecoded) -> (Control, Option<A
             }
         }
         TCA_POLICE_RATE64 => rate64 = nla_u64(v, AT, t, "rate64", und),
+        TCA_POLICE_PEAKRATE64 => peakrate64 = nla_u64(v, AT, t, "peakrate64", und),
+        TCA_POLICE_AVRATE => avrate = nla_u32(v, AT, t, "avrate", und),
         TCA_POLICE_RESULT => {
             result = nla_u32(v, AT, t, "result", und).map(|r| Control(r as i32));
         }
@@ -259,15 +273,24 @@ fn police(opts: &[u8], tick: TickLen, und: &mut Undecoded) -> (Control, Option<A
     };
     // tc_ratespec.rate is at offset 8 of the ratespec; the 64-bit attribute carries rates
     // above 4 GB/s
-    let rate = rate64.unwrap_or_else(|| u64::from(p.u32(POLICE_RATE + 8)));
+    let rate = rate64.unwrap_or_else(|| u64::from(p.u32(POLICE_RATE + RATESPEC_RATE)));
+    let peakrate = peakrate64.unwrap_or_else(|| u64::from(p.u32(POLICE_PEAKRATE + RATESPEC_RATE)));
     let burst_ns = tick.to_ns(Ticks(i64::from(p.u32(12))));
-    let mtu = p.u32(16);
     let detail = Police {
+        index: p.u32(0),
         rate_bytes_per_sec: rate,
         burst_bytes: bytes_at_rate(burst_ns, rate).max(0) as u64,
         exceed: Control(p.i32(4)),
-        // 0 and ~0 (the kernel's default without a rate table) both mean no limit
-        mtu_bytes: (mtu != 0 && mtu != u32::MAX).then_some(mtu),
+        mtu_bytes: p.u32(16),
+        peakrate_bytes_per_sec: (peakrate != 0).then_some(peakrate),
+        avrate_bytes_per_sec: avrate,
+        overhead_bytes: p.u16(POLICE_RATE + RATESPEC_OVERHEAD),
+        linklayer: match p.u8(POLICE_RATE + RATESPEC_LINKLAYER) & TC_LINKLAYER_MASK {
+            0 => "unspec",
+            1 => "ethernet",
+            2 => "atm",
+            _ => "unknown",
+        },
     };
     (control, Some(ActionDetail::Police(detail)))
 }
@@ -540,13 +563,17 @@ pub(crate) mod tests {
         let Some(ActionDetail::Police(p)) = &a.detail else {
             panic!("{a:?}")
         };
+        assert_eq!(p.index, 7);
         assert_eq!(p.rate_bytes_per_sec, 125_000);
         assert_eq!(p.burst_bytes, 10_240);
         assert_eq!(p.exceed, Control::DROP);
-        assert_eq!(p.mtu_bytes, Some(2048));
+        assert_eq!(p.mtu_bytes, 2048);
+        assert_eq!((p.overhead_bytes, p.linklayer), (0, "ethernet"));
+        assert_eq!(p.peakrate_bytes_per_sec, None);
+        // tc -s -d adds `linklayer ethernet` after the overhead
         assert_eq!(
             a.to_string(),
-            "police rate 1 Mbit burst 10.2 kB exceed drop pipe"
+            "police 0x7 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b"
         );
     }
 
@@ -569,6 +596,63 @@ pub(crate) mod tests {
         assert_eq!(p.rate_bytes_per_sec, 10_000_000_000);
         assert_eq!(p.exceed, Control::RECLASSIFY);
         assert_eq!(a.undecoded.raw_attributes[0].kind, 10);
+        // no conform result: tc prints the exceed action alone
+        assert_eq!(
+            a.to_string(),
+            "police 0x7 rate 80Gbit burst 800000Kb mtu 2Kb action reclassify overhead 0b"
+        );
+    }
+
+    #[test]
+    fn police_peakrate_avrate_overhead_and_atm() {
+        // police rate 1mbit burst 10k mtu 1500 peakrate 2mbit avrate 500kbit overhead 10
+        //   linklayer atm conform-exceed drop/continue; the kernel's dump:
+        let mut p = tc_police(2);
+        p[16..20].copy_from_slice(&1500u32.to_ne_bytes()); // mtu 1500
+        p[21] = 2; // rate.linklayer TC_LINKLAYER_ATM
+        p[22..24].copy_from_slice(&10u16.to_ne_bytes()); // rate.overhead
+        let peak = POLICE_PEAKRATE + RATESPEC_RATE;
+        p[peak..peak + 4].copy_from_slice(&250_000u32.to_ne_bytes()); // peakrate.rate
+        let a = one(&entry(
+            1,
+            "police",
+            &[
+                nla(TCA_POLICE_TBF, &p),
+                nla(TCA_POLICE_AVRATE, &u32s(&[62_500])),
+                nla(TCA_POLICE_RESULT, &u32s(&[0xffff_ffff])), // TC_ACT_UNSPEC: continue
+            ],
+            None,
+        ));
+        assert!(a.undecoded.is_empty(), "{:?}", a.undecoded);
+        let Some(ActionDetail::Police(d)) = &a.detail else {
+            panic!("{a:?}")
+        };
+        assert_eq!(
+            (d.peakrate_bytes_per_sec, d.avrate_bytes_per_sec),
+            (Some(250_000), Some(62_500))
+        );
+        assert_eq!(
+            (d.mtu_bytes, d.overhead_bytes, d.linklayer),
+            (1500, 10, "atm")
+        );
+        assert_eq!(
+            a.to_string(),
+            "police 0x7 rate 1Mbit burst 10Kb mtu 1500b peakrate 2Mbit avrate 500Kbit \
+             action drop/continue overhead 10b linklayer atm"
+        );
+        // a 64-bit peak rate wins over the ratespec's
+        let a = one(&entry(
+            1,
+            "police",
+            &[
+                nla(TCA_POLICE_TBF, &tc_police(2)),
+                nla(TCA_POLICE_PEAKRATE64, &8_000_000_000u64.to_ne_bytes()),
+            ],
+            None,
+        ));
+        assert!(
+            matches!(a.detail, Some(ActionDetail::Police(ref p)) if p.peakrate_bytes_per_sec == Some(8_000_000_000))
+        );
     }
 
     #[test]

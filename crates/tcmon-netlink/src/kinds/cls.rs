@@ -4,21 +4,16 @@
 use std::fmt::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use tcmon_core::filter::{BpfFilter, Flower, FlowerKey};
+use tcmon_core::filter::{BpfFilter, Flower, FlowerKey, HwFlags};
 use tcmon_core::model::{Filter, Undecoded};
 use tcmon_core::units::{Handle, TickLen};
 
-use super::act;
-use super::u32::TCA_CLS_FLAGS_SKIP_SW;
-use crate::decode::{for_each_nla, keep, nla_str, nla_u32};
+use super::{act, ematch};
+use crate::decode::{for_each_nla, keep, nla_str, nla_u32, short, Fixed};
 
-/// A `TCA_*_FLAGS` attribute of `TCA_CLS_FLAGS_*`: in_hw/not_in_hw/skip_hw change nothing
-/// tcmon evaluates; skip_sw (the rule never runs in software) is kept raw where the model has
-/// no place for it.
-fn gen_flags(v: &[u8], at: &'static str, t: u16, und: &mut Undecoded) {
-    if nla_u32(v, at, t, "flags", und).is_some_and(|fl| fl & TCA_CLS_FLAGS_SKIP_SW != 0) {
-        keep(und, at, t, v);
-    }
+/// A `TCA_*_FLAGS` attribute of `TCA_CLS_FLAGS_*` (skip_hw, skip_sw, in_hw, not_in_hw).
+fn gen_flags(v: &[u8], at: &'static str, t: u16, und: &mut Undecoded) -> Option<HwFlags> {
+    nla_u32(v, at, t, "flags", und).map(HwFlags::from_bits)
 }
 
 fn classid(v: &[u8], at: &'static str, t: u16, und: &mut Undecoded) -> Option<Handle> {
@@ -31,15 +26,21 @@ const TCA_MATCHALL_ACT: u16 = 2;
 const TCA_MATCHALL_FLAGS: u16 = 3;
 const TCA_MATCHALL_PCNT: u16 = 4;
 const TCA_MATCHALL_PAD: u16 = 5;
+/// `struct tc_matchall_pcnt`: rhit u64.
+const MATCHALL_PCNT_LEN: usize = 8;
 
+/// matchall: class, actions, offload flags, and the rule's hit counter (tc's `rule hit`).
 pub(crate) fn matchall(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undecoded) {
     const AT: &str = "options.matchall";
     for_each_nla(opts, AT, und, |t, v, und| match t {
         TCA_MATCHALL_CLASSID => f.class_id = classid(v, AT, t, und),
         TCA_MATCHALL_ACT => f.actions.extend(act::list(v, tick, und)),
-        TCA_MATCHALL_FLAGS => gen_flags(v, AT, t, und),
-        // the hit counter repeats the actions' counters
-        TCA_MATCHALL_PCNT | TCA_MATCHALL_PAD => {}
+        TCA_MATCHALL_FLAGS => f.hw_flags = gen_flags(v, AT, t, und),
+        TCA_MATCHALL_PCNT => match Fixed::new(v, MATCHALL_PCNT_LEN) {
+            Some(p) => f.rule_hits = Some(p.u64(0)),
+            None => short(und, AT, t, "tc_matchall_pcnt", v, MATCHALL_PCNT_LEN),
+        },
+        TCA_MATCHALL_PAD => {}
         _ => keep(und, AT, t, v),
     });
 }
@@ -69,23 +70,31 @@ pub(crate) fn fw(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undecoded
 
 // basic: TCA_BASIC_*
 const TCA_BASIC_CLASSID: u16 = 1;
-/// Kept raw: the ematch tree.
-#[cfg(test)]
 const TCA_BASIC_EMATCHES: u16 = 2;
 const TCA_BASIC_ACT: u16 = 3;
 const TCA_BASIC_POLICE: u16 = 4;
 const TCA_BASIC_PCNT: u16 = 5;
 const TCA_BASIC_PAD: u16 = 6;
 
-/// basic: the ematch tree is not decoded and is kept raw (`TCA_BASIC_EMATCHES`).
+/// basic: the ematch tree (`TCA_BASIC_EMATCHES`) in tc's words; kept raw as well when it has
+/// ematches other than cmp, or cannot be read.
 pub(crate) fn basic(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undecoded) {
     const AT: &str = "options.basic";
     for_each_nla(opts, AT, und, |t, v, und| match t {
         TCA_BASIC_CLASSID => f.class_id = classid(v, AT, t, und),
+        TCA_BASIC_EMATCHES => match ematch::tree(v, AT, und) {
+            Some((text, complete)) => {
+                if !complete {
+                    keep(und, AT, t, v);
+                }
+                f.ematch = Some(text);
+            }
+            None => keep(und, AT, t, v),
+        },
         TCA_BASIC_ACT => f.actions.extend(act::list(v, tick, und)),
         TCA_BASIC_POLICE => f.actions.push(act::legacy_police(v, tick)),
+        // the rule's own counters (`tc_basic_pcnt`), which tc does not print
         TCA_BASIC_PCNT | TCA_BASIC_PAD => {}
-        // TCA_BASIC_EMATCHES and anything newer
         _ => keep(und, AT, t, v),
     });
 }
@@ -117,7 +126,7 @@ pub(crate) fn bpf(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undecode
             b.direct_action =
                 nla_u32(v, AT, t, "flags", und).is_some_and(|fl| fl & TCA_BPF_FLAG_ACT_DIRECT != 0);
         }
-        TCA_BPF_FLAGS_GEN => gen_flags(v, AT, t, und),
+        TCA_BPF_FLAGS_GEN => f.hw_flags = gen_flags(v, AT, t, und),
         TCA_BPF_TAG => b.tag = Some(hex(v)),
         TCA_BPF_ID => b.id = nla_u32(v, AT, t, "id", und),
         // the length of TCA_BPF_OPS; a file descriptor only valid in the sender
@@ -314,6 +323,7 @@ fn mask_of(t: u16) -> Option<u16> {
 pub(crate) fn flower(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undecoded) {
     const AT: &str = "options.flower";
     let mut fl = Flower::default();
+    let mut in_hw_count = None;
     let mut keys: Vec<(u16, &[u8])> = Vec::new();
     let mut masks: [Option<&[u8]>; FLOWER_KEYS.len()] = [None; FLOWER_KEYS.len()];
     for_each_nla(opts, AT, und, |t, v, und| match t {
@@ -321,10 +331,10 @@ pub(crate) fn flower(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undec
         TCA_FLOWER_INDEV => f.indev = nla_str(v, AT, t, "indev", und).map(str::to_owned),
         TCA_FLOWER_ACT => f.actions.extend(act::list(v, tick, und)),
         TCA_FLOWER_FLAGS => {
-            fl.skip_sw =
-                nla_u32(v, AT, t, "flags", und).is_some_and(|x| x & TCA_CLS_FLAGS_SKIP_SW != 0);
+            f.hw_flags = gen_flags(v, AT, t, und);
+            fl.skip_sw = f.hw_flags.is_some_and(|h| h.skip_sw);
         }
-        TCA_FLOWER_IN_HW_COUNT => {}
+        TCA_FLOWER_IN_HW_COUNT => in_hw_count = nla_u32(v, AT, t, "in_hw_count", und),
         _ if is_mask(t) => masks[usize::from(t)] = Some(v),
         _ if !flower_name(t).is_empty() || usize::from(t) >= FLOWER_KEYS.len() => {
             // a repeated key replaces the first, as the kernel's nla_parse does
@@ -363,6 +373,9 @@ pub(crate) fn flower(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undec
         if let Some(m) = m {
             keep(und, AT, t as u16, m);
         }
+    }
+    if let Some(h) = &mut f.hw_flags {
+        h.in_hw_count = in_hw_count;
     }
     f.flower = Some(fl);
 }
@@ -524,6 +537,8 @@ mod tests {
 
     use tcmon_core::filter::{ActionDetail, Control};
 
+    const TCA_CLS_FLAGS_SKIP_SW: u32 = HwFlags::SKIP_SW;
+
     use super::*;
     use crate::decode::test_util::{nest, nla, u32s};
     use crate::kinds::act::tests::{entry, tc_gen, tc_police};
@@ -615,6 +630,12 @@ mod tests {
             ]
         );
         assert!(fl.skip_sw);
+        let hw = f.hw_flags.unwrap();
+        assert!(
+            hw.skip_sw && hw.not_in_hw && !hw.skip_hw && !hw.in_hw,
+            "{hw:?}"
+        );
+        assert_eq!(hw.to_string(), "skip_sw not_in_hw");
         assert_eq!(f.class_id, Some(Handle::new(1, 5)));
         assert_eq!(f.indev.as_deref(), Some("eth1"));
         assert_eq!(f.actions.len(), 1);
@@ -705,28 +726,124 @@ mod tests {
     }
 
     #[test]
-    fn matchall_class_actions_and_skip_sw() {
-        // tc filter add ... matchall skip_sw classid 1:2 action drop
+    fn matchall_class_actions_skip_sw_and_rule_hits() {
+        // tc filter add ... matchall skip_sw classid 1:2 action drop, offloaded, 12 hits
         let f = filter_msg(
             "matchall",
             Some(&[
                 nla(TCA_MATCHALL_CLASSID, &u32s(&[0x0001_0002])),
-                nla(TCA_MATCHALL_FLAGS, &u32s(&[TCA_CLS_FLAGS_SKIP_SW])),
-                nla(TCA_MATCHALL_PCNT, &[0; 8]),
+                nla(TCA_MATCHALL_FLAGS, &u32s(&[TCA_CLS_FLAGS_SKIP_SW | 4])), // | IN_HW
+                nla(TCA_MATCHALL_PCNT, &12u64.to_ne_bytes()), // tc_matchall_pcnt.rhit
                 nest(
                     TCA_MATCHALL_ACT,
                     &[entry(1, "gact", &[nla(2, &tc_gen(2))], None)],
                 ),
             ]),
         );
+        assert!(f.undecoded.is_empty(), "{:?}", f.undecoded);
         assert_eq!(f.class_id, Some(Handle::new(1, 2)));
         assert_eq!(f.actions[0].to_string(), "gact drop");
         assert_eq!(f.match_text(), "");
-        // skip_sw: nowhere in the model for matchall, so kept
-        let raw: Vec<u16> = f.undecoded.raw_attributes.iter().map(|r| r.kind).collect();
-        assert_eq!(raw, vec![TCA_MATCHALL_FLAGS]);
+        assert_eq!(f.rule_hits, Some(12));
+        // tc: `skip_sw` and `in_hw` on lines of their own, then ` (rule hit 12)`
+        assert_eq!(f.hw_flags.unwrap().to_string(), "skip_sw in_hw");
         let plain = filter_msg("matchall", Some(&[nla(TCA_MATCHALL_FLAGS, &u32s(&[8]))]));
         assert!(plain.undecoded.is_empty());
+        assert_eq!(plain.hw_flags.unwrap().to_string(), "not_in_hw");
+        assert_eq!(plain.rule_hits, None);
+        // a counter of the wrong size is reported and kept
+        let short = filter_msg("matchall", Some(&[nla(TCA_MATCHALL_PCNT, &u32s(&[3]))]));
+        assert_eq!(short.rule_hits, None);
+        assert!(short.undecoded.decode_errors[0].contains("tc_matchall_pcnt is 4 bytes"));
+    }
+
+    fn unhex(parts: &[&str]) -> Vec<u8> {
+        let h = parts.concat();
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn captured(parts: &[&str]) -> Filter {
+        let bytes = unhex(parts);
+        crate::tc::filter_with_tick(crate::tc::parse(&bytes).unwrap(), TickLen::default())
+    }
+
+    /// The rules of tests/vm/zoo.sh's `prio` device as Linux 6.1 dumps them (captured in the test
+    /// VM with `examples/capture`), against what `tc -s -d filter show dev prio` printed.
+    #[test]
+    fn captured_flower_matchall_and_basic_read_as_tc_prints_them() {
+        // flower ip_proto udp dst_port 5001 src_ip 10.10.0.0/16 action skbedit priority 1:2
+        //   action gact pass; tc: `eth_type ipv4 / ip_proto udp / src_ip 10.10.0.0/16 /
+        //   dst_port 5001 / not_in_hw`, `skbedit  priority 1:2 pipe`, `gact action pass`
+        let f = captured(&[
+        "000000000b0000000100000000000100080001000b000100666c6f776572000008000b00000000008801020006000800",
+        "08000000050009001100000008000a000a0a000008000b00ffff0000060015001389000006002600ffff000008001600",
+        "08000000080056000000000044010300a40001000c000100736b62656469740044000400140001000000000000000000",
+        "000000000000000014000700000000000000000000000000000000001800030000000000000000000000000000000000",
+        "0000000008000a0000000000480002001800020001000000000000000300000001000000010000000800030002000100",
+        "2400010070020000000000007002000000000000000000000000000000000000000000009c0002000900010067616374",
+        "000000004400040014000100000000000000000000000000000000001400070000000000000000000000000000000000",
+        "18000300000000000000000000000000000000000000000008000a000000000040000200180002000100000000000000",
+        "000000000100000001000000240001007002000000000000700200000000000000000000000000000000000000000000",
+        ]);
+        assert!(f.undecoded.is_empty(), "{:?}", f.undecoded);
+        assert_eq!(
+            f.match_text(),
+            "eth_type ipv4 ip_proto udp src_ip 10.10.0.0/16 dst_port 5001"
+        );
+        let hw = f.hw_flags.unwrap();
+        assert_eq!(
+            (hw.to_string(), hw.in_hw_count),
+            ("not_in_hw".into(), Some(0))
+        );
+        let acts: Vec<String> = f.actions.iter().map(ToString::to_string).collect();
+        assert_eq!(acts, ["skbedit priority 1:2 pipe", "gact pass"]);
+
+        // matchall action police rate 1mbit burst 10k conform-exceed drop/pipe
+        //   action vlan push id 100; tc: `not_in_hw (rule hit 3)`,
+        //   `police 0x1 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b linklayer
+        //   ethernet`, `vlan  push id 100 protocol 802.1Q priority 0 pipe`
+        let f = captured(&[
+        "000000000b0000000100000000000100080002000d0001006d61746368616c6c0000000008000b00000000009c010200",
+        "08000300080000000c000400030000000000000084010200c80001000b000100706f6c69636500004400040014000100",
+        "260100000000000003000000000000001400070000000000000000000000000000000000180003000000000000000000",
+        "00000000000000000000000008000a00000000006c0002003c00010001000000020000000000000000881300f8070000",
+        "000100000000000048e80100000000000000000000000000010000000100000000000000080005000300000024000600",
+        "5802000000000000420100000000000000000000000000004601000000000000b800020009000100766c616e00000000",
+        "440004001400010026010000000000000300000000000000140007000000000000000000000000000000000018000300",
+        "000000000000000000000000000000000000000008000a00000000005c0002001c000200010000000000000003000000",
+        "010000000100000002000000060003006400000006000400810000000500060000000000240001005802000000000000",
+        "420100000000000000000000000000004601000000000000",
+        ]);
+        assert!(f.undecoded.is_empty(), "{:?}", f.undecoded);
+        assert_eq!(f.rule_hits, Some(3));
+        assert_eq!(f.hw_flags.unwrap().to_string(), "not_in_hw");
+        let acts: Vec<String> = f.actions.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            acts,
+            [
+                "police 0x1 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b",
+                "vlan push id 100 protocol 802.1Q priority 0 pipe"
+            ]
+        );
+        assert_eq!(f.actions[0].packets, Some(3));
+
+        // basic match 'cmp(u16 at 2 layer transport eq 53)' classid 1:1 action gact drop;
+        // tc: `flowid 1:1`, `cmp(u16 at 2 layer 2 eq 53)`, `gact action drop`
+        let f = captured(&[
+        "000000000b0000000100000000000100080004000a000100626173696300000008000b0000000000e800020008000100",
+        "010001001400050000000000000000000000000000000000a00003009c00010009000100676163740000000044000400",
+        "140001000000000000000000000000000000000014000700000000000000000000000000000000001800030000000000",
+        "0000000000000000000000000000000008000a0000000000400002001800020002000000000000000200000001000000",
+        "01000000240001002e020000000000002e02000000000000000000000000000000000000000000002800020008000100",
+        "010000001c000200180001000000010000000000350000000000000002000202",
+        ]);
+        assert!(f.undecoded.is_empty(), "{:?}", f.undecoded);
+        assert_eq!(f.class_id, Some(Handle::new(1, 1)));
+        assert_eq!(f.match_text(), "cmp(u16 at 2 layer 2 eq 53)");
+        assert_eq!(f.actions[0].to_string(), "gact drop");
     }
 
     #[test]
@@ -767,23 +884,46 @@ mod tests {
         assert_eq!(f.fw_mask, None);
     }
 
+    /// `TCA_EMATCH_TREE_HDR` and `TCA_EMATCH_TREE_LIST` of one ematch of `kind` with `data`.
+    fn one_ematch(kind: u16, data: &[u8]) -> Vec<u8> {
+        let mut em = u32s(&[u32::from(kind) << 16, 0]); // matchid 0, kind; flags 0 (the end)
+        em.extend_from_slice(data);
+        [
+            nla(1, &u32s(&[1])), // nmatches 1, progid 0
+            nest(2, &[nla(1, &em)]),
+        ]
+        .concat()
+    }
+
     #[test]
-    fn basic_keeps_its_ematches_raw() {
+    fn basic_decodes_cmp_and_keeps_other_ematches_raw() {
         // tc filter add ... basic match 'cmp(u16 at 0 layer transport eq 22)' classid 1:4
+        // tcf_em_cmp: val 22, mask 0, off 0, align u16 (2) | flags 0, layer 2 | opnd eq (0)
+        let mut cmp = u32s(&[22, 0]);
+        cmp.extend_from_slice(&[0, 0, 2, 2]);
         let f = filter_msg(
             "basic",
             Some(&[
                 nla(TCA_BASIC_CLASSID, &u32s(&[0x0001_0004])),
-                nla(TCA_BASIC_EMATCHES, &[1, 2, 3, 4]),
+                nla(TCA_BASIC_EMATCHES, &one_ematch(1, &cmp)),
                 nest(
                     TCA_BASIC_ACT,
                     &[entry(1, "gact", &[nla(2, &tc_gen(0))], None)],
                 ),
-                nla(TCA_BASIC_PCNT, &[0; 8]),
+                nla(TCA_BASIC_PCNT, &[0; 16]),
             ]),
         );
+        assert!(f.undecoded.is_empty(), "{:?}", f.undecoded);
         assert_eq!(f.class_id, Some(Handle::new(1, 4)));
         assert_eq!(f.actions[0].control, Control::PASS);
+        assert_eq!(f.ematch.as_deref(), Some("cmp(u16 at 0 layer 2 eq 22)"));
+        assert_eq!(f.match_text(), "cmp(u16 at 0 layer 2 eq 22)");
+        // meta: named, and the tree kept raw
+        let f = filter_msg(
+            "basic",
+            Some(&[nla(TCA_BASIC_EMATCHES, &one_ematch(4, &[0; 24]))]),
+        );
+        assert_eq!(f.ematch.as_deref(), Some("meta(...)"));
         let raw: Vec<(&str, u16)> = f
             .undecoded
             .raw_attributes
@@ -791,6 +931,11 @@ mod tests {
             .map(|r| (r.at, r.kind))
             .collect();
         assert_eq!(raw, vec![("options.basic", TCA_BASIC_EMATCHES)]);
+        // unreadable: reported and kept, no text
+        let f = filter_msg("basic", Some(&[nla(TCA_BASIC_EMATCHES, &[1, 2, 3, 4])]));
+        assert_eq!(f.ematch, None);
+        assert_eq!(f.undecoded.raw_attributes.len(), 1);
+        assert!(!f.undecoded.decode_errors.is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod cake;
 pub(crate) mod cls;
 mod codel;
 mod drr;
+mod ematch;
 mod fifo;
 mod fq;
 mod fq_codel;

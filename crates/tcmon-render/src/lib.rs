@@ -330,8 +330,8 @@ fn qdisc_options(d: &QdiscDetail, iface: &Interface) -> String {
             }
             s
         }
-        QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f) => format!("limit {} pkt", f.limit),
-        QdiscDetail::Bfifo(f) => format!("limit {}", fmt_bytes(f64::from(f.limit))),
+        QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f) => format!("limit {}p", f.limit),
+        QdiscDetail::Bfifo(f) => format!("limit {}", tcmon_core::units::tc_size(f.limit)),
         QdiscDetail::PfifoFast(p) | QdiscDetail::Prio(p) => {
             let map: Vec<String> = p.priomap.iter().map(u8::to_string).collect();
             format!("bands {} priomap {}", p.bands, map.join(" "))

@@ -210,7 +210,11 @@ pub const RULES: &[Rule] = &[
              in a reasonable time.",
         why: "When the class is busy the FIFO fills, and every packet, including pings, DNS and \
              TCP ACKs, waits behind all of it. A 2 Mbit class with the default FIFO of 1000 \
-             packets gives pings of 6 seconds.",
+             packets gives pings of 6 seconds. Measured (tests/vm.rs, Debian's 6.1 kernel in \
+             the test VM, 20 ms base RTT, four Reno streams through a 2 Mbit HTB class): 3,039 \
+             ms under load with the default FIFO (grade F); 25.2 ms (+2.0 ms, grade A+) with \
+             the fq_codel leaf offered as alternative_fix; 22.8 ms (+1.5 ms) with cake \
+             bandwidth 2mbit as the shaper.",
         numbers: "capacity = limit x (MTU + 14) bytes for packet FIFOs, limit bytes for bfifo; \
              predicted delay = capacity / class ceil. Warning at queue_delay_warning_ms \
              (100 ms), critical at queue_delay_critical_ms (1 s). The fix sizes the queue for \

@@ -22,11 +22,20 @@ fn every_scenario_is_diagnosed() {
         ("r2q", "htb-quantum-small"),
         ("filters", "filter-chain-long"),
         ("no-default", "htb-default-class-missing"),
+        // the cures: no deep queue (they need fq_codel and cake; tests/vm.rs measures them)
+        ("fq-codel", ""),
+        ("cake", ""),
     ];
     assert_eq!(expect.len(), SCENARIOS.len());
     for (name, code) in expect {
         let lab = Lab::create("lab").unwrap();
-        lab.apply(tcmon_lab::Scenario::find(name).unwrap()).unwrap();
+        match lab.apply(tcmon_lab::Scenario::find(name).unwrap()) {
+            Err(e) if e.to_string().contains("kind is unknown") => {
+                eprintln!("SKIPPED scenario {name}: this kernel lacks its qdisc ({e})");
+                continue;
+            }
+            r => r.unwrap(),
+        }
         let dst: SocketAddr = format!("{}:9", Lab::NODE1).parse().unwrap();
         assert_eq!(
             tcmon_lab::send_udp(&lab.node2.name, dst, 500, 20, 100_000).unwrap(),

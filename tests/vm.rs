@@ -13,7 +13,7 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::tc_lines::{tc_objects, tcmon_objects};
+use common::tc_lines::{tc_objects, tc_rules, tcmon_objects, tcmon_rules};
 use serde_json::Value;
 use tcmon_lab::{run, skip_unless_root, Lab, Netns, Scenario};
 
@@ -52,12 +52,19 @@ fn vm_suite() {
         return;
     }
     let exe = std::env::current_exe().unwrap();
+    // The host's own kernel tests that must pass on this kernel too (its default qdisc is
+    // fq_codel, its u32 buckets hold 4,095 rules): the newest build of each, beside this one.
+    let siblings: Vec<String> = SIBLINGS
+        .iter()
+        .map(|name| newest_test_binary(&exe, name))
+        .collect();
+    let script = "rc=0; \"$0\" --ignored --test-threads 1 --nocapture || rc=1; \
+                  for t in \"$@\"; do \"$t\" --test-threads 2 || rc=1; done; exit $rc";
     let started = Instant::now();
     let out = Command::new("tests/vm/run")
-        .args(["--timeout", "900", "--"])
+        .args(["--timeout", "1200", "--", "sh", "-c", script])
         .arg(&exe)
-        // --nocapture: the measured figures (FIGURES lines) reach the host's output
-        .args(["--ignored", "--test-threads", "1", "--nocapture"])
+        .args(&siblings)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -69,19 +76,49 @@ fn vm_suite() {
         started.elapsed().as_secs_f64()
     );
     assert!(out.status.success(), "the VM suite failed: {}", out.status);
-    // every VM test ran and passed (a VM that ran nothing must not pass)
-    let line = stdout
+    // every binary ran and passed (a VM that ran nothing must not pass); the first summary is
+    // this binary's VM tests
+    let summaries: Vec<&str> = stdout
         .lines()
-        .find(|l| l.starts_with("test result:"))
-        .unwrap_or_else(|| panic!("no test summary from the VM"));
-    assert!(line.contains(" 0 failed"), "{line}");
-    let passed: usize = line
+        .filter(|l| l.starts_with("test result:"))
+        .collect();
+    assert_eq!(summaries.len(), 1 + SIBLINGS.len(), "{summaries:?}");
+    for line in &summaries {
+        assert!(line.contains(" 0 failed"), "{line}");
+    }
+    let passed: usize = summaries[0]
         .split(". ")
         .nth(1)
         .and_then(|s| s.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
-    assert_eq!(passed, VM_TESTS, "{line}");
+    assert_eq!(passed, VM_TESTS, "{}", summaries[0]);
+}
+
+/// Integration tests of the host's suite that the VM runs as they are.
+const SIBLINGS: &[&str] = &["collector", "dump_vs_tc", "filters", "lab"];
+
+/// `target/debug/deps/NAME-HASH` built most recently (cargo keeps older hashes around).
+fn newest_test_binary(exe: &std::path::Path, name: &str) -> String {
+    let dir = exe.parent().unwrap();
+    let prefix = format!("{name}-");
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&prefix)
+                && n[prefix.len()..].chars().all(|c| c.is_ascii_hexdigit())
+                && e.metadata().is_ok_and(|m| m.is_file())
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .map(|e| e.path().display().to_string())
+        .unwrap_or_else(|| {
+            panic!(
+                "no test binary {name} beside {}: cargo test builds it",
+                exe.display()
+            )
+        })
 }
 
 /// The tests below, all run inside the VM by `vm_suite`.
@@ -122,7 +159,7 @@ const ZOO: &[&str] = &[
 fn every_kind_prints_its_options_and_stats_as_tc_does() {
     require_vm("every_kind_prints_its_options_and_stats_as_tc_does");
     let zoo = Zoo::build("kinds");
-    let mut compared = 0;
+    let (mut compared, mut rules) = (0, 0);
     for dev in ZOO {
         let tc_text = run(&["tc", "-n", &zoo.ns, "-s", "-d", "qdisc", "show", "dev", dev]).unwrap()
             + &run(&["tc", "-n", &zoo.ns, "-s", "-d", "class", "show", "dev", dev]).unwrap();
@@ -142,8 +179,36 @@ fn every_kind_prints_its_options_and_stats_as_tc_does() {
             }
             compared += 1;
         }
+        // filters and their actions: each key, flag and counter line tc prints is in tcmon's
+        // rule line, the target is the same, and each action reads the same
+        let tc_filters = run(&[
+            "tc", "-n", &zoo.ns, "-s", "-d", "filter", "show", "dev", dev, "parent", "1:",
+        ])
+        .unwrap();
+        let our_rules = tcmon_rules(&common::stdout(&o));
+        for (key, rule) in tc_rules(&tc_filters) {
+            let (line, actions) = our_rules.get(&key).unwrap_or_else(|| {
+                panic!("{dev}: tcmon lacks rule {key:?}:\n{}", common::stdout(&o))
+            });
+            if let Some(target) = &rule.target {
+                assert!(
+                    line.contains(&format!("-> {target}")),
+                    "{dev} {key:?}: {line} vs {target}"
+                );
+            }
+            for k in &rule.keys {
+                assert!(
+                    line.contains(k.as_str()),
+                    "{dev} {key:?}: `{k}` not in `{line}`"
+                );
+            }
+            assert_eq!(actions, &rule.actions, "{dev} {key:?}: actions");
+            rules += 1;
+        }
     }
     assert!(compared >= 25, "compared {compared} objects");
+    // flower, matchall, fw and basic on prio; matchall on drr and qfq
+    assert_eq!(rules, 6, "compared {rules} filter rules");
 }
 
 /// `tcmon sink` on node1 of `lab`, killed on drop.
@@ -274,9 +339,11 @@ fn the_fq_codel_leaf_check_offers_cures_the_default_fifo() {
         .find(|f| f["code"] == "queue-too-deep")
         .unwrap_or_else(|| panic!("{report:#}"));
     let predicted = deep["evidence"]["predicted_delay_ms"].as_f64().unwrap();
+    // the prediction is the FIFO full ("up to"): the median under Reno's sawtooth is below
+    // it, and not far below
     assert!(
-        predicted > bloated / 2.0 && predicted < bloated * 2.0,
-        "check predicted {predicted} ms, probe measured {bloated} ms"
+        bloated <= predicted * 1.1 && bloated >= predicted / 4.0,
+        "check predicted up to {predicted} ms, probe measured {bloated} ms"
     );
     // this kernel has fq_codel: check offers it, as a command that runs in the namespace
     let alt = deep["evidence"]["alternative_fix"]

@@ -59,3 +59,113 @@ fn parse(text: &str, options_from: impl Fn(&[&str]) -> usize) -> Objects {
     }
     out
 }
+
+/// One filter rule as `tc -s -d filter show` prints it.
+#[derive(Debug, Default)]
+pub struct TcRule {
+    /// `classid`/`flowid` of the header line.
+    pub target: Option<String>,
+    /// The lines under the header before its actions (keys, flags, hit counters), each with
+    /// its whitespace collapsed.
+    pub keys: Vec<String>,
+    /// Each action's first line without `action order N:`, collapsed; `gact action pass` reads
+    /// `gact pass` and police's `linklayer ethernet` (tc -d's default) is left out, as tcmon
+    /// prints them.
+    pub actions: Vec<String>,
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Rules of `tc -s -d filter show dev D parent P`, by (pref, handle).
+pub fn tc_rules(text: &str) -> BTreeMap<(u32, String), TcRule> {
+    let mut out = BTreeMap::new();
+    let mut current: Option<(u32, String)> = None;
+    for line in text.lines() {
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        if tokens.first() == Some(&"filter") {
+            let pref = tokens
+                .iter()
+                .position(|t| *t == "pref")
+                .and_then(|i| tokens.get(i + 1)?.parse().ok());
+            let handle = tokens.iter().position(|t| *t == "handle");
+            current = match (pref, handle) {
+                (Some(pref), Some(i)) => {
+                    let key = (pref, tokens.get(i + 1).unwrap_or(&"").to_string());
+                    let target = tokens
+                        .iter()
+                        .position(|t| *t == "classid" || *t == "flowid")
+                        .and_then(|j| tokens.get(j + 1))
+                        .map(|t| (*t).to_owned());
+                    out.insert(
+                        key.clone(),
+                        TcRule {
+                            target,
+                            ..TcRule::default()
+                        },
+                    );
+                    Some(key)
+                }
+                _ => None,
+            };
+            continue;
+        }
+        let Some(rule) = current.as_ref().and_then(|k| out.get_mut(k)) else {
+            continue;
+        };
+        if line.starts_with("\taction order") {
+            let first = line.split_once(':').map_or("", |(_, rest)| rest);
+            let mut a = collapse(first);
+            if let Some(rest) = a.strip_prefix("gact action ") {
+                a = format!("gact {rest}");
+            }
+            if let Some(rest) = a.strip_suffix(" linklayer ethernet") {
+                a = rest.to_owned();
+            }
+            rule.actions.push(a);
+        } else if line.starts_with("  ") && !line.starts_with('\t') && !tokens.is_empty() {
+            rule.keys.push(collapse(line));
+        }
+    }
+    out
+}
+
+/// Rules of `tcmon dump` text for one interface, by (prio, handle): the rule line (collapsed)
+/// and its action lines without the leading `action`.
+pub fn tcmon_rules(text: &str) -> BTreeMap<(u32, String), (String, Vec<String>)> {
+    let mut out = BTreeMap::new();
+    let mut in_filters = false;
+    let mut prio: Option<u32> = None;
+    let mut current: Option<(u32, String)> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if t == "filters" {
+            in_filters = true;
+            continue;
+        }
+        if !in_filters || !line.starts_with(' ') {
+            in_filters = false;
+            continue;
+        }
+        let tokens: Vec<&str> = t.split_whitespace().collect();
+        if tokens.first() == Some(&"parent") {
+            prio = tokens
+                .iter()
+                .position(|x| *x == "prio")
+                .and_then(|i| tokens.get(i + 1)?.parse().ok());
+        } else if let Some(action) = t.strip_prefix("action ") {
+            if let Some(entry) = current.as_ref().and_then(|k| out.get_mut(k)) {
+                let entry: &mut (String, Vec<String>) = entry;
+                entry.1.push(collapse(action));
+            }
+        } else if let (Some(p), Some(handle)) = (prio, tokens.first()) {
+            if handle.starts_with("0x") {
+                let key = (p, (*handle).to_owned());
+                out.insert(key.clone(), (collapse(t), Vec::new()));
+                current = Some(key);
+            }
+        }
+    }
+    out
+}

@@ -8,6 +8,10 @@ ns=$1
 peer=$ns-peer
 ip netns add "$ns"
 ip netns add "$peer"
+# no IPv6: its router solicitations and DAD would send packets of their own between two reads
+for n in "$ns" "$peer"; do
+  ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+done
 n=0
 dev() { # dev NAME: a veth NAME in $ns, its peer in $peer, 10.N.0.1 <-> 10.N.0.2
   n=$((n + 1))

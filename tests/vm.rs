@@ -122,7 +122,7 @@ fn newest_test_binary(exe: &std::path::Path, name: &str) -> String {
 }
 
 /// The tests below, all run inside the VM by `vm_suite`.
-const VM_TESTS: usize = 3;
+const VM_TESTS: usize = 4;
 
 fn tcmon(args: &[&str]) -> std::process::Output {
     common::tcmon(args)
@@ -432,4 +432,89 @@ fn cake_as_the_shaper_keeps_the_delay_down() {
     let root = &dump["interfaces"][0]["qdiscs"][0];
     assert_eq!(root["kind"], "cake", "{dump}");
     assert_eq!(root["cake"]["base_rate_bytes_per_sec"], 250_000, "{root}");
+}
+
+/// Ingress shaping as sqm-scripts does it: traffic arriving on the router's r2 (from node2) is
+/// redirected to an IFB, where an HTB class of 2 Mbit with a 1000-packet FIFO shapes it. The
+/// same bufferbloat as on egress; check finds it on the IFB (and says whose download it
+/// shapes), and the fq_codel leaf it offers cures it.
+#[test]
+#[ignore = "inside the VM: run by vm_suite (tests/vm/run)"]
+fn the_fq_codel_leaf_cures_an_ifb_ingress_shaper() {
+    require_vm("the_fq_codel_leaf_cures_an_ifb_ingress_shaper");
+    let lab = wan_lab("ifb", "short-fifo");
+    // egress toward node1 unshaped: the IFB is the only bottleneck
+    lab.router
+        .tc(&["qdisc", "del", "dev", Lab::SHAPED, "root"])
+        .unwrap();
+    let r = &lab.router;
+    r.ip(&["link", "add", "ifb0", "type", "ifb"]).unwrap();
+    r.ip(&["link", "set", "ifb0", "up"]).unwrap();
+    for cmd in [
+        "qdisc add dev r2 handle ffff: ingress",
+        "filter add dev r2 parent ffff: protocol all prio 1 matchall action mirred egress redirect dev ifb0",
+        "qdisc add dev ifb0 root handle 1: htb default 10",
+        "class add dev ifb0 parent 1: classid 1:10 htb rate 2mbit ceil 2mbit",
+        // an IFB's own txqueuelen is 32, so its default FIFO holds 0.2 s at 2 Mbit; scripts
+        // often give the class a deep FIFO of its own
+        "qdisc add dev ifb0 parent 1:10 handle 10: pfifo limit 1000",
+    ] {
+        let args: Vec<&str> = cmd.split_whitespace().collect();
+        r.tc(&args).unwrap();
+    }
+    // UDP this time: 10 Mbit of 1200-byte datagrams into the 2 Mbit class, and UDP echo
+    // probes from node2 behind them (4 Reno streams through the IFB kept only ~50 ms queued
+    // here: their senders held data back with room in the window, a behaviour not understood
+    // yet, so this measures the queue with a load that does not back off)
+    let echo_at: std::net::SocketAddr = format!("{}:7", Lab::NODE1).parse().unwrap();
+    let _echo = tcmon_lab::UdpEcho::start(&lab.node1.name, echo_at).unwrap();
+    let rtt = |lab: &Lab| {
+        let mut v = tcmon_lab::udp_rtts(
+            &lab.node2.name,
+            echo_at,
+            30,
+            Duration::from_millis(70),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(!v.is_empty(), "no probe came back");
+        v.sort();
+        v[v.len() / 2].as_secs_f64() * 1000.0
+    };
+    let idle = rtt(&lab);
+    let flood: std::net::SocketAddr = format!("{}:9", Lab::NODE1).parse().unwrap();
+    let load = tcmon_lab::UdpLoad::start(&lab.node2.name, flood, 1200, 1_250_000).unwrap();
+    std::thread::sleep(Duration::from_secs(7));
+    let bloated = rtt(&lab);
+    drop(load);
+    assert!(bloated > 1000.0, "loaded rtt {bloated} ms");
+
+    let o = tcmon(&["check", "--json", "--netns", &r.name]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let deep = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "queue-too-deep" && f["interface"] == "ifb0")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    let predicted = deep["evidence"]["predicted_delay_ms"].as_f64().unwrap();
+    assert!(
+        bloated <= predicted * 1.1 && bloated >= predicted / 4.0,
+        "check predicted up to {predicted} ms, probe measured {bloated} ms"
+    );
+    let alt = deep["evidence"]["alternative_fix"].as_str().unwrap();
+    assert!(alt.contains("dev ifb0") && alt.contains(&r.name), "{alt}");
+    run(&["sh", "-c", alt]).unwrap();
+    // the old FIFO's seconds drain
+    std::thread::sleep(Duration::from_secs(7));
+    let load = tcmon_lab::UdpLoad::start(&lab.node2.name, flood, 1200, 1_250_000).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let cured = rtt(&lab);
+    drop(load);
+    eprintln!(
+        "FIGURES ifb: idle {idle:.1} ms; 10 Mbit of UDP into the IFB's 2 Mbit class: probes \
+         {bloated:.0} ms through its 1000-packet FIFO, check predicted up to {predicted:.0} ms; \
+         with `{alt}`: {cured:.1} ms"
+    );
+    assert!(cured < BASE_RTT_MS + 60.0, "rtt after the fix {cured} ms");
 }

@@ -211,10 +211,12 @@ pub const RULES: &[Rule] = &[
         why: "When the class is busy the FIFO fills, and every packet, including pings, DNS and \
              TCP ACKs, waits behind all of it. A 2 Mbit class with the default FIFO of 1000 \
              packets gives pings of 6 seconds. Measured (tests/vm.rs, Debian's 6.1 kernel in \
-             the test VM, 20 ms base RTT, four Reno streams through a 2 Mbit HTB class): 3,039 \
-             ms under load with the default FIFO (grade F); 25.2 ms (+2.0 ms, grade A+) with \
-             the fq_codel leaf offered as alternative_fix; 22.8 ms (+1.5 ms) with cake \
-             bandwidth 2mbit as the shaper.",
+             the test VM, 20 ms base RTT, four Reno streams through a 2 Mbit HTB class): \
+             2.99-3.11 s under load with the default FIFO (grade F); 23.7-25.2 ms (+1.5-3.6 \
+             ms, grade A+) with the fq_codel leaf offered as alternative_fix; 22.8-24.0 ms \
+             with cake bandwidth 2mbit as the shaper. Through an IFB ingress shaper with a \
+             1000-packet FIFO under 10 Mbit of UDP: 4.98 s, and 22.9 ms with the fq_codel \
+             leaf.",
         numbers: "capacity = limit x (MTU + 14) bytes for packet FIFOs, limit bytes for bfifo; \
              predicted delay = capacity / class ceil. Warning at queue_delay_warning_ms \
              (100 ms), critical at queue_delay_critical_ms (1 s). The fix sizes the queue for \

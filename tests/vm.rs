@@ -13,7 +13,9 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::tc_lines::{tc_objects, tc_rules, tcmon_objects, tcmon_rules};
+use common::tc_lines::{
+    tc_cake_tins, tc_objects, tc_rules, tcmon_cake_tins, tcmon_objects, tcmon_rules,
+};
 use serde_json::Value;
 use tcmon_lab::{run, skip_unless_root, Lab, Netns, Scenario};
 
@@ -168,12 +170,18 @@ fn every_kind_prints_its_options_and_stats_as_tc_does() {
         let ours = tcmon_objects(&common::stdout(&o));
         let theirs = tc_objects(&tc_text);
         assert!(!theirs.is_empty(), "{dev}: tc printed nothing:\n{tc_text}");
+        if *dev == "cake" {
+            let tc_tins = tc_cake_tins(&tc_text);
+            // diffserv4: 4 tins, 20 statistics each
+            assert_eq!(tc_tins.len(), 4 * 20, "{tc_tins:?}\n{tc_text}");
+            assert_eq!(tcmon_cake_tins(&common::stdout(&o)), tc_tins, "cake's tins");
+        }
         for (key, (options, xstats)) in &theirs {
             let (our_options, our_xstats) = ours
                 .get(key)
                 .unwrap_or_else(|| panic!("{dev}: tcmon lacks {key}:\n{}", common::stdout(&o)));
             assert_eq!(our_options, options, "{dev} {key}: options");
-            // cake's per-tin table is printed by tin, not by row
+            // cake's per-tin table is printed by tin, not by row: compared cell by cell below
             if !key.starts_with("qdisc cake") {
                 assert_eq!(our_xstats, xstats, "{dev} {key}: extended stats");
             }

@@ -169,3 +169,67 @@ pub fn tcmon_rules(text: &str) -> BTreeMap<(u32, String), (String, Vec<String>)>
     }
     out
 }
+
+/// cake's per-tin statistics as `tc -s qdisc show` prints them (a table: one column per tin,
+/// one row per statistic), as (tin, statistic, value) triples in table order.
+pub fn tc_cake_tins(text: &str) -> Vec<(String, String, String)> {
+    let split = |l: &str| -> Vec<String> {
+        l.split("  ")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut tins: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let cells = split(line);
+        if tins.is_empty() {
+            // the header: tin names only, indented by many spaces
+            if line.starts_with("                  ") && !cells.is_empty() {
+                tins = cells;
+            }
+            continue;
+        }
+        if cells.len() != tins.len() + 1 {
+            break;
+        }
+        for (tin, value) in tins.iter().zip(&cells[1..]) {
+            out.push((tin.clone(), cells[0].clone(), value.clone()));
+        }
+    }
+    out
+}
+
+/// The same triples from `tcmon dump`'s tin lines (`Best Effort: thresh 10Mbit target ...`).
+pub fn tcmon_cake_tins(text: &str) -> Vec<(String, String, String)> {
+    let mut by_tin: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for line in text.lines() {
+        let Some((tin, rest)) = line.trim().split_once(": ") else {
+            continue;
+        };
+        if !rest.starts_with("thresh ") {
+            continue;
+        }
+        let tokens: Vec<&str> = rest.split_whitespace().collect();
+        let pairs = tokens
+            .chunks(2)
+            .filter(|c| c.len() == 2)
+            .map(|c| (c[0].to_owned(), c[1].to_owned()))
+            .collect();
+        by_tin.push((tin.to_owned(), pairs));
+    }
+    // in tc's order: statistic by statistic, tin by tin
+    let mut out = Vec::new();
+    if let Some((_, first)) = by_tin.first() {
+        for (i, (stat, _)) in first.iter().enumerate() {
+            for (tin, pairs) in &by_tin {
+                if let Some((s, v)) = pairs.get(i) {
+                    debug_assert_eq!(s, stat);
+                    out.push((tin.clone(), s.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    out
+}

@@ -20,6 +20,12 @@ dev() { # dev NAME: a veth NAME in $ns, its peer in $peer, 10.N.0.1 <-> 10.N.0.2
   ip -n "$peer" addr add "10.$n.0.2/24" dev "p$n"
   ip -n "$ns" link set "$1" up
   ip -n "$peer" link set "p$n" up
+  # permanent neighbours: no ARP probe leaves seconds later, between two reads of counters
+  local mac_a mac_b
+  mac_a=$(ip -n "$ns" -o link show "$1" | grep -o 'link/ether [^ ]*' | cut -d' ' -f2)
+  mac_b=$(ip -n "$peer" -o link show "p$n" | grep -o 'link/ether [^ ]*' | cut -d' ' -f2)
+  ip -n "$ns" neigh replace "10.$n.0.2" lladdr "$mac_b" dev "$1" nud permanent
+  ip -n "$peer" neigh replace "10.$n.0.1" lladdr "$mac_a" dev "p$n" nud permanent
 }
 t() { tc -n "$ns" "$@"; }
 

@@ -114,13 +114,15 @@ fn newest_test_binary(exe: &std::path::Path, name: &str) -> String {
                 && e.metadata().is_ok_and(|m| m.is_file())
         })
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
-        .map(|e| e.path().display().to_string())
-        .unwrap_or_else(|| {
-            panic!(
-                "no test binary {name} beside {}: cargo test builds it",
-                exe.display()
-            )
-        })
+        .map_or_else(
+            || {
+                panic!(
+                    "no test binary {name} beside {}: cargo test builds it",
+                    exe.display()
+                )
+            },
+            |e| e.path().display().to_string(),
+        )
 }
 
 /// The tests below, all run inside the VM by `vm_suite`.

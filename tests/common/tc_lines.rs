@@ -120,8 +120,8 @@ pub fn tc_rules(text: &str) -> BTreeMap<(u32, String), TcRule> {
             if let Some(rest) = a.strip_prefix("gact action ") {
                 a = format!("gact {rest}");
             }
-            if let Some(rest) = a.strip_suffix(" linklayer ethernet") {
-                a = rest.to_owned();
+            if let Some(len) = a.strip_suffix(" linklayer ethernet").map(str::len) {
+                a.truncate(len);
             }
             rule.actions.push(a);
         } else if line.starts_with("  ") && !line.starts_with('\t') && !tokens.is_empty() {

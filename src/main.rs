@@ -4,6 +4,7 @@
 mod check;
 mod classify;
 mod config;
+mod docs;
 mod dump;
 mod lab;
 mod probe;
@@ -111,6 +112,18 @@ enum Command {
     Lab {
         #[command(subcommand)]
         action: LabAction,
+    },
+    /// Print shell completions: `tcmon completions bash > /etc/bash_completion.d/tcmon` (the
+    /// Debian package installs them for bash, zsh and fish).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (tcmon.1 and one per command) into a directory.
+    #[command(hide = true)]
+    Man {
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
     },
 }
 
@@ -380,6 +393,7 @@ fn main() -> ExitCode {
                 | Command::Probe(_)
                 | Command::Classify(_)
                 | Command::Lab { .. }
+                | Command::Completions { .. }
         )
     ) {
         die_with_the_reader();
@@ -396,6 +410,8 @@ fn main() -> ExitCode {
             serve::run(&args)
         }
         Some(Command::Lab { action }) => lab::run(&action),
+        Some(Command::Completions { shell }) => docs::completions(shell),
+        Some(Command::Man { out }) => docs::man_pages(&out),
     };
     match result {
         Ok(code) => code,

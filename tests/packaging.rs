@@ -87,7 +87,12 @@ fn the_systemd_unit_runs_unprivileged_and_the_deb_ships_it() {
     );
     for asset in deb["assets"].as_array().unwrap() {
         let src = asset[0].as_str().unwrap();
-        if !src.starts_with("target/") {
+        if let Some(dir) = src.strip_suffix("/*.1") {
+            let pages = std::fs::read_dir(std::path::Path::new(ROOT).join(dir))
+                .map(|d| d.filter_map(Result::ok).count())
+                .unwrap_or(0);
+            assert!(pages > 0, "deb asset {src}: no pages");
+        } else if !src.starts_with("target/") {
             assert!(
                 std::path::Path::new(ROOT).join(src).exists(),
                 "deb asset {src} missing"
@@ -178,6 +183,12 @@ fn the_debian_package_has_its_files_scripts_and_a_binary_that_runs() {
         "./usr/share/doc/tcmon/README.md",
         "./usr/share/doc/tcmon/examples/prometheus/tcmon-rules.yml",
         "./usr/share/doc/tcmon/examples/grafana/tcmon-dashboard.json",
+        "./usr/share/man/man1/tcmon.1",
+        "./usr/share/man/man1/tcmon-check.1",
+        "./usr/share/man/man1/tcmon-lab-up.1",
+        "./usr/share/bash-completion/completions/tcmon",
+        "./usr/share/zsh/vendor-completions/_tcmon",
+        "./usr/share/fish/vendor_completions.d/tcmon.fish",
     ] {
         assert!(files.contains(f), "{f} not in the package:\n{files}");
     }
@@ -197,5 +208,87 @@ fn the_debian_package_has_its_files_scripts_and_a_binary_that_runs() {
         .output()
         .unwrap();
     assert!(v.status.success() && String::from_utf8_lossy(&v.stdout).starts_with("tcmon "));
+    // `man tcmon check` finds and renders the installed page
+    let page = Command::new("man")
+        .arg("-M")
+        .arg(root.join("usr/share/man"))
+        .args(["tcmon", "check"])
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "80")
+        .output()
+        .expect("man (Debian package man-db)");
+    let text = String::from_utf8_lossy(&page.stdout);
+    assert!(page.status.success(), "man: {page:?}");
+    assert!(
+        text.contains("tcmon check") && text.contains("--fix-script"),
+        "{text}"
+    );
+    // the installed bash completion completes the commands
+    let completion = root.join("usr/share/bash-completion/completions/tcmon");
+    let words = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {}; COMP_WORDS=(tcmon ch); COMP_CWORD=1; _tcmon tcmon ch tcmon; echo ${{COMPREPLY[@]}}",
+            completion.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&words.stdout).trim(),
+        "check",
+        "{words:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The man pages and completions under packaging/ are what the CLI generates now
+/// (packaging/generate rewrites them).
+#[test]
+fn packaged_man_pages_and_completions_are_current() {
+    use std::process::Command;
+    let tcmon = env!("CARGO_BIN_EXE_tcmon");
+    let dir = std::env::temp_dir().join(format!("tcmon-man-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = Command::new(tcmon)
+        .arg("man")
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let mut generated: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    generated.sort();
+    let mut packaged: Vec<String> = std::fs::read_dir(format!("{ROOT}/packaging/man"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    packaged.sort();
+    assert_eq!(generated, packaged, "run packaging/generate");
+    for page in &generated {
+        assert_eq!(
+            std::fs::read(dir.join(page)).unwrap(),
+            std::fs::read(format!("{ROOT}/packaging/man/{page}")).unwrap(),
+            "{page} is stale: run packaging/generate"
+        );
+    }
+    for (shell, file) in [
+        ("bash", "tcmon.bash"),
+        ("zsh", "_tcmon"),
+        ("fish", "tcmon.fish"),
+    ] {
+        let o = Command::new(tcmon)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        assert_eq!(
+            o.stdout,
+            std::fs::read(format!("{ROOT}/packaging/completions/{file}")).unwrap(),
+            "{file} is stale: run packaging/generate"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,10 +10,10 @@ use clap::CommandFactory;
 
 use crate::Cli;
 
-pub(crate) fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
+pub(crate) fn completions(shell: clap_complete::Shell) -> ExitCode {
     let mut cmd = Cli::command();
     clap_complete::generate(shell, &mut cmd, "tcmon", &mut std::io::stdout());
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// `tcmon.1` and one page per command (`tcmon-dump.1`, `tcmon-lab-up.1`, ...), as `man tcmon

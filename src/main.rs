@@ -410,7 +410,7 @@ fn main() -> ExitCode {
             serve::run(&args)
         }
         Some(Command::Lab { action }) => lab::run(&action),
-        Some(Command::Completions { shell }) => docs::completions(shell),
+        Some(Command::Completions { shell }) => Ok(docs::completions(shell)),
         Some(Command::Man { out }) => docs::man_pages(&out),
     };
     match result {

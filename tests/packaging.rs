@@ -89,8 +89,7 @@ fn the_systemd_unit_runs_unprivileged_and_the_deb_ships_it() {
         let src = asset[0].as_str().unwrap();
         if let Some(dir) = src.strip_suffix("/*.1") {
             let pages = std::fs::read_dir(std::path::Path::new(ROOT).join(dir))
-                .map(|d| d.filter_map(Result::ok).count())
-                .unwrap_or(0);
+                .map_or(0, |d| d.filter_map(Result::ok).count());
             assert!(pages > 0, "deb asset {src}: no pages");
         } else if !src.starts_with("target/") {
             assert!(

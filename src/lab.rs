@@ -37,6 +37,15 @@ pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
             // A new lab replaces the old one.
             remove_lab(PREFIX)?;
             let lab = Lab::create_named(PREFIX)?;
+            if s.bulk_rules() > 0 {
+                // tens of seconds of silence otherwise
+                eprintln!(
+                    "lab up {}: adding {} filter rules with tc -batch (the kernel takes tens of \
+                     seconds)...",
+                    s.name,
+                    s.bulk_rules()
+                );
+            }
             if let Err(e) = lab.apply(s) {
                 drop(lab); // deletes the half-built namespaces
                 if e.to_string().contains("kind is unknown") {

@@ -39,7 +39,9 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "short-fifo",
-        description: "the same 2 Mbit class with a 10-packet pfifo: delay bounded at ~60 ms",
+        description: "the same 2 Mbit class with a 10-packet pfifo: the delay is bounded (60 ms \
+                      for 10 MTU-sized packets at 2 Mbit; a local sender's 64 KB GSO packets \
+                      hold more)",
         commands: &[
             "qdisc add dev r1 root handle 1: htb default 10",
             "class add dev r1 parent 1: classid 1:1 htb rate 2mbit ceil 2mbit",
@@ -124,6 +126,11 @@ pub const SCENARIOS: &[Scenario] = &[
 impl Scenario {
     pub fn find(name: &str) -> Option<&'static Scenario> {
         SCENARIOS.iter().find(|s| s.name == name)
+    }
+
+    /// Filter rules added in bulk (`tc -batch`), which take the kernel tens of seconds.
+    pub fn bulk_rules(&self) -> usize {
+        self.bulk_filters.map_or(0, |(n, _)| n)
     }
 }
 

@@ -46,8 +46,16 @@ const KINDS: [&str; 10] = [
 ];
 
 /// Sequences nested deeper than this are reported, not followed (the kernel allows only
-/// forward references, so a tree cannot loop, but it can be deep).
-const MAX_DEPTH: usize = 16;
+/// forward references, so a tree cannot loop, but it can be deep). The kernel's own bound is
+/// `CONFIG_NET_EMATCH_STACK`, 32 by default.
+const MAX_DEPTH: usize = 32;
+
+/// Ematches visited in one walk, containers included, beyond which the tree is reported and
+/// kept raw. Depth alone does not bound the work: the kernel (`tcf_em_validate`) only asks that
+/// a container refer forward, so several containers may stand for the same later sequence and
+/// a walk that follows each would visit 3^16 leaves for 3 containers a level over 16 levels.
+/// A tree without shared sequences visits each of its ematches at most once.
+const MAX_VISITS: usize = 256;
 
 /// The tree as one line of tc's text (`cmp(u16 at 2 layer 2 eq 53)`,
 /// `NOT cmp(u8 at 9 layer 1 eq 6) AND (cmp(...) OR cmp(...))`), and whether every ematch in it
@@ -66,10 +74,13 @@ pub(crate) fn tree(bytes: &[u8], at: &'static str, und: &mut Undecoded) -> Optio
 fn walk(bytes: &[u8], at: &'static str, und: &mut Undecoded) -> Option<(String, bool)> {
     let mut hdr = None;
     let mut list = None;
+    // attributes tcmon does not know, or list entries outside 1..=nmatches: not part of the
+    // text, so the tree is not complete and the caller keeps it raw
+    let mut extra = false;
     for_each_nla(bytes, at, und, |t, v, _| match t {
         TCA_EMATCH_TREE_HDR => hdr = Some(v),
         TCA_EMATCH_TREE_LIST => list = Some(v),
-        _ => {}
+        _ => extra = true,
     });
     let err = |und: &mut Undecoded, what: String| {
         und.decode_errors.push(format!("{at}: {what}"));
@@ -80,7 +91,7 @@ fn walk(bytes: &[u8], at: &'static str, und: &mut Undecoded) -> Option<(String, 
     };
     let n = usize::from(hdr.u16(0));
     if n == 0 {
-        return Some((String::new(), true));
+        return Some((String::new(), !extra && list.is_none_or(<[u8]>::is_empty)));
     }
     let Some(list) = list else {
         return err(und, "no ematch list".into());
@@ -88,17 +99,19 @@ fn walk(bytes: &[u8], at: &'static str, und: &mut Undecoded) -> Option<(String, 
     // tc's parse_rtattr_nested: entry i at attribute type i, the last of a type winning
     let mut entries: Vec<Option<&[u8]>> = vec![None; n + 1];
     for_each_nla(list, at, und, |t, v, _| {
-        if let Some(e) = entries.get_mut(usize::from(t)) {
-            *e = Some(v);
+        match entries.get_mut(usize::from(t)).filter(|_| t != 0) {
+            Some(e) => *e = Some(v),
+            None => extra = true,
         }
     });
     let mut out = Walk {
         entries: &entries,
         text: String::new(),
         complete: true,
+        visits: 0,
     };
     match out.seq(1, 0) {
-        Ok(()) => Some((out.text, out.complete)),
+        Ok(()) => Some((out.text, out.complete && !extra)),
         Err(e) => err(und, e),
     }
 }
@@ -107,6 +120,8 @@ struct Walk<'a> {
     entries: &'a [Option<&'a [u8]>],
     text: String,
     complete: bool,
+    /// Ematches visited so far, bounded by [`MAX_VISITS`].
+    visits: usize,
 }
 
 impl Walk<'_> {
@@ -116,6 +131,12 @@ impl Walk<'_> {
             return Err(format!("ematches nested deeper than {MAX_DEPTH}"));
         }
         loop {
+            self.visits += 1;
+            if self.visits > MAX_VISITS {
+                return Err(format!(
+                    "more than {MAX_VISITS} ematches to walk (containers sharing sequences)"
+                ));
+            }
             let e = self
                 .entries
                 .get(i)
@@ -356,16 +377,100 @@ mod tests {
         assert!(und.is_empty());
     }
 
-    #[test]
-    fn deep_nesting_stops() {
-        // each entry a container for the next sequence
-        let mut ems: Vec<Vec<u8>> = (1..40u32)
+    /// `levels` containers each standing for the next sequence, then a cmp.
+    fn chain(levels: u32) -> Vec<u8> {
+        let mut ems: Vec<Vec<u8>> = (1..=levels)
             .map(|i| em(TCF_EM_CONTAINER, 0, &u32s(&[i])))
             .collect();
         ems.push(em(TCF_EM_CMP, 0, &em_cmp(1, 0, 0, 1, 0, 0, 0)));
+        tree_of(&ems)
+    }
+
+    #[test]
+    fn deep_nesting_stops_past_the_kernels_stack() {
+        // CONFIG_NET_EMATCH_STACK is 32: a cmp 32 sequences down is read
+        let (t, und) = text(&chain(32));
+        assert!(und.is_empty(), "{und:?}");
+        let (t, complete) = t.unwrap();
+        assert!(complete);
+        assert_eq!(
+            t,
+            format!(
+                "{}cmp(u8 at 0 layer 0 eq 1){}",
+                "(".repeat(32),
+                ")".repeat(32)
+            )
+        );
+        // one deeper is reported
+        let (t, und) = text(&chain(39));
+        assert_eq!(t, None);
+        assert!(und.decode_errors[0].contains("nested deeper than 32"));
+    }
+
+    #[test]
+    fn shared_sequences_bound_the_work() {
+        // 12 levels of 3 containers joined by AND, all three standing for the next level's
+        // sequence (the kernel accepts it: each refers forward), then one cmp: followed naively
+        // that is 3^12 = 531,441 cmps and 16 MB of text
+        const LEVELS: u32 = 12;
+        let mut ems = Vec::new();
+        for level in 0..LEVELS {
+            let next = 3 * (level + 1); // index of the next level's first ematch
+            ems.push(em(TCF_EM_CONTAINER, TCF_EM_REL_AND, &u32s(&[next])));
+            ems.push(em(TCF_EM_CONTAINER, TCF_EM_REL_AND, &u32s(&[next])));
+            ems.push(em(TCF_EM_CONTAINER, 0, &u32s(&[next])));
+        }
+        ems.push(em(TCF_EM_CMP, 0, &em_cmp(1, 0, 0, 1, 0, 0, 0)));
         let (t, und) = text(&tree_of(&ems));
         assert_eq!(t, None);
-        assert!(und.decode_errors[0].contains("nested deeper than 16"));
+        assert_eq!(
+            und.decode_errors,
+            [format!(
+                "{AT}: more than {MAX_VISITS} ematches to walk (containers sharing sequences)"
+            )]
+        );
+        // a little sharing is read: two containers for the same cmp
+        let t = tree_of(&[
+            em(TCF_EM_CONTAINER, TCF_EM_REL_OR, &u32s(&[2])),
+            em(TCF_EM_CONTAINER, 0, &u32s(&[2])),
+            em(TCF_EM_CMP, 0, &em_cmp(1, 0, 0, 1, 0, 0, 0)),
+        ]);
+        assert_eq!(
+            text(&t).0,
+            Some((
+                "(cmp(u8 at 0 layer 0 eq 1)) OR (cmp(u8 at 0 layer 0 eq 1))".into(),
+                true
+            ))
+        );
+    }
+
+    #[test]
+    fn attributes_outside_the_tree_make_it_incomplete() {
+        let one = em(TCF_EM_CMP, 0, &em_cmp(1, 0, 0, 1, 0, 0, 0));
+        let decoded = || Some(("cmp(u8 at 0 layer 0 eq 1)".to_owned(), false));
+        // an unknown tree attribute
+        let t = [tree_of(&[one.clone()]), nla(3, &[1, 2, 3, 4])].concat();
+        let (t, und) = text(&t);
+        assert!(und.is_empty(), "{und:?}");
+        assert_eq!(t, decoded());
+        // list entries of type 0 and above nmatches
+        for ty in [0u16, 2] {
+            let mut hdr = 1u16.to_ne_bytes().to_vec();
+            hdr.extend_from_slice(&[0, 0]);
+            let t = [
+                nla(TCA_EMATCH_TREE_HDR, &hdr),
+                nest(TCA_EMATCH_TREE_LIST, &[nla(1, &one), nla(ty, &one)]),
+            ]
+            .concat();
+            assert_eq!(text(&t).0, decoded(), "entry of type {ty}");
+        }
+        // no matches but a list with entries
+        let t = [
+            nla(TCA_EMATCH_TREE_HDR, &[0, 0, 0, 0]),
+            nest(TCA_EMATCH_TREE_LIST, &[nla(1, &one)]),
+        ]
+        .concat();
+        assert_eq!(text(&t).0, Some((String::new(), false)));
     }
 
     proptest! {

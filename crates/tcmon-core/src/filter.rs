@@ -143,7 +143,11 @@ impl HwFlags {
     pub const SKIP_SW: u32 = 2;
     pub const IN_HW: u32 = 4;
     pub const NOT_IN_HW: u32 = 8;
+    /// The bits [`HwFlags`] holds; any other (`TCA_CLS_FLAGS_VERBOSE`, 16, and later ones) is
+    /// not, and the decoder keeps the attribute raw when one is set.
+    pub const KNOWN: u32 = Self::SKIP_HW | Self::SKIP_SW | Self::IN_HW | Self::NOT_IN_HW;
 
+    /// The known bits of `bits`; the others are dropped (see [`HwFlags::KNOWN`]).
     pub fn from_bits(bits: u32) -> HwFlags {
         HwFlags {
             skip_hw: bits & Self::SKIP_HW != 0,

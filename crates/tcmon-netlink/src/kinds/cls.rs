@@ -11,9 +11,14 @@ use tcmon_core::units::{Handle, TickLen};
 use super::{act, ematch};
 use crate::decode::{for_each_nla, keep, nla_str, nla_u32, short, Fixed};
 
-/// A `TCA_*_FLAGS` attribute of `TCA_CLS_FLAGS_*` (skip_hw, skip_sw, in_hw, not_in_hw).
+/// A `TCA_*_FLAGS` attribute of `TCA_CLS_FLAGS_*` (skip_hw, skip_sw, in_hw, not_in_hw). With
+/// any other bit set (`verbose`, or one newer than tcmon) the attribute is also kept raw.
 fn gen_flags(v: &[u8], at: &'static str, t: u16, und: &mut Undecoded) -> Option<HwFlags> {
-    nla_u32(v, at, t, "flags", und).map(HwFlags::from_bits)
+    let bits = nla_u32(v, at, t, "flags", und)?;
+    if bits & !HwFlags::KNOWN != 0 {
+        keep(und, at, t, v);
+    }
+    Some(HwFlags::from_bits(bits))
 }
 
 fn classid(v: &[u8], at: &'static str, t: u16, und: &mut Undecoded) -> Option<Handle> {
@@ -374,8 +379,9 @@ pub(crate) fn flower(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undec
             keep(und, AT, t as u16, m);
         }
     }
-    if let Some(h) = &mut f.hw_flags {
-        h.in_hw_count = in_hw_count;
+    // the kernel sends the count always, the flags only when not zero
+    if let Some(n) = in_hw_count {
+        f.hw_flags.get_or_insert_with(HwFlags::default).in_hw_count = Some(n);
     }
     f.flower = Some(fl);
 }
@@ -653,6 +659,41 @@ mod tests {
     }
 
     #[test]
+    fn flower_in_hw_count_without_flags_is_kept() {
+        // fl_dump sends TCA_FLOWER_IN_HW_COUNT always and TCA_FLOWER_FLAGS only when not 0
+        let f = filter_msg(
+            "flower",
+            Some(&[
+                nla(TCA_FLOWER_KEY_ETH_TYPE, &0x0800u16.to_be_bytes()),
+                nla(TCA_FLOWER_IN_HW_COUNT, &u32s(&[2])),
+            ]),
+        );
+        assert!(f.undecoded.is_empty(), "{:?}", f.undecoded);
+        let hw = f.hw_flags.unwrap();
+        assert_eq!(
+            hw,
+            HwFlags {
+                in_hw_count: Some(2),
+                ..HwFlags::default()
+            }
+        );
+        // tc prints the count only with in_hw
+        assert_eq!(hw.to_string(), "");
+        // and with the flags after it, the count stays
+        let f = filter_msg(
+            "flower",
+            Some(&[
+                nla(TCA_FLOWER_IN_HW_COUNT, &u32s(&[1])),
+                nla(TCA_FLOWER_FLAGS, &u32s(&[TCA_CLS_FLAGS_SKIP_SW | 4])),
+            ]),
+        );
+        assert_eq!(
+            f.hw_flags.unwrap().to_string(),
+            "skip_sw in_hw in_hw_count 1"
+        );
+    }
+
+    #[test]
     fn flower_ipv6_default_masks_and_odd_masks() {
         // protocol ipv6 flower ip_proto udp dst_ip 2001:db8::/32 src_ip ::1 dst_port 53,
         // masks missing (older kernels, hand-built messages) mean exact matches
@@ -751,6 +792,18 @@ mod tests {
         assert!(plain.undecoded.is_empty());
         assert_eq!(plain.hw_flags.unwrap().to_string(), "not_in_hw");
         assert_eq!(plain.rule_hits, None);
+        // flag bits tcmon does not hold (TCA_CLS_FLAGS_VERBOSE, 16) keep the attribute raw
+        let verbose = filter_msg(
+            "matchall",
+            Some(&[nla(TCA_MATCHALL_FLAGS, &u32s(&[16 | 8]))]),
+        );
+        assert_eq!(verbose.hw_flags.unwrap().to_string(), "not_in_hw");
+        let raw = &verbose.undecoded.raw_attributes;
+        assert_eq!(raw.len(), 1, "{raw:?}");
+        assert_eq!(
+            (raw[0].at, raw[0].kind, raw[0].bytes.clone()),
+            ("options.matchall", TCA_MATCHALL_FLAGS, u32s(&[16 | 8]))
+        );
         // a counter of the wrong size is reported and kept
         let short = filter_msg("matchall", Some(&[nla(TCA_MATCHALL_PCNT, &u32s(&[3]))]));
         assert_eq!(short.rule_hits, None);

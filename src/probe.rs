@@ -37,6 +37,16 @@ pub(crate) fn test(args: &ProbeArgs) -> Result<Report> {
             filters: FilterMode::Off,
         },
     )?;
+    // Said while the test runs: otherwise a target that never answers shows only at the end.
+    let (silent_tx, silent_rx) = std::sync::mpsc::channel::<String>();
+    let teller = std::thread::spawn(move || {
+        for target in silent_rx {
+            eprintln!(
+                "tcmon: no answer from {target} in {} s; still measuring (its probes count as lost)",
+                tcmon_probe::SILENT_AFTER.as_secs()
+            );
+        }
+    });
     let opts = TestOptions {
         targets,
         interval: args.interval,
@@ -48,9 +58,12 @@ pub(crate) fn test(args: &ProbeArgs) -> Result<Report> {
             dscp: args.dscp.clone(),
             congestion: args.cc.clone(),
         }),
+        silent: Some(silent_tx),
         ..TestOptions::default()
     };
     let report = tcmon_probe::run(&opts, move || collector.poll().ok()).context("latency test")?;
+    drop(opts);
+    let _ = teller.join();
     Ok(report)
 }
 

@@ -523,3 +523,58 @@ fn dscp_marks_reach_the_wire_both_ways() {
         "download marked EF by the sink: {down} bytes"
     );
 }
+
+/// A target that never answers is named within seconds, while the test goes on measuring the
+/// others, not only when it ends (with the default 10 s timeout, its first loss would show
+/// after 10 s).
+#[test]
+fn a_silent_target_is_named_while_the_test_runs() {
+    use std::io::BufRead;
+    if skip_unless_root("a_silent_target_is_named_while_the_test_runs") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("pbq").unwrap();
+    let started = Instant::now();
+    let mut child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.router.name,
+            env!("CARGO_BIN_EXE_tcmon"),
+        ])
+        .args([
+            "probe",
+            "10.99.1.99",
+            Lab::NODE1,
+            "--duration",
+            "6s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let said_after = started.elapsed();
+    assert!(
+        line.contains("no answer from icmp:10.99.1.99") && !line.contains(Lab::NODE1),
+        "{line}"
+    );
+    assert!(
+        said_after < Duration::from_secs(4),
+        "said after {said_after:?}"
+    );
+    // and the test went on: the other target's round trips are in the report
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = phase(&r, "observed");
+    assert!(f(&p["targets"][1]["rtt_ms"]["p50"]) < 5.0, "{r}");
+    assert!(started.elapsed() >= Duration::from_secs(6));
+}

@@ -15,7 +15,7 @@ mod verdict;
 pub use continuous::{Continuous, ContinuousOptions, RTT_BUCKETS_SECONDS};
 pub use engine::{Engine, Outcome, ProbeSpec, Reply, UDP_MAGIC};
 pub use load::{Direction, Dscp, Load, CONGESTION};
-pub use rrul::{run, LoadOptions, TestOptions, OBSERVED};
+pub use rrul::{run, LoadOptions, TestOptions, OBSERVED, SILENT_AFTER};
 pub use sink::{Sink, SinkOptions};
 pub use stats::{RttMs, TargetStats};
 pub use status::{ProbeKind, TargetStatus};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tcmon_core::Snapshot;
 
-use crate::engine::{Engine, Outcome, ProbeSpec};
+use crate::engine::{Engine, Outcome, ProbeSpec, Reply};
 use crate::load::{Direction, Dscp, Load};
 use crate::stats::TargetStats;
 use crate::target::Target;
@@ -36,7 +36,14 @@ pub struct TestOptions {
     pub load: Option<LoadOptions>,
     /// How often tc state is sampled.
     pub sample_every: Duration,
+    /// Told the target (as written) of each target that has not answered once within
+    /// [`SILENT_AFTER`] of the start, while the test goes on: a silent target would otherwise
+    /// show only when the test ends.
+    pub silent: Option<std::sync::mpsc::Sender<String>>,
 }
+
+/// How long a target may stay silent before [`TestOptions::silent`] hears of it.
+pub const SILENT_AFTER: Duration = Duration::from_secs(2);
 
 impl Default for TestOptions {
     fn default() -> Self {
@@ -47,6 +54,7 @@ impl Default for TestOptions {
             duration: Duration::from_secs(30),
             load: None,
             sample_every: Duration::from_millis(250),
+            silent: None,
         }
     }
 }
@@ -102,6 +110,9 @@ where
     let mut outcomes = Vec::new();
     let mut phases = Vec::with_capacity(names.len());
     let mut result = Ok(());
+    let mut answered = vec![false; opts.targets.len()];
+    let silent_at = Instant::now() + SILENT_AFTER;
+    let mut silent_told = opts.silent.is_none();
     for name in names {
         let (down, up) = match (&opts.load, name) {
             (Some(l), "download") => (Some(l), None),
@@ -127,8 +138,25 @@ where
         let start = Instant::now();
         let end = start + phase_len;
         while Instant::now() < end {
-            let left = end.saturating_duration_since(Instant::now());
+            let now = Instant::now();
+            let mut left = end.saturating_duration_since(now);
+            if !silent_told {
+                if now >= silent_at {
+                    silent_told = true;
+                    if let Some(tx) = &opts.silent {
+                        for (t, _) in opts.targets.iter().zip(&answered).filter(|(_, a)| !**a) {
+                            let _ = tx.send(t.to_string());
+                        }
+                    }
+                }
+                left = left.min(silent_at.saturating_duration_since(now));
+            }
             if let Ok(o) = engine.outcomes().recv_timeout(left) {
+                if matches!(o.reply, Reply::Rtt { .. }) {
+                    if let Some(a) = answered.get_mut(o.target) {
+                        *a = true;
+                    }
+                }
                 outcomes.push(o);
             }
         }

@@ -456,9 +456,14 @@ pub struct Police {
     pub burst_bytes: u64,
     /// What is done to packets above the rate (`drop`, `continue`, `reclassify`, ...).
     pub exceed: Control,
-    /// Largest packet that can conform, as the kernel holds it: 0 or `u32::MAX` mean no limit
-    /// (tc prints them anyway, `mtu 0b` / `mtu 4096Mb`).
-    pub mtu_bytes: u32,
+    /// Largest packet that can conform; absent when there is no limit (the kernel holds 0 or
+    /// `u32::MAX` then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu_bytes: Option<u32>,
+    /// The mtu as the kernel holds it, which tc prints whatever it is (`mtu 2Kb`, and `mtu 0b`
+    /// or `mtu 4096Mb` for no limit).
+    #[serde(skip)]
+    pub mtu_raw: u32,
     /// A second bucket's rate (`peakrate`), when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peakrate_bytes_per_sec: Option<u64>,
@@ -503,6 +508,14 @@ pub struct Vlan {
     pub priority: Option<u8>,
 }
 
+impl Police {
+    /// [`Police::mtu_bytes`] of the mtu the kernel holds: `None` for 0 and `u32::MAX`, which
+    /// are no limit.
+    pub fn mtu_limit(raw: u32) -> Option<u32> {
+        (raw != 0 && raw != u32::MAX).then_some(raw)
+    }
+}
+
 impl fmt::Display for Action {
     /// As `tc filter show` summarises it: `mirred (Egress Redirect to device ifb0) stolen`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -526,7 +539,7 @@ impl fmt::Display for Action {
                     p.index,
                     tc_rate(p.rate_bytes_per_sec),
                     tc_size(u32::try_from(p.burst_bytes).unwrap_or(u32::MAX)),
-                    tc_size(p.mtu_bytes),
+                    tc_size(p.mtu_raw),
                 )?;
                 if let Some(r) = p.peakrate_bytes_per_sec {
                     write!(f, " peakrate {}", tc_rate(r))?;

@@ -281,7 +281,8 @@ fn police(opts: &[u8], tick: TickLen, und: &mut Undecoded) -> (Control, Option<A
         rate_bytes_per_sec: rate,
         burst_bytes: bytes_at_rate(burst_ns, rate).max(0) as u64,
         exceed: Control(p.i32(4)),
-        mtu_bytes: p.u32(16),
+        mtu_bytes: Police::mtu_limit(p.u32(16)),
+        mtu_raw: p.u32(16),
         peakrate_bytes_per_sec: (peakrate != 0).then_some(peakrate),
         avrate_bytes_per_sec: avrate,
         overhead_bytes: p.u16(POLICE_RATE + RATESPEC_OVERHEAD),
@@ -567,7 +568,7 @@ pub(crate) mod tests {
         assert_eq!(p.rate_bytes_per_sec, 125_000);
         assert_eq!(p.burst_bytes, 10_240);
         assert_eq!(p.exceed, Control::DROP);
-        assert_eq!(p.mtu_bytes, 2048);
+        assert_eq!((p.mtu_bytes, p.mtu_raw), (Some(2048), 2048));
         assert_eq!((p.overhead_bytes, p.linklayer), (0, "ethernet"));
         assert_eq!(p.peakrate_bytes_per_sec, None);
         // tc -s -d adds `linklayer ethernet` after the overhead
@@ -575,6 +576,36 @@ pub(crate) mod tests {
             a.to_string(),
             "police 0x7 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b"
         );
+    }
+
+    #[test]
+    fn police_without_an_mtu_has_no_mtu_bytes() {
+        // police rate 1mbit burst 10k (no mtu): the kernel holds 0, or u32::MAX from an older
+        // tc; JSON has no `mtu_bytes` (no limit), tc's text prints the value it got
+        for (mtu, text) in [(0u32, "mtu 0b"), (u32::MAX, "mtu 4096Mb")] {
+            let mut p = tc_police(2);
+            p[16..20].copy_from_slice(&mtu.to_ne_bytes());
+            let a = one(&entry(1, "police", &[nla(TCA_POLICE_TBF, &p)], None));
+            let Some(ActionDetail::Police(d)) = &a.detail else {
+                panic!("{a:?}")
+            };
+            assert_eq!((d.mtu_bytes, d.mtu_raw), (None, mtu));
+            assert!(a.to_string().contains(text), "{a}");
+            let json = serde_json::to_value(d).unwrap();
+            assert!(json.get("mtu_bytes").is_none(), "{json}");
+            assert!(json.get("mtu_raw").is_none(), "{json}");
+        }
+        // a limit is in JSON
+        let a = one(&entry(
+            1,
+            "police",
+            &[nla(TCA_POLICE_TBF, &tc_police(2))],
+            None,
+        ));
+        let Some(ActionDetail::Police(d)) = &a.detail else {
+            panic!("{a:?}")
+        };
+        assert_eq!(serde_json::to_value(d).unwrap()["mtu_bytes"], 2048);
     }
 
     #[test]
@@ -633,7 +664,7 @@ pub(crate) mod tests {
         );
         assert_eq!(
             (d.mtu_bytes, d.overhead_bytes, d.linklayer),
-            (1500, 10, "atm")
+            (Some(1500), 10, "atm")
         );
         assert_eq!(
             a.to_string(),

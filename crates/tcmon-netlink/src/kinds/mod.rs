@@ -29,6 +29,9 @@ use crate::decode::keep;
 const TCA_OPTIONS: u16 = 2;
 const TCA_XSTATS: u16 = 4;
 
+/// The detail of a qdisc of `kind`. A decoder that reads the xstats takes them (`take()` in
+/// its arm): xstats no decoder took, and the options of a kind tcmon does not know, are kept
+/// raw.
 pub(crate) fn qdisc_detail(
     kind: &str,
     handle: Handle,
@@ -38,6 +41,7 @@ pub(crate) fn qdisc_detail(
     und: &mut Undecoded,
 ) -> Option<QdiscDetail> {
     let opts = options.unwrap_or_default();
+    let mut xstats = xstats;
     let detail = match kind {
         "htb" => Some(QdiscDetail::Htb(htb::qdisc(handle, opts, und))),
         "tbf" => Some(QdiscDetail::Tbf(tbf::qdisc(opts, tick, und))),
@@ -47,41 +51,59 @@ pub(crate) fn qdisc_detail(
         "pfifo_fast" => fifo::prio(opts, und).map(QdiscDetail::PfifoFast),
         "prio" => fifo::prio(opts, und).map(QdiscDetail::Prio),
         "fq_codel" => Some(QdiscDetail::FqCodel(Box::new(fq_codel::qdisc(
-            options, xstats, und,
+            options,
+            xstats.take(),
+            und,
         )))),
         "cake" => Some(QdiscDetail::Cake(Box::new(cake::qdisc(
-            options, xstats, und,
+            options,
+            xstats.take(),
+            und,
         )))),
         "sfq" => Some(QdiscDetail::Sfq(sfq::qdisc(opts, und))),
         "codel" => Some(QdiscDetail::Codel(Box::new(codel::qdisc(
-            options, xstats, und,
+            options,
+            xstats.take(),
+            und,
         )))),
-        "fq" => Some(QdiscDetail::Fq(Box::new(fq::qdisc(options, xstats, und)))),
-        "pie" => Some(QdiscDetail::Pie(Box::new(pie::qdisc(options, xstats, und)))),
-        "red" => Some(QdiscDetail::Red(Box::new(red::qdisc(options, xstats, und)))),
+        "fq" => Some(QdiscDetail::Fq(Box::new(fq::qdisc(
+            options,
+            xstats.take(),
+            und,
+        )))),
+        "pie" => Some(QdiscDetail::Pie(Box::new(pie::qdisc(
+            options,
+            xstats.take(),
+            und,
+        )))),
+        "red" => Some(QdiscDetail::Red(Box::new(red::qdisc(
+            options,
+            xstats.take(),
+            und,
+        )))),
         "netem" => Some(QdiscDetail::Netem(Box::new(netem::qdisc(
-            opts, xstats, tick, und,
+            opts,
+            xstats.take(),
+            tick,
+            und,
         )))),
         "hfsc" => Some(QdiscDetail::Hfsc(hfsc::qdisc(handle, opts, und))),
         // drr and qfq qdiscs have neither options nor xstats (their classes do): anything
-        // that comes is kept raw below.
+        // that comes is kept raw.
         _ => {
             keep_unknown(options, xstats, und);
             return None;
         }
     };
-    // Kinds whose xstats tcmon does not decode keep them raw.
-    if !matches!(
-        kind,
-        "fq_codel" | "cake" | "codel" | "fq" | "pie" | "red" | "netem"
-    ) {
-        if let Some(x) = xstats.filter(|x| !x.is_empty()) {
-            keep(und, "xstats", TCA_XSTATS, x);
-        }
-    }
+    // the known kinds read their options (their decoders keep what they do not know); xstats
+    // no decoder took are kept raw
+    keep_unknown(None, xstats, und);
     detail
 }
 
+/// The detail of a class of `kind`. A decoder takes the options and xstats it reads
+/// (`take()` in its arm); whatever no decoder took is kept raw (fq_codel, cake and sfq
+/// classes have no options in the kernel's dump, but any that come are kept).
 pub(crate) fn class_detail(
     kind: &str,
     options: Option<&[u8]>,
@@ -89,19 +111,36 @@ pub(crate) fn class_detail(
     tick: TickLen,
     und: &mut Undecoded,
 ) -> Option<ClassDetail> {
-    match kind {
-        "htb" => Some(ClassDetail::Htb(htb::class(options, xstats, tick, und))),
-        "fq_codel" => Some(ClassDetail::FqCodel(fq_codel::class(xstats, und))),
-        "cake" => Some(ClassDetail::Cake(cake::class(xstats, und))),
-        "sfq" => Some(ClassDetail::Sfq(sfq::class(xstats, und))),
-        "hfsc" => Some(ClassDetail::Hfsc(hfsc::class(options, xstats, und))),
-        "drr" => Some(ClassDetail::Drr(drr::class(options, xstats, und))),
-        "qfq" => Some(ClassDetail::Qfq(qfq::class(options, xstats, und))),
-        _ => {
-            keep_unknown(options, xstats, und);
-            None
-        }
-    }
+    let (mut options, mut xstats) = (options, xstats);
+    let detail = match kind {
+        "htb" => Some(ClassDetail::Htb(htb::class(
+            options.take(),
+            xstats.take(),
+            tick,
+            und,
+        ))),
+        "fq_codel" => Some(ClassDetail::FqCodel(fq_codel::class(xstats.take(), und))),
+        "cake" => Some(ClassDetail::Cake(cake::class(xstats.take(), und))),
+        "sfq" => Some(ClassDetail::Sfq(sfq::class(xstats.take(), und))),
+        "hfsc" => Some(ClassDetail::Hfsc(hfsc::class(
+            options.take(),
+            xstats.take(),
+            und,
+        ))),
+        "drr" => Some(ClassDetail::Drr(drr::class(
+            options.take(),
+            xstats.take(),
+            und,
+        ))),
+        "qfq" => Some(ClassDetail::Qfq(qfq::class(
+            options.take(),
+            xstats.take(),
+            und,
+        ))),
+        _ => None,
+    };
+    keep_unknown(options, xstats, und);
+    detail
 }
 
 fn keep_unknown(options: Option<&[u8]>, xstats: Option<&[u8]>, und: &mut Undecoded) {
@@ -111,5 +150,68 @@ fn keep_unknown(options: Option<&[u8]>, xstats: Option<&[u8]>, und: &mut Undecod
     }
     if let Some(x) = xstats.filter(|x| !x.is_empty()) {
         keep(und, "xstats", TCA_XSTATS, x);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(f: impl FnOnce(&mut Undecoded) -> bool) -> (bool, Vec<(&'static str, u16, Vec<u8>)>) {
+        let mut und = Undecoded::default();
+        let some = f(&mut und);
+        assert!(und.decode_errors.is_empty(), "{und:?}");
+        let raw = und
+            .raw_attributes
+            .into_iter()
+            .map(|r| (r.at, r.kind, r.bytes))
+            .collect();
+        (some, raw)
+    }
+
+    #[test]
+    fn class_options_no_decoder_reads_are_kept_raw() {
+        let opts: &[u8] = &[8, 0, 1, 0, 1, 2, 3, 4];
+        for kind in ["cake", "fq_codel", "sfq"] {
+            let (some, raw) =
+                run(|und| class_detail(kind, Some(opts), None, TickLen::default(), und).is_some());
+            assert!(some, "{kind}");
+            assert_eq!(raw, [("options", TCA_OPTIONS, opts.to_vec())], "{kind}");
+        }
+        // an empty nest carries nothing
+        let (_, raw) =
+            run(|und| class_detail("cake", Some(&[]), None, TickLen::default(), und).is_some());
+        assert_eq!(raw, []);
+        // a kind tcmon does not know keeps both
+        let (some, raw) = run(|und| {
+            class_detail("cbq", Some(opts), Some(&[1, 2]), TickLen::default(), und).is_some()
+        });
+        assert!(!some);
+        assert_eq!(
+            raw,
+            [
+                ("options", TCA_OPTIONS, opts.to_vec()),
+                ("xstats", TCA_XSTATS, vec![1, 2])
+            ]
+        );
+    }
+
+    #[test]
+    fn qdisc_xstats_no_decoder_reads_are_kept_raw() {
+        // sfq's qdisc decoder reads no xstats: kept raw
+        let (some, raw) = run(|und| {
+            let opts = [0u8; 20]; // tc_sfq_qopt
+            qdisc_detail(
+                "sfq",
+                Handle(0x0001_0000),
+                Some(&opts),
+                Some(&[5, 6]),
+                TickLen::default(),
+                und,
+            )
+            .is_some()
+        });
+        assert!(some);
+        assert!(raw.contains(&("xstats", TCA_XSTATS, vec![5, 6])), "{raw:?}");
     }
 }

@@ -57,7 +57,7 @@ pub struct Netem {
     /// `TCA_NETEM_SLOT`, sent only when slotting is configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slot: Option<NetemSlot>,
-    /// Seed of the qdisc's random generator (Linux 6.3+).
+    /// Seed of the qdisc's random generator (`TCA_NETEM_PRNG_SEED`, Linux 6.6+).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prng_seed: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,9 @@
 //! Options and xstats of the AQM, scheduler and emulator kinds in tc's words, units and
 //! rounding, as `tc -s -d qdisc/class show` (iproute2 6.1) prints them, so a line can be held
 //! next to tc's. The numbers go through the tc-style formatters of `tcmon_core::units`.
+//!
+//! One word is newer than 6.1: netem's `seed N` (`TCA_NETEM_PRNG_SEED`, which Linux dumps from
+//! 6.6), printed after the slot as iproute2 6.6 and later print it; iproute2 6.1 prints no seed.
 
 use std::fmt::Write;
 
@@ -695,6 +698,7 @@ fn netem(q: &Netem) -> String {
             }
         }
     }
+    // iproute2 6.6 and later; 6.1 does not print the seed
     if let Some(seed) = q.prng_seed {
         let _ = write!(s, " seed {seed}");
     }
@@ -1060,7 +1064,8 @@ mod tests {
     #[test]
     fn netem_like_tc() {
         // netem delay 100ms 10ms 25% loss 0.3% 25% duplicate 1% corrupt 0.1% reorder 25% 50%
-        // rate 1mbit; tc qdisc show prints:
+        // rate 1mbit seed 42; tc qdisc show (iproute2 6.6 and later, on Linux 6.6 and later)
+        // prints this; iproute2 6.1 prints the same without `seed 42`
         let n = Netem {
             limit_packets: 1000,
             latency_ns: 100_000_000,

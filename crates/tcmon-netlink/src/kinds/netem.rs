@@ -231,8 +231,9 @@ mod tests {
     }
 
     /// `tc qdisc add dev eth0 root netem delay 100ms 10ms 25% loss 0.3% 25% duplicate 1%
-    ///  corrupt 0.1% reorder 25% 50% rate 1mbit` as a 6.x kernel dumps it, attributes in the
-    /// kernel's order; `tc qdisc show` prints:
+    ///  corrupt 0.1% reorder 25% 50% rate 1mbit seed 6148914691236517205` as Linux 6.6 and
+    /// later dump it (the seed attribute is from 6.6), attributes in the kernel's order;
+    /// `tc qdisc show` of iproute2 6.6 and later prints (6.1 prints it without the seed):
     /// `limit 1000 delay 100ms  10ms 25% loss 0.3% 25% duplicate 1% reorder 25% 50%
     ///  corrupt 0.1% rate 1Mbit seed 6148914691236517205 gap 1`
     fn options() -> Vec<u8> {

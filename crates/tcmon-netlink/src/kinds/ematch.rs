@@ -449,7 +449,7 @@ mod tests {
         let one = em(TCF_EM_CMP, 0, &em_cmp(1, 0, 0, 1, 0, 0, 0));
         let decoded = || Some(("cmp(u8 at 0 layer 0 eq 1)".to_owned(), false));
         // an unknown tree attribute
-        let t = [tree_of(&[one.clone()]), nla(3, &[1, 2, 3, 4])].concat();
+        let t = [tree_of(std::slice::from_ref(&one)), nla(3, &[1, 2, 3, 4])].concat();
         let (t, und) = text(&t);
         assert!(und.is_empty(), "{und:?}");
         assert_eq!(t, decoded());

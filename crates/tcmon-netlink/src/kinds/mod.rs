@@ -157,7 +157,10 @@ fn keep_unknown(options: Option<&[u8]>, xstats: Option<&[u8]>, und: &mut Undecod
 mod tests {
     use super::*;
 
-    fn run(f: impl FnOnce(&mut Undecoded) -> bool) -> (bool, Vec<(&'static str, u16, Vec<u8>)>) {
+    /// A raw attribute: where, its type, its bytes.
+    type Raw = (&'static str, u16, Vec<u8>);
+
+    fn run(f: impl FnOnce(&mut Undecoded) -> bool) -> (bool, Vec<Raw>) {
         let mut und = Undecoded::default();
         let some = f(&mut und);
         assert!(und.decode_errors.is_empty(), "{und:?}");

@@ -102,6 +102,22 @@ fn human(r: &Report) -> String {
         );
     }
     let loaded = !r.phases.iter().any(|p| p.name == tcmon_probe::OBSERVED);
+    let _ = writeln!(
+        s,
+        "\nprobes lost{}: {:.1}%",
+        if loaded {
+            " under load (worst phase)"
+        } else {
+            ""
+        },
+        r.loss_under_load * 100.0
+    );
+    let capped = r.grade_by_latency.map_or(String::new(), |g| {
+        format!(
+            " (capped by the {:.1}% of probes lost; by latency alone: {g})",
+            r.loss_under_load * 100.0
+        )
+    });
     match (r.latency_increase_ms, r.grade) {
         (Some(inc), Some(g)) if loaded => {
             let rpm = r
@@ -109,20 +125,20 @@ fn human(r: &Report) -> String {
                 .map_or(String::new(), |x| format!(", responsiveness {x:.0} RPM"));
             let _ = writeln!(
                 s,
-                "\nlatency increase under load: {}, grade {g}{rpm}",
+                "latency increase under load: {}, grade {g}{capped}{rpm}",
                 ms(inc)
             );
         }
         (Some(inc), Some(g)) => {
             let _ = writeln!(
                 s,
-                "\nno load applied (--load SINK runs one): with the traffic there was, the median \
-                 was {} above the minimum, grade {g}",
+                "no load applied (--load SINK runs one): with the traffic there was, the median \
+                 was {} above the minimum, grade {g}{capped}",
                 ms(inc)
             );
         }
         _ => {
-            let _ = writeln!(s, "\nno answers in a phase: no grade");
+            let _ = writeln!(s, "no answers in a phase: no grade");
         }
     }
     match &r.bottleneck {

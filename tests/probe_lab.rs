@@ -195,8 +195,20 @@ fn a_short_fifo_bounds_the_increase_and_grades_better() {
     let r = loaded_through_router(&lab);
     let inc = f(&r["latency_increase_ms"]);
     assert!(inc < 150.0, "10 packets at 2 Mbit hold 60 ms: {r}");
-    let grade = r["grade"].as_str().unwrap();
-    assert!(["A+", "A", "B", "C"].contains(&grade), "{r}");
+    // the delay is bounded, paid for in drops: the probes that met a full FIFO were lost,
+    // and the grade says so (a lost probe is a lost voice frame)
+    let by_latency = r["grade_by_latency"]
+        .as_str()
+        .unwrap_or_else(|| r["grade"].as_str().unwrap());
+    assert!(["A+", "A", "B", "C"].contains(&by_latency), "{r}");
+    let loss = f(&r["loss_under_load"]);
+    let expected = match loss {
+        x if x >= 0.25 => "F",
+        x if x >= 0.05 && ["A+", "A", "B"].contains(&by_latency) => "C",
+        x if x >= 0.01 && by_latency == "A+" => "A",
+        _ => by_latency,
+    };
+    assert_eq!(r["grade"], expected, "loss {loss}: {r}");
     assert!(
         f(&phase(&r, "upload")["upload_bits_per_sec"]) > 1.5e6,
         "and the link is still used: {r}"

@@ -92,6 +92,12 @@ pub struct Report {
     /// load: the observed median minus the minimum).
     pub latency_increase_ms: Option<f64>,
     pub grade: Option<Grade>,
+    /// The largest share of probes lost in a loaded phase (without load: in the observed
+    /// phase); above [`Grade::capped_by_loss`]'s bands it caps the grade.
+    pub loss_under_load: f64,
+    /// The grade the latency increase alone would give, when loss capped it lower.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grade_by_latency: Option<Grade>,
     /// Round trips per minute under load: 60000 / the loaded median RTT in ms.
     pub rpm: Option<f64>,
     pub bottleneck: Option<Bottleneck>,
@@ -119,6 +125,22 @@ impl Grade {
             x if x < 400.0 => Grade::D,
             _ => Grade::F,
         }
+    }
+}
+
+impl Grade {
+    /// The best grade a test may have when this share of its probes under load was lost: a
+    /// lost probe is a lost voice frame or game update, and a queue that drops instead of
+    /// delaying must not grade as if it were fine. At most A from 1%, C from 5% (where voice
+    /// degrades clearly), F from 25%.
+    pub fn capped_by_loss(self, loss: f64) -> Grade {
+        let cap = match loss {
+            x if x >= 0.25 => Grade::F,
+            x if x >= 0.05 => Grade::C,
+            x if x >= 0.01 => Grade::A,
+            _ => Grade::APlus,
+        };
+        self.max(cap)
     }
 }
 
@@ -206,10 +228,20 @@ pub fn verdict(
     let bottleneck = worst
         .filter(|(_, inc)| *inc >= NOTICEABLE_INCREASE_MS)
         .map(|(phase, inc)| bottleneck(phase, inc, samples));
+    let loss_under_load = reports
+        .iter()
+        .zip(phases)
+        .filter(|(_, p)| p.loaded || !with_load)
+        .map(|(r, _)| r.loss)
+        .fold(0.0, f64::max);
+    let by_latency = latency_increase_ms.map(Grade::of);
+    let grade = by_latency.map(|g| g.capped_by_loss(loss_under_load));
     Report {
         targets,
         phases: reports,
-        grade: latency_increase_ms.map(Grade::of),
+        grade,
+        loss_under_load,
+        grade_by_latency: by_latency.filter(|g| Some(*g) != grade),
         latency_increase_ms,
         rpm,
         bottleneck,
@@ -501,6 +533,44 @@ mod tests {
     }
 
     #[test]
+    fn heavy_loss_under_load_caps_the_grade() {
+        // two probes in three lost under load, the rest answered at once: not an A+
+        let t0 = Instant::now();
+        let mut upload = phase("upload", t0, 2, &[2, 2, 2], 0.0, 1.9e6);
+        for _ in 0..6 {
+            upload.stats.record(&Reply::Lost);
+        }
+        let phases = [
+            phase("idle", t0, 0, &[1, 1, 1], 0.0, 0.0),
+            phase("download", t0, 1, &[2, 2, 2], 9e6, 0.0),
+            upload,
+            phase("idle", t0, 4, &[1, 1, 1], 0.0, 0.0),
+        ];
+        let r = verdict(vec!["icmp:10.0.0.1".into()], &phases, &samples(t0, 0));
+        assert!(
+            (r.loss_under_load - 2.0 / 3.0).abs() < 1e-9,
+            "{}",
+            r.loss_under_load
+        );
+        assert_eq!(r.grade, Some(Grade::F));
+        assert_eq!(r.grade_by_latency, Some(Grade::APlus));
+        let bands = [
+            (0.009, "A+"),
+            (0.01, "A"),
+            (0.049, "A"),
+            (0.05, "C"),
+            (0.25, "F"),
+        ];
+        for (loss, g) in bands {
+            assert_eq!(Grade::APlus.capped_by_loss(loss).to_string(), g, "{loss}");
+        }
+        // a cap never raises a grade
+        assert_eq!(Grade::D.capped_by_loss(0.05), Grade::D);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["grade_by_latency"], "A+", "{json}");
+    }
+
+    #[test]
     fn no_rise_no_bottleneck_and_grades_follow_the_bands() {
         let r = run(3, 0);
         assert_eq!(r.grade, Some(Grade::APlus));
@@ -518,6 +588,7 @@ mod tests {
         }
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["grade"], "A+");
+        assert!(json.get("grade_by_latency").is_none(), "{json}");
         assert_eq!(json["phases"][0]["name"], "idle");
         assert!(json["phases"][0]["rtt_ms"]["p99"].is_number());
     }

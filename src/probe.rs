@@ -40,9 +40,9 @@ pub(crate) fn test(args: &ProbeArgs) -> Result<Report> {
     // Said while the test runs: otherwise a target that never answers shows only at the end.
     let (silent_tx, silent_rx) = std::sync::mpsc::channel::<String>();
     let teller = std::thread::spawn(move || {
-        for target in silent_rx {
+        for what in silent_rx {
             eprintln!(
-                "tcmon: no answer from {target} in {} s; still measuring (its probes count as lost)",
+                "tcmon: {what} ({} s into the test; still measuring)",
                 tcmon_probe::SILENT_AFTER.as_secs()
             );
         }
@@ -100,6 +100,23 @@ fn human(r: &Report) -> String {
             fmt_bits_per_sec(p.download_bits_per_sec),
             fmt_bits_per_sec(p.upload_bits_per_sec),
         );
+    }
+    // Probes that could not be made are the target's error, not loss on the path.
+    for t in 0..r.targets.len() {
+        let (errors, probes, error) = r
+            .phases
+            .iter()
+            .filter_map(|p| p.targets.get(t))
+            .fold((0, 0, None), |(e, n, why), tp| {
+                (e + tp.errors, n + tp.probes, tp.error.clone().or(why))
+            });
+        if let Some(why) = error {
+            let _ = writeln!(
+                s,
+                "\n{}: {errors} of {probes} probes could not be made: {why}",
+                r.targets[t]
+            );
+        }
     }
     let loaded = !r.phases.iter().any(|p| p.name == tcmon_probe::OBSERVED);
     let _ = writeln!(

@@ -466,6 +466,58 @@ fn icmp_over_ipv6_and_tcp_connect_times() {
     }
 }
 
+/// A TCP target that refuses the connection is an error of the target, said as such (at once
+/// on stderr, and per target in the report), not loss on the path: it does not cap the grade.
+#[test]
+fn a_refused_tcp_target_is_an_error_not_loss() {
+    use std::io::BufRead;
+    if skip_unless_root("a_refused_tcp_target_is_an_error_not_loss") {
+        return;
+    }
+    let ns = Netns::create("pvr").unwrap();
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
+        // nothing listens on port 9: every connect is refused at once
+        .args([
+            "probe",
+            "tcp:127.0.0.1:9",
+            "127.0.0.1",
+            "--duration",
+            "3s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(
+        line.contains("tcp:127.0.0.1:9") && line.to_lowercase().contains("refused"),
+        "{line}"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = phase(&r, "observed");
+    let tcp = &p["targets"][0];
+    assert!(tcp["probes"].as_u64().unwrap() >= 8, "{r}");
+    assert_eq!(tcp["errors"], tcp["probes"], "{r}");
+    assert!(
+        tcp["error"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("refused"),
+        "{r}"
+    );
+    assert!(f(&tcp["loss"]) < f64::EPSILON, "{r}");
+    assert!(f(&r["loss_under_load"]) < f64::EPSILON, "{r}");
+    assert_eq!(r["grade"], "A+", "the answering target grades alone: {r}");
+}
+
 /// Bytes sent by class `classid` on `dev` in `ns`, from `tc -s class show`.
 fn class_bytes(ns: &Netns, dev: &str, classid: &str) -> u64 {
     let out = ns.tc(&["-s", "class", "show", "dev", dev]).unwrap();

@@ -36,9 +36,9 @@ pub struct TestOptions {
     pub load: Option<LoadOptions>,
     /// How often tc state is sampled.
     pub sample_every: Duration,
-    /// Told the target (as written) of each target that has not answered once within
-    /// [`SILENT_AFTER`] of the start, while the test goes on: a silent target would otherwise
-    /// show only when the test ends.
+    /// Told of each target that has not answered once within [`SILENT_AFTER`] of the start,
+    /// while the test goes on (`no answer from TARGET`, or `TARGET: ERROR` when its probes
+    /// could not be made, e.g. a refused connection): otherwise it shows only at the end.
     pub silent: Option<std::sync::mpsc::Sender<String>>,
 }
 
@@ -111,6 +111,7 @@ where
     let mut phases = Vec::with_capacity(names.len());
     let mut result = Ok(());
     let mut answered = vec![false; opts.targets.len()];
+    let mut failed: Vec<Option<String>> = vec![None; opts.targets.len()];
     let silent_at = Instant::now() + SILENT_AFTER;
     let mut silent_told = opts.silent.is_none();
     for name in names {
@@ -144,18 +145,35 @@ where
                 if now >= silent_at {
                     silent_told = true;
                     if let Some(tx) = &opts.silent {
-                        for (t, _) in opts.targets.iter().zip(&answered).filter(|(_, a)| !**a) {
-                            let _ = tx.send(t.to_string());
+                        for ((t, _), why) in opts
+                            .targets
+                            .iter()
+                            .zip(&answered)
+                            .zip(&failed)
+                            .filter(|((_, a), _)| !**a)
+                        {
+                            let _ = tx.send(match why {
+                                Some(e) => format!("{t}: {e}"),
+                                None => format!("no answer from {t}"),
+                            });
                         }
                     }
                 }
                 left = left.min(silent_at.saturating_duration_since(now));
             }
             if let Ok(o) = engine.outcomes().recv_timeout(left) {
-                if matches!(o.reply, Reply::Rtt { .. }) {
-                    if let Some(a) = answered.get_mut(o.target) {
-                        *a = true;
+                match &o.reply {
+                    Reply::Rtt { .. } => {
+                        if let Some(a) = answered.get_mut(o.target) {
+                            *a = true;
+                        }
                     }
+                    Reply::Error(e) => {
+                        if let Some(f) = failed.get_mut(o.target) {
+                            *f = Some(e.clone());
+                        }
+                    }
+                    _ => {}
                 }
                 outcomes.push(o);
             }

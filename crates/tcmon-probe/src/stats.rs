@@ -32,6 +32,8 @@ pub struct TargetStats {
     pub errors: u64,
     pub duplicates: u64,
     pub reordered: u64,
+    /// What the last probe that could not be made failed with (e.g. a TCP target refusing).
+    pub last_error: Option<String>,
     last_rtt_us: Option<u64>,
     abs_diff_sum_us: f64,
     diffs: u64,
@@ -47,6 +49,7 @@ impl Default for TargetStats {
             errors: 0,
             duplicates: 0,
             reordered: 0,
+            last_error: None,
             last_rtt_us: None,
             abs_diff_sum_us: 0.0,
             diffs: 0,
@@ -67,9 +70,12 @@ impl TargetStats {
                 self.probes += 1;
                 self.lost += 1;
             }
-            Reply::Error(_) => {
+            Reply::Error(e) => {
                 self.probes += 1;
                 self.errors += 1;
+                if self.last_error.as_deref() != Some(e) {
+                    self.last_error = Some(e.clone());
+                }
             }
             Reply::Duplicate => self.duplicates += 1,
         }
@@ -85,12 +91,14 @@ impl TargetStats {
         self.last_rtt_us = Some(us);
     }
 
-    /// Lost or unsendable over all probes, 0..=1.
+    /// Probes sent and not answered, over those sent, 0..=1. Probes that could not be made
+    /// (a refused connection, no route) are errors of the target, not loss on the path.
     pub fn loss(&self) -> f64 {
-        if self.probes == 0 {
+        let sent = self.probes - self.errors;
+        if sent == 0 {
             0.0
         } else {
-            (self.lost + self.errors) as f64 / self.probes as f64
+            self.lost as f64 / sent as f64
         }
     }
 
@@ -140,6 +148,9 @@ impl TargetStats {
         self.received += other.received;
         self.lost += other.lost;
         self.errors += other.errors;
+        if other.last_error.is_some() {
+            self.last_error.clone_from(&other.last_error);
+        }
         self.duplicates += other.duplicates;
         self.reordered += other.reordered;
         self.abs_diff_sum_us += other.abs_diff_sum_us;
@@ -173,7 +184,9 @@ mod tests {
         assert!((r.max - 100.0).abs() < 0.1 && (r.min - 1.0).abs() < 0.01);
         assert!((r.jitter - 1.0).abs() < 0.01, "consecutive RTTs 1 ms apart");
         assert_eq!((s.probes, s.received, s.duplicates), (102, 100, 1));
-        assert!((s.loss() - 2.0 / 102.0).abs() < 1e-9);
+        // the probe that could not be made is the target's error, not loss on the path
+        assert!((s.loss() - 1.0 / 101.0).abs() < 1e-9, "{}", s.loss());
+        assert_eq!((s.errors, s.last_error.as_deref()), (1, Some("no route")));
         let b = s.cumulative_buckets(&[0.010, 0.050]);
         assert_eq!(b[0], (0.010, 10));
         assert_eq!(b[1], (0.050, 50));

@@ -53,6 +53,16 @@ pub struct TargetPhase {
     pub rtt_ms: Option<RttMs>,
     pub loss: f64,
     pub probes: u64,
+    /// Probes that could not be made, and why (the last reason).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub errors: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -268,6 +278,8 @@ fn phase_report(p: &PhaseData, targets: &[String]) -> PhaseReport {
                 rtt_ms: s.rtt_ms(),
                 loss: s.loss(),
                 probes: s.probes,
+                errors: s.errors,
+                error: s.last_error.clone(),
             })
             .collect(),
     }

@@ -661,17 +661,10 @@ fn ip_masked_eq(pkt: IpAddr, key: IpAddr, mask: IpAddr) -> bool {
     }
 }
 
-/// `skip_sw`: the rule runs only in hardware, never on the software path. flower, matchall and
-/// bpf have their offload flags decoded; u32 keeps its `TCA_U32_FLAGS` raw when it is set.
+/// `skip_sw`: the rule runs only in hardware, never on the software path (the offload flags
+/// of u32, flower, matchall and bpf).
 fn skip_sw(f: &Filter) -> bool {
-    f.flower.as_ref().is_some_and(|fl| fl.skip_sw)
-        || f.hw_flags.is_some_and(|h| h.skip_sw)
-        || f.undecoded.raw_attributes.iter().any(|a| {
-            matches!(
-                (a.at, a.kind),
-                ("options.u32", 11) | ("options.matchall", 3) | ("options.bpf", 9)
-            )
-        })
+    f.hw_flags.is_some_and(|h| h.skip_sw)
 }
 
 /// Mirred's `TC_ACT_*` results with which the packet itself (not a copy) leaves.

@@ -13,7 +13,12 @@ use crate::decode::{for_each_nla, keep, nla_str, nla_u32, short, Fixed};
 
 /// A `TCA_*_FLAGS` attribute of `TCA_CLS_FLAGS_*` (skip_hw, skip_sw, in_hw, not_in_hw). With
 /// any other bit set (`verbose`, or one newer than tcmon) the attribute is also kept raw.
-fn gen_flags(v: &[u8], at: &'static str, t: u16, und: &mut Undecoded) -> Option<HwFlags> {
+pub(crate) fn gen_flags(
+    v: &[u8],
+    at: &'static str,
+    t: u16,
+    und: &mut Undecoded,
+) -> Option<HwFlags> {
     let bits = nla_u32(v, at, t, "flags", und)?;
     if bits & !HwFlags::KNOWN != 0 {
         keep(und, at, t, v);

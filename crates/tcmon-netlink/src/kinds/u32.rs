@@ -40,9 +40,6 @@ const TC_U32_OFFSET: u8 = 2;
 const TC_U32_VAROFFSET: u8 = 4;
 const TC_U32_EAT: u8 = 8;
 
-/// `TCA_CLS_FLAGS_SKIP_SW`: the rule runs only in hardware.
-pub(crate) const TCA_CLS_FLAGS_SKIP_SW: u32 = 2;
-
 const AT: &str = "options.u32";
 
 /// Decodes the options into `f` (its `u32`, `class_id`, `indev`, `actions`); `f.protocol` must
@@ -76,14 +73,8 @@ pub(crate) fn decode(options: &[u8], f: &mut Filter, tick: TickLen, und: &mut Un
         TCA_U32_INDEV => f.indev = nla_str(v, AT, kind, "indev", und).map(str::to_owned),
         TCA_U32_ACT => f.actions.extend(act::list(v, tick, und)),
         TCA_U32_POLICE => f.actions.push(act::legacy_police(v, tick)),
-        // in_hw/not_in_hw/skip_hw change nothing tcmon evaluates; skip_sw (the rule never
-        // runs in software) has no place in the model and is kept
-        TCA_U32_FLAGS => {
-            if nla_u32(v, AT, kind, "flags", und).is_some_and(|fl| fl & TCA_CLS_FLAGS_SKIP_SW != 0)
-            {
-                keep(und, AT, kind, v);
-            }
-        }
+        // the same TCA_CLS_FLAGS_* as every offloadable classifier's
+        TCA_U32_FLAGS => f.hw_flags = super::cls::gen_flags(v, AT, kind, und),
         // the hash table and bucket the rule is in: already in the handle
         TCA_U32_HASH | TCA_U32_PAD => {}
         _ => keep(und, AT, kind, v),
@@ -520,13 +511,20 @@ mod tests {
     }
 
     #[test]
-    fn skip_sw_flags_are_kept() {
-        let mut o = nla(TCA_U32_FLAGS, &u32s(&[8])); // not_in_hw: nothing to keep
-        let (_, und) = run("ip", &o);
+    fn offload_flags_decode_as_every_classifiers_do() {
+        use tcmon_core::filter::HwFlags;
+        let (f, und) = run("ip", &nla(TCA_U32_FLAGS, &u32s(&[HwFlags::NOT_IN_HW])));
         assert!(und.is_empty());
-        o.extend(nla(TCA_U32_FLAGS, &u32s(&[TCA_CLS_FLAGS_SKIP_SW | 4])));
-        let (_, und) = run("ip", &o);
+        assert_eq!(f.hw_flags, Some(HwFlags::from_bits(HwFlags::NOT_IN_HW)));
+        let (f, und) = run(
+            "ip",
+            &nla(TCA_U32_FLAGS, &u32s(&[HwFlags::SKIP_SW | HwFlags::IN_HW])),
+        );
+        assert!(und.is_empty() && f.hw_flags.is_some_and(|h| h.skip_sw && h.in_hw));
+        // a bit tcmon does not know (verbose) keeps the attribute raw as well
+        let (f, und) = run("ip", &nla(TCA_U32_FLAGS, &u32s(&[HwFlags::SKIP_SW | 16])));
         assert_eq!(und.raw_attributes.len(), 1);
+        assert!(f.hw_flags.is_some_and(|h| h.skip_sw));
     }
 }
 

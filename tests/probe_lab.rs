@@ -3,51 +3,18 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use common::sink::SinkProcess;
 use serde_json::Value;
 use tcmon_lab::{skip_unless_root, Lab, Netns, Scenario};
 
 /// Loaded tests share two cores; run them one at a time so one's load is not another's delay.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-const SINK: &str = "10.99.1.2:7878";
-
-/// `tcmon sink` on node1, killed on drop.
-struct SinkProcess(Child);
-
-impl SinkProcess {
-    fn start(ns: &Netns) -> SinkProcess {
-        let child = Command::new("ip")
-            .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
-            .args(["sink", "--listen", SINK])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start tcmon sink");
-        // Until it accepts: a probe against a sink not yet listening would fail its load.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if ns
-                .exec(&["bash", "-c", "exec 3<>/dev/tcp/10.99.1.2/7878"])
-                .is_ok()
-            {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        SinkProcess(child)
-    }
-}
-
-impl Drop for SinkProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+const SINK: &str = SinkProcess::LAB;
 
 /// `tcmon probe ARGS --json` run on the router; the report.
 fn probe(lab: &Lab, args: &[&str]) -> Value {
@@ -431,16 +398,7 @@ fn icmp_over_ipv6_and_tcp_connect_times() {
     }
     let ns = Netns::create("pv6").unwrap();
     ns.sysctl("net.ipv6.conf.lo.disable_ipv6", "0").unwrap();
-    let _sink = {
-        let child = Command::new("ip")
-            .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
-            .args(["sink", "--listen", "[::1]:7878"])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        SinkProcess(child)
-    };
+    let _sink = SinkProcess::start_at(&ns, "[::1]:7878", Duration::from_secs(5));
     let r = probe_from(
         &ns,
         &[
@@ -470,37 +428,17 @@ fn icmp_over_ipv6_and_tcp_connect_times() {
 /// on stderr, and per target in the report), not loss on the path: it does not cap the grade.
 #[test]
 fn a_refused_tcp_target_is_an_error_not_loss() {
-    use std::io::BufRead;
     if skip_unless_root("a_refused_tcp_target_is_an_error_not_loss") {
         return;
     }
     let ns = Netns::create("pvr").unwrap();
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
-        // nothing listens on port 9: every connect is refused at once
-        .args([
-            "probe",
-            "tcp:127.0.0.1:9",
-            "127.0.0.1",
-            "--duration",
-            "3s",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    // nothing listens on port 9: every connect is refused at once
+    let (line, _, r) =
+        probe_with_first_stderr_line(&ns, &["tcp:127.0.0.1:9", "127.0.0.1", "--duration", "3s"]);
     assert!(
         line.contains("tcp:127.0.0.1:9") && line.to_lowercase().contains("refused"),
         "{line}"
     );
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let p = phase(&r, "observed");
     let tcp = &p["targets"][0];
     assert!(tcp["probes"].as_u64().unwrap() >= 8, "{r}");
@@ -555,14 +493,7 @@ fn dscp_marks_reach_the_wire_both_ways() {
         }
     }
     let sink_addr = format!("{}:7878", tcmon_lab::Pair::ADDR_B);
-    let child = Command::new("ip")
-        .args(["netns", "exec", &pair.b.name, env!("CARGO_BIN_EXE_tcmon")])
-        .args(["sink", "--listen", &sink_addr])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _sink = SinkProcess(child);
-    std::thread::sleep(Duration::from_millis(300));
+    let _sink = SinkProcess::start_at(&pair.b, &sink_addr, Duration::from_secs(5));
     let r = probe_from(
         &pair.a,
         &[
@@ -588,35 +519,16 @@ fn dscp_marks_reach_the_wire_both_ways() {
     );
 }
 
-/// A target that never answers is named within seconds, while the test goes on measuring the
-/// others, not only when it ends (with the default 10 s timeout, its first loss would show
-/// after 10 s).
-#[test]
-fn a_silent_target_is_named_while_the_test_runs() {
+/// `tcmon probe ARGS --json` in `ns`: the first line it wrote to stderr and when (from the
+/// start), then its report once it ends.
+fn probe_with_first_stderr_line(ns: &Netns, args: &[&str]) -> (String, Duration, Value) {
     use std::io::BufRead;
-    if skip_unless_root("a_silent_target_is_named_while_the_test_runs") {
-        return;
-    }
-    let _serial = SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let lab = Lab::create("pbq").unwrap();
     let started = Instant::now();
     let mut child = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.router.name,
-            env!("CARGO_BIN_EXE_tcmon"),
-        ])
-        .args([
-            "probe",
-            "10.99.1.99",
-            Lab::NODE1,
-            "--duration",
-            "6s",
-            "--json",
-        ])
+        .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
+        .arg("probe")
+        .args(args)
+        .arg("--json")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -626,6 +538,30 @@ fn a_silent_target_is_named_while_the_test_runs() {
         .read_line(&mut line)
         .unwrap();
     let said_after = started.elapsed();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "tcmon probe {args:?}");
+    (
+        line,
+        said_after,
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
+}
+
+/// A target that never answers is named within seconds, while the test goes on measuring the
+/// others, not only when it ends (with the default 10 s timeout, its first loss would show
+/// after 10 s).
+#[test]
+fn a_silent_target_is_named_while_the_test_runs() {
+    if skip_unless_root("a_silent_target_is_named_while_the_test_runs") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("pbq").unwrap();
+    let started = Instant::now();
+    let (line, said_after, r) =
+        probe_with_first_stderr_line(&lab.router, &["10.99.1.99", Lab::NODE1, "--duration", "6s"]);
     assert!(
         line.contains("no answer from icmp:10.99.1.99") && !line.contains(Lab::NODE1),
         "{line}"
@@ -635,9 +571,6 @@ fn a_silent_target_is_named_while_the_test_runs() {
         "said after {said_after:?}"
     );
     // and the test went on: the other target's round trips are in the report
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let p = phase(&r, "observed");
     assert!(f(&p["targets"][1]["rtt_ms"]["p50"]) < 5.0, "{r}");
     assert!(started.elapsed() >= Duration::from_secs(6));

@@ -13,11 +13,12 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::sink::SinkProcess;
 use common::tc_lines::{
     tc_cake_tins, tc_objects, tc_rules, tcmon_cake_tins, tcmon_objects, tcmon_rules,
 };
 use serde_json::Value;
-use tcmon_lab::{run, skip_unless_root, Lab, Netns, Scenario};
+use tcmon_lab::{run, skip_unless_root, Lab, Scenario};
 
 /// Whether this process runs inside the test VM; panics if an ignored VM test was run
 /// elsewhere (they need the VM's kernel).
@@ -221,39 +222,6 @@ fn every_kind_prints_its_options_and_stats_as_tc_does() {
     assert_eq!(rules, 6, "compared {rules} filter rules");
 }
 
-/// `tcmon sink` on node1 of `lab`, killed on drop.
-struct Sink(std::process::Child);
-
-impl Sink {
-    const ADDR: &'static str = "10.99.1.2:7878";
-
-    fn start(ns: &Netns) -> Sink {
-        let child = Command::new("ip")
-            .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
-            .args(["sink", "--listen", Self::ADDR])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline
-            && ns
-                .exec(&["bash", "-c", "exec 3<>/dev/tcp/10.99.1.2/7878"])
-                .is_err()
-        {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Sink(child)
-    }
-}
-
-impl Drop for Sink {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `tcmon probe` from node2 through the router's shaper to node1, loaded by Reno streams (as
 /// tests/probe_lab.rs does), with the router's tc state read for the bottleneck.
 fn probe_through(lab: &Lab) -> Value {
@@ -270,7 +238,7 @@ fn probe_through(lab: &Lab) -> Value {
             "--netns",
             &lab.router.name,
             "--load",
-            Sink::ADDR,
+            SinkProcess::LAB,
         ])
         .args(["--duration", "20s", "--cc", "reno", "--json"])
         .output()
@@ -321,7 +289,7 @@ const BASE_RTT_MS: f64 = 20.0;
 fn the_fq_codel_leaf_check_offers_cures_the_default_fifo() {
     require_vm("the_fq_codel_leaf_check_offers_cures_the_default_fifo");
     let lab = wan_lab("cure", "default-fifo");
-    let _sink = Sink::start(&lab.node1);
+    let _sink = SinkProcess::start_at(&lab.node1, SinkProcess::LAB, Duration::from_secs(10));
 
     let before = probe_through(&lab);
     let idle = phase_p50(&before, "idle");
@@ -420,7 +388,7 @@ fn cake_as_the_shaper_keeps_the_delay_down() {
             "2mbit",
         ])
         .unwrap();
-    let _sink = Sink::start(&lab.node1);
+    let _sink = SinkProcess::start_at(&lab.node1, SinkProcess::LAB, Duration::from_secs(10));
     let r = probe_through(&lab);
     let loaded = phase_p50(&r, "upload");
     let increase = r["latency_increase_ms"].as_f64().unwrap();

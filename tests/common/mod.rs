@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod server;
+pub mod sink;
 pub mod tc_lines;
 pub mod tc_oracle;
 

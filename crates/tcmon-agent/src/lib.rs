@@ -71,6 +71,8 @@ pub struct State {
     /// Polls that failed; the snapshot stays the last good one.
     pub poll_errors_total: u64,
     pub last_error: Option<String>,
+    /// Polls whose every read saw the tree change (see `Snapshot::changed_while_read`).
+    pub changed_while_read_total: u64,
     pub interval: Duration,
     /// When polls (with the diagnosis) take more than half the interval, the agent waits
     /// twice a poll's time from one start to the next instead, so a big tree gets at most
@@ -180,6 +182,7 @@ impl Agent {
             polls_total: 0,
             poll_errors_total: 0,
             last_error: None,
+            changed_while_read_total: 0,
             stretched: None,
             overruns_total: 0,
             paused: false,
@@ -254,6 +257,7 @@ struct Poller {
     polls_total: u64,
     poll_errors_total: u64,
     last_error: Option<String>,
+    changed_while_read_total: u64,
     stretched: Option<Duration>,
     overruns_total: u64,
     paused: bool,
@@ -346,6 +350,9 @@ impl Poller {
     fn step(&mut self, snap: Snapshot) -> State {
         let snap = Arc::new(snap);
         self.polls_total += 1;
+        if snap.changed_while_read {
+            self.changed_while_read_total += 1;
+        }
         let rates = self
             .prev
             .as_deref()
@@ -401,6 +408,7 @@ impl Poller {
             polls_total: self.polls_total,
             poll_errors_total: self.poll_errors_total,
             last_error: self.last_error.clone(),
+            changed_while_read_total: self.changed_while_read_total,
             interval: self.opts.interval,
             stretched: self.stretched,
             overruns_total: self.overruns_total,

@@ -37,6 +37,11 @@ pub struct Snapshot {
     /// Problems that did not stop the poll: a vanished interface, an undecodable message.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The tree changed under every read of this poll (another `tc` at work): objects may mix
+    /// states, and some that live may be missing. Views say so instead of passing it off as
+    /// the tree.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub changed_while_read: bool,
 }
 
 impl Snapshot {
@@ -49,6 +54,7 @@ impl Snapshot {
             tick: TickLen::default(),
             interfaces: Vec::new(),
             warnings: Vec::new(),
+            changed_while_read: false,
         }
     }
 

@@ -203,6 +203,7 @@ impl Collector {
                 break snap;
             }
             if last {
+                snap.changed_while_read = true;
                 snap.warnings.push(format!(
                     "the tc tree kept changing during {READ_ATTEMPTS} reads; objects may mix states"
                 ));

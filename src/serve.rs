@@ -7,6 +7,7 @@
 //! is tens of milliseconds; doing all four every second would exceed the agent's CPU budget).
 
 use std::convert::Infallible;
+use std::fmt::Write as _;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,8 +83,10 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
         let forget = Arc::clone(&app);
         tokio::spawn(async move {
             let mut was = None;
+            let mut said = Said::default();
             while states.changed().await.is_ok() {
                 forget.rendered();
+                said.log(&states.borrow());
                 // Said when polls start or stop being too slow for the interval, not per poll.
                 let now = states.borrow().stretched;
                 if now.is_some() != was.is_some() {
@@ -245,6 +248,7 @@ impl Rendered {
                     poll_errors_total: s.poll_errors_total,
                     poll_interval: s.effective_interval(),
                     poll_overruns_total: s.overruns_total,
+                    polls_changed_while_read_total: s.changed_while_read_total,
                     groups: self.groups,
                     version: env!("CARGO_PKG_VERSION"),
                 },
@@ -413,17 +417,27 @@ impl App {
     }
 
     /// Healthy while the last good poll is recent: a few intervals, so one slow or failed poll
-    /// does not flap it.
+    /// does not flap it. Either way it says what is wrong now.
     fn health(&self) -> Response<Full<Bytes>> {
         let s = Arc::clone(&self.states.borrow());
         let age = s.snapshot.taken_at.elapsed();
+        let mut notes = String::new();
+        if let Some(e) = &s.last_error {
+            let _ = write!(notes, "; the latest poll failed: {e}");
+        }
+        if s.snapshot.changed_while_read {
+            notes.push_str(
+                "; the tc tree kept changing during every read of the last good poll: its \
+                 objects may mix states, and some may be missing",
+            );
+        }
         // A slow poll is not an error: the limit follows the stretched period.
         let limit = s.effective_interval() * 3 + Duration::from_secs(1);
         if s.paused || age <= limit {
             return text(
                 StatusCode::OK,
                 format!(
-                    "ok: last poll {:.1}s ago, took {:.1} ms; {} polls, {} failed\n",
+                    "ok: last poll {:.1}s ago, took {:.1} ms; {} polls, {} failed{notes}\n",
                     age.as_secs_f64(),
                     s.snapshot.poll_duration_ns as f64 / 1e6,
                     s.polls_total,
@@ -434,11 +448,40 @@ impl App {
         text(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
-                "stale: last good poll {:.1}s ago; last error: {}\n",
+                "stale: last good poll {:.1}s ago{notes}\n",
                 age.as_secs_f64(),
-                s.last_error.as_deref().unwrap_or("none")
             ),
         )
+    }
+}
+
+/// What the log said last, so that it says each failure, recovery and warning once, when it
+/// starts, rather than on every poll.
+#[derive(Default)]
+struct Said {
+    error: Option<String>,
+    warnings: Vec<String>,
+}
+
+impl Said {
+    fn log(&mut self, s: &State) {
+        match (&s.last_error, &self.error) {
+            (Some(e), was) if was.as_ref() != Some(e) => eprintln!(
+                "tcmon serve: poll failed: {e} (/metrics keeps the last good poll; \
+                 tcmon_poll_errors_total counts the failures)"
+            ),
+            (None, Some(_)) => eprintln!("tcmon serve: polls succeed again"),
+            _ => {}
+        }
+        self.error.clone_from(&s.last_error);
+        if s.last_error.is_none() && s.snapshot.warnings != self.warnings {
+            for w in &s.snapshot.warnings {
+                if !self.warnings.contains(w) {
+                    eprintln!("tcmon serve: {w}");
+                }
+            }
+            self.warnings.clone_from(&s.snapshot.warnings);
+        }
     }
 }
 

@@ -501,3 +501,206 @@ fn gzip_for_scrapers_that_ask_the_same_documents() {
         assert!(!head.contains("content-encoding"), "{head}");
     }
 }
+
+/// The value of the first series of family `name`, whatever its labels.
+fn first_value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|r| r.starts_with('{') || r.starts_with(' '))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// Polls `path` until `ok` holds for its reply, or panics after `secs` with the last reply.
+fn wait_for(
+    s: &Served,
+    path: &str,
+    secs: u64,
+    what: &str,
+    ok: impl Fn(&common::server::Reply) -> bool,
+) -> common::server::Reply {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let r = s.get(path);
+        if ok(&r) {
+            return r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: after {secs} s {path} still answers {} {}\nstderr: {}",
+            r.status,
+            r.body.chars().take(2000).collect::<String>(),
+            s.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `ip netns del` of the namespace served: polls fail loudly (/healthz 503 naming it, the
+/// error counter) and tcmon lets go of it, so the kernel can free it and its devices; a
+/// namespace made again under that name is read from then on, also when it replaces the old
+/// one between two polls.
+#[test]
+fn a_deleted_or_replaced_netns_is_followed() {
+    if skip_unless_root("a_deleted_or_replaced_netns_is_followed") {
+        return;
+    }
+    let pair = Pair::create("srvgone").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    let name = pair.a.name.clone();
+    let cfg = TempFile::new("gone.toml", "[agent]\ninterval = \"200ms\"\n");
+    let s = Served::start(&["--netns", &name, "--config", cfg.path()]);
+    s.wait_polls(1);
+    let dev = |d: &str| format!("device=\"{d}\"");
+    assert!(s.get("/metrics").body.contains(&dev(&pair.dev_a)));
+
+    tcmon_lab::run(&["ip", "netns", "del", &name]).unwrap();
+    let r = wait_for(&s, "/healthz", 10, "deleted namespace", |r| r.status == 503);
+    assert!(
+        r.body
+            .contains(&format!("network namespace '{name}' is gone")),
+        "{}",
+        r.body
+    );
+    let errors = first_value(&s.get("/metrics").body, "tcmon_poll_errors_total").unwrap();
+    assert!(errors >= 1.0, "{errors}");
+    // Nothing holds the namespace any more: the kernel destroys it, and with it the veth
+    // pair, whose other end is in `b`.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pair.b.ip(&["link", "show", &pair.dev_b]).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "{} still exists: the deleted namespace is held",
+            pair.dev_b
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Back under the same name, with another device: read from then on.
+    let again = tcmon_lab::Netns::create_named(&name).unwrap();
+    again
+        .ip(&[
+            "link", "add", "back0", "type", "veth", "peer", "name", "back1",
+        ])
+        .unwrap();
+    again
+        .tc(&[
+            "qdisc", "add", "dev", "back0", "root", "handle", "1:", "htb",
+        ])
+        .unwrap();
+    wait_for(&s, "/metrics", 10, "namespace made again", |r| {
+        r.body.contains(&dev("back0"))
+    });
+    wait_for(&s, "/healthz", 5, "namespace made again", |r| {
+        r.status == 200
+    });
+
+    // Replaced between two polls (or nearly): the new one is read, nothing of the old stays.
+    tcmon_lab::run(&[
+        "sh",
+        "-c",
+        &format!(
+            "ip netns del {name} && ip netns add {name} && ip -n {name} link add new0 type veth peer name new1 && \
+             tc -n {name} qdisc add dev new0 root handle 1: htb"
+        ),
+    ])
+    .unwrap();
+    let r = wait_for(&s, "/metrics", 10, "namespace replaced", |r| {
+        r.body.contains(&dev("new0"))
+    });
+    assert!(
+        !r.body.contains(&dev("back0")),
+        "the old namespace's device stays"
+    );
+    assert_eq!(s.get("/healthz").status, 200);
+    let log = s.stderr();
+    assert!(log.contains("is gone"), "{log}");
+    assert!(log.contains("polls succeed again"), "{log}");
+    drop(again);
+}
+
+/// Another `tc` deleting and adding classes while tcmon reads: a poll whose every read saw
+/// the tree change is said in /metrics, /healthz and the log, not passed off as the tree; once
+/// the churn stops, every live class is there and no deleted one.
+#[test]
+fn a_tree_changing_under_every_read_is_said_everywhere() {
+    if skip_unless_root("a_tree_changing_under_every_read_is_said_everywhere") {
+        return;
+    }
+    const CLASSES: u32 = 2000;
+    let pair = Pair::create("srvchurn").unwrap();
+    let ns = pair.a.name.clone();
+    let dev = pair.dev_a.clone();
+    let tree: String = std::iter::once(format!(
+        "qdisc add dev {dev} root handle 1: htb default 2\nclass add dev {dev} parent 1: classid 1:1 htb rate 10gbit\n"
+    ))
+    .chain((2..CLASSES + 2).map(|i| {
+        format!("class add dev {dev} parent 1:1 classid 1:{i:x} htb rate 1mbit ceil 10mbit\n")
+    }))
+    .collect();
+    let batch = TempFile::new("churn-tree.batch", &tree);
+    tcmon_lab::run(&["tc", "-n", &ns, "-batch", batch.path()]).unwrap();
+    // the last 500 classes deleted and added again, over and over
+    let churn: String = (CLASSES + 2 - 500..CLASSES + 2)
+        .map(|i| format!("class del dev {dev} classid 1:{i:x}\n"))
+        .chain((CLASSES + 2 - 500..CLASSES + 2).map(|i| {
+            format!("class add dev {dev} parent 1:1 classid 1:{i:x} htb rate 1mbit ceil 10mbit\n")
+        }))
+        .collect();
+    let churn = TempFile::new("churn.batch", &churn);
+
+    let cfg = TempFile::new("churn.toml", "[agent]\ninterval = \"100ms\"\n");
+    let s = Served::start(&["--netns", &ns, "--config", cfg.path()]);
+    s.wait_polls(1);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churner = {
+        let (stop, ns, path) = (
+            std::sync::Arc::clone(&stop),
+            ns.clone(),
+            churn.path().to_owned(),
+        );
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                && started.elapsed() < Duration::from_secs(30)
+            {
+                tcmon_lab::run(&["tc", "-n", &ns, "-batch", &path]).unwrap();
+            }
+        })
+    };
+    let seen = wait_for(&s, "/metrics", 30, "churn", |r| {
+        first_value(&r.body, "tcmon_polls_changed_while_read_total").unwrap_or(0.0) >= 1.0
+            && first_value(&r.body, "tcmon_last_poll_changed_while_read") == Some(1.0)
+    });
+    drop(seen);
+    let health = s.get("/healthz");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    churner.join().unwrap();
+    assert!(
+        health.body.contains("kept changing") || {
+            // the churn may have paused between the two requests: then the log has said it
+            s.stderr().contains("kept changing")
+        },
+        "{}",
+        health.body
+    );
+    assert!(s.stderr().contains("kept changing"), "{}", s.stderr());
+
+    // Settled: every class, each once, and the marker gone.
+    let r = wait_for(&s, "/metrics", 10, "after the churn", |r| {
+        first_value(&r.body, "tcmon_last_poll_changed_while_read") == Some(0.0)
+    });
+    let r = wait_for(&s, "/metrics", 5, "after the churn", |r2| {
+        first_value(&r2.body, "tcmon_polls_total") > first_value(&r.body, "tcmon_polls_total")
+    });
+    let classes: BTreeSet<&str> = r
+        .body
+        .lines()
+        .filter(|l| l.starts_with("tcmon_class_bytes_total{"))
+        .filter_map(|l| l.split("handle=\"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!(classes.len(), CLASSES as usize + 1, "1:1 and every leaf");
+    assert!(!s.get("/healthz").body.contains("kept changing"));
+}

@@ -70,6 +70,7 @@ pub struct State {
     pub polls_total: u64,
     /// Polls that failed; the snapshot stays the last good one.
     pub poll_errors_total: u64,
+    /// Why the latest poll failed; `None` once one succeeds again.
     pub last_error: Option<String>,
     /// Polls whose every read saw the tree change (see `Snapshot::changed_while_read`).
     pub changed_while_read_total: u64,
@@ -160,16 +161,7 @@ impl Agent {
             },
         )?;
         let first = collector.poll()?;
-        let continuous = match &opts.probes {
-            Some(p) if !p.targets.is_empty() => {
-                let mut p = p.clone();
-                if p.netns.is_none() {
-                    p.netns = opts.netns.as_deref().map(tcmon_netlink::netns_path);
-                }
-                Some(Continuous::start(p)?)
-            }
-            _ => None,
-        };
+        let continuous = start_probes(&opts)?;
         let history = Arc::new(Mutex::new(History::new(opts.history_len)));
         let mut poller = Poller {
             collector,
@@ -179,9 +171,9 @@ impl Agent {
             links_read: None,
             htb_hysteresis: facts::htb_hysteresis(),
             fq_codel_available: facts::fq_codel_available(),
+            netns_switches: 0,
             polls_total: 0,
             poll_errors_total: 0,
-            last_error: None,
             changed_while_read_total: 0,
             stretched: None,
             overruns_total: 0,
@@ -254,9 +246,10 @@ struct Poller {
     links_read: Option<Instant>,
     htb_hysteresis: Option<bool>,
     fq_codel_available: Option<bool>,
+    /// The collector's count of namespace replacements at the last good poll.
+    netns_switches: u64,
     polls_total: u64,
     poll_errors_total: u64,
-    last_error: Option<String>,
     changed_while_read_total: u64,
     stretched: Option<Duration>,
     overruns_total: u64,
@@ -331,10 +324,13 @@ impl Poller {
 
     fn failed(&mut self, e: &tcmon_netlink::Error, last: &State) -> State {
         self.poll_errors_total += 1;
-        self.last_error = Some(error_chain(e));
+        if matches!(e, tcmon_netlink::Error::NetnsGone { .. }) && self.probes_follow_netns() {
+            // Their sockets would keep the deleted namespace, and its devices, alive.
+            self.continuous = None;
+        }
         State {
             poll_errors_total: self.poll_errors_total,
-            last_error: self.last_error.clone(),
+            last_error: Some(error_chain(e)),
             // Probes do not depend on the tree: a failing poll must not freeze them.
             probes: self.probe_status(),
             ..last.clone()
@@ -347,7 +343,32 @@ impl Poller {
             .map_or_else(|| Arc::new(Vec::new()), Continuous::status)
     }
 
-    fn step(&mut self, snap: Snapshot) -> State {
+    /// Probes that run in the polled namespace, not in one configured for them.
+    fn probes_follow_netns(&self) -> bool {
+        self.opts.netns.is_some() && self.opts.probes.as_ref().is_some_and(|p| p.netns.is_none())
+    }
+
+    fn step(&mut self, mut snap: Snapshot) -> State {
+        let switches = self.collector.counters().netns_switches;
+        if switches != self.netns_switches {
+            self.netns_switches = switches;
+            // Another namespace under the same name: nothing of the old one carries over.
+            self.prev = None;
+            self.links.clear();
+            self.links_read = None;
+            self.config_findings = None;
+            if self.probes_follow_netns() {
+                self.continuous = None;
+            }
+        }
+        if self.continuous.is_none() && self.probes_follow_netns() {
+            match start_probes(&self.opts) {
+                Ok(c) => self.continuous = c,
+                Err(e) => snap
+                    .warnings
+                    .push(format!("continuous probes: {}", error_chain(&e))),
+            }
+        }
         let snap = Arc::new(snap);
         self.polls_total += 1;
         if snap.changed_while_read {
@@ -407,13 +428,27 @@ impl Poller {
             probes: self.probe_status(),
             polls_total: self.polls_total,
             poll_errors_total: self.poll_errors_total,
-            last_error: self.last_error.clone(),
+            last_error: None,
             changed_while_read_total: self.changed_while_read_total,
             interval: self.opts.interval,
             stretched: self.stretched,
             overruns_total: self.overruns_total,
             paused: self.paused,
         }
+    }
+}
+
+/// The continuous probes of `opts`, in the polled namespace unless they name their own.
+fn start_probes(opts: &AgentOptions) -> Result<Option<Continuous>, Error> {
+    match &opts.probes {
+        Some(p) if !p.targets.is_empty() => {
+            let mut p = p.clone();
+            if p.netns.is_none() {
+                p.netns = opts.netns.as_deref().map(tcmon_netlink::netns_path);
+            }
+            Ok(Some(Continuous::start(p)?))
+        }
+        _ => Ok(None),
     }
 }
 

@@ -88,6 +88,7 @@ fn bench(c: &mut Criterion) {
         poll_errors_total: 0,
         poll_interval: std::time::Duration::from_secs(1),
         poll_overruns_total: 0,
+        polls_changed_while_read_total: 0,
         groups: Groups::all(),
         version: "0.1.0",
     };

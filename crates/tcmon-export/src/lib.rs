@@ -34,6 +34,8 @@ pub struct Input<'a> {
     pub poll_interval: std::time::Duration,
     /// Polls that took longer than the configured interval.
     pub poll_overruns_total: u64,
+    /// Polls whose every read saw the tc tree change (`Snapshot::changed_while_read`).
+    pub polls_changed_while_read_total: u64,
     /// Which per-object metric groups to carry.
     pub groups: Groups,
     /// `tcmon_build_info{version}`.
@@ -229,6 +231,17 @@ const POLL_OVERRUNS: Family = Family::counter(
     None,
     "Polls (with the diagnosis) that took longer than the configured interval.",
 );
+const POLLS_CHANGED: Family = Family::counter(
+    "tcmon_polls_changed_while_read",
+    None,
+    "Polls whose every read saw the tc tree change under it (another tc at work): their \
+     objects may mix states, and some that exist may be missing.",
+);
+const POLL_CHANGED: Family = Family::gauge(
+    "tcmon_last_poll_changed_while_read",
+    None,
+    "1 when the tc tree kept changing during every read of the last good poll, else 0.",
+);
 const POLL_TIME: Family = Family::gauge(
     "tcmon_last_poll_timestamp_seconds",
     Some("seconds"),
@@ -253,6 +266,11 @@ fn process(e: &mut Encoder, input: &Input<'_>, base: &str) {
             Value::Float(input.poll_interval.as_secs_f64()),
         ),
         (&POLL_OVERRUNS, Value::Int(input.poll_overruns_total)),
+        (
+            &POLLS_CHANGED,
+            Value::Int(input.polls_changed_while_read_total),
+        ),
+        (&POLL_CHANGED, Value::Int(u64::from(s.changed_while_read))),
         (&POLL_TIME, Value::Float(s.timestamp_ms as f64 / 1e3)),
     ] {
         e.head(f);

@@ -288,6 +288,7 @@ fn input<'a>(s: &'a Snapshot, findings: &'a Findings, probes: &'a [TargetStatus]
         poll_errors_total: 1,
         poll_interval: std::time::Duration::from_secs(1),
         poll_overruns_total: 0,
+        polls_changed_while_read_total: 0,
         groups: Groups::all(),
         version: "0.1.0",
     }
@@ -390,6 +391,7 @@ fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
             poll_errors_total: 0,
             poll_interval: std::time::Duration::from_secs(1),
             poll_overruns_total: 0,
+            polls_changed_while_read_total: 0,
             groups: Groups::all(),
             version: "0.1.0",
         },

@@ -14,7 +14,7 @@ use tcmon_core::model::{sort_interface, Class, Filter, Interface, Qdisc, Snapsho
 use tcmon_core::units::{Handle, TickLen};
 
 use crate::decode::Fixed;
-use crate::netns::in_netns;
+use crate::netns::{in_netns, netns_id, netns_path, NetnsId};
 use crate::socket::{DumpStatus, NlSocket};
 use crate::{tc, u32_owner, Error};
 
@@ -74,11 +74,15 @@ struct CachedFilters {
 /// Reads snapshots of one network namespace. Blocking; owns no threads.
 #[derive(Debug)]
 pub struct Collector {
-    sock: NlSocket,
+    /// `None` while the named namespace is gone: a socket would keep it alive, with its
+    /// devices, after `ip netns del`.
+    sock: Option<NlSocket>,
     /// Kernel change notifications; `None` if subscribing failed (then only
     /// `NLM_F_DUMP_INTR` and the filter max-age guard consistency).
     monitor: Option<NlSocket>,
     netns: Option<String>,
+    /// The namespace the sockets were opened in, to notice its name bound to another.
+    netns_id: Option<NetnsId>,
     tick: TickLen,
     opts: CollectorOptions,
     filter_cache: HashMap<u32, CachedFilters>,
@@ -104,6 +108,8 @@ pub struct CollectorCounters {
     pub filter_dumps: u64,
     /// Polls read more than once because the tree changed or a dump was interrupted.
     pub rereads: u64,
+    /// Times the named namespace was found replaced and the sockets opened in the new one.
+    pub netns_switches: u64,
 }
 
 /// What the notifications since the last look say changed.
@@ -118,25 +124,26 @@ impl Collector {
     /// Opens sockets in the current namespace or in `netns`, and checks that the devices named
     /// in `opts` exist.
     pub fn open(netns: Option<&str>, opts: CollectorOptions) -> Result<Self, Error> {
-        let open = || -> io::Result<(NlSocket, Option<NlSocket>)> {
-            Ok((
-                NlSocket::open()?,
-                NlSocket::subscribe(RTMGRP_TC | RTMGRP_LINK).ok(),
-            ))
+        // Identified before the sockets are opened: should the name be bound anew in between,
+        // the next poll sees an id other than this one and opens them again.
+        let netns_id = match netns {
+            Some(name) => Some(netns_id(name).map_err(|source| Error::Netns {
+                name: name.to_owned(),
+                path: netns_path(name).display().to_string(),
+                source,
+            })?),
+            None => None,
         };
-        let (sock, monitor) = match netns {
-            Some(name) => in_netns(name, open)?,
-            None => open(),
-        }
-        .map_err(Error::Socket)?;
+        let (sock, monitor) = open_sockets(netns)?;
         let tick = std::fs::read_to_string("/proc/net/psched")
             .ok()
             .and_then(|t| TickLen::from_proc_psched(&t))
             .unwrap_or_default();
         let mut c = Collector {
-            sock,
+            sock: Some(sock),
             monitor,
             netns: netns.map(str::to_owned),
+            netns_id,
             tick,
             opts,
             filter_cache: HashMap::new(),
@@ -184,6 +191,7 @@ impl Collector {
     /// Reads one consistent snapshot. Changes to the tree while it is read make it read again.
     pub fn poll(&mut self) -> Result<Snapshot, Error> {
         let started = Instant::now();
+        let switched = self.follow_netns()?;
         // Changes before this poll only matter for the filter cache.
         self.take_changes();
         let mut attempt = 0;
@@ -211,8 +219,51 @@ impl Collector {
             }
             self.counters.rereads += 1;
         };
+        if let (true, Some(name)) = (switched, &self.netns) {
+            snap.warnings.push(format!(
+                "network namespace {name} was replaced: now reading the new one"
+            ));
+        }
         snap.poll_duration_ns = started.elapsed().as_nanos() as u64;
         Ok(snap)
+    }
+
+    /// Checks that the named namespace is still the one the sockets are in. Gone: the sockets
+    /// are closed and the poll fails, until it is back. Bound anew (`ip netns del` and `add`):
+    /// the sockets are opened in the new one and everything kept of the old one is dropped;
+    /// `true` then.
+    fn follow_netns(&mut self) -> Result<bool, Error> {
+        let Some(name) = self.netns.clone() else {
+            return Ok(false);
+        };
+        let now = match netns_id(&name) {
+            Ok(id) => id,
+            Err(source) => {
+                self.sock = None;
+                self.monitor = None;
+                self.netns_id = None;
+                return Err(Error::NetnsGone {
+                    path: netns_path(&name).display().to_string(),
+                    name,
+                    source,
+                });
+            }
+        };
+        if self.netns_id == Some(now) && self.sock.is_some() {
+            return Ok(false);
+        }
+        let (sock, monitor) = open_sockets(Some(&name))?;
+        self.sock = Some(sock);
+        self.monitor = monitor;
+        self.netns_id = Some(now);
+        // ifindexes and handles of the old namespace mean nothing in the new one
+        self.filter_cache.clear();
+        self.watched = None;
+        self.last_links.clear();
+        self.all_links.clear();
+        self.config_generation += 1;
+        self.counters.netns_switches += 1;
+        Ok(true)
     }
 
     /// Drains notifications, invalidating cached filters they concern.
@@ -518,13 +569,14 @@ impl Collector {
             req.header.info = (u32::from(prio) << 16) | u32::from(number.to_be());
             req.attributes.push(TcAttribute::Kind("u32".into()));
             let mut root = None;
-            let got = self
-                .sock
-                .get(RouteNetlinkMessage::GetTrafficFilter(req), |_, p| {
+            let got = match self.sock.as_mut() {
+                Some(sock) => sock.get(RouteNetlinkMessage::GetTrafficFilter(req), |_, p| {
                     if let Ok(m) = tc::parse(p) {
                         root = Some(tc::filter_with_tick(m, tick).handle_raw);
                     }
-                });
+                }),
+                None => Err(io::ErrorKind::NotConnected.into()),
+            };
             match (got, root) {
                 (Ok(_), Some(r)) => {
                     roots.insert((parent, prio, proto), r);
@@ -550,7 +602,12 @@ impl Collector {
         req: RouteNetlinkMessage,
         on_msg: impl FnMut(u16, &[u8]),
     ) -> Result<DumpStatus, Error> {
-        let st = self.sock.dump(req, on_msg).map_err(|source| Error::Dump {
+        let sock = self.sock.as_mut().ok_or_else(|| Error::Dump {
+            what,
+            on: on.map(str::to_owned),
+            source: io::ErrorKind::NotConnected.into(),
+        })?;
+        let st = sock.dump(req, on_msg).map_err(|source| Error::Dump {
             what,
             on: on.map(str::to_owned),
             source,
@@ -558,6 +615,21 @@ impl Collector {
         self.counters.dumps += 1;
         Ok(st)
     }
+}
+
+/// The query socket and the notification socket (`None` if subscribing failed), in `netns`.
+fn open_sockets(netns: Option<&str>) -> Result<(NlSocket, Option<NlSocket>), Error> {
+    let open = || -> io::Result<(NlSocket, Option<NlSocket>)> {
+        Ok((
+            NlSocket::open()?,
+            NlSocket::subscribe(RTMGRP_TC | RTMGRP_LINK).ok(),
+        ))
+    };
+    match netns {
+        Some(name) => in_netns(name, open)?,
+        None => open(),
+    }
+    .map_err(Error::Socket)
 }
 
 /// Parents whose filter lists can be non-empty: every qdisc that takes filters, the classes of

@@ -12,6 +12,14 @@ pub enum Error {
         path: String,
         source: io::Error,
     },
+    /// A named namespace that was read before is no longer there (`ip netns del`); polls
+    /// resume when a namespace of that name is back.
+    #[error("network namespace '{name}' is gone ({path}); waiting for it to come back")]
+    NetnsGone {
+        name: String,
+        path: String,
+        source: io::Error,
+    },
     #[error("open rtnetlink socket")]
     Socket(#[source] io::Error),
     #[error("dump {what}{}", on.as_deref().map(|d| format!(" on {d}")).unwrap_or_default())]

@@ -16,7 +16,7 @@ mod u32_owner;
 pub use collector::{Collector, CollectorCounters, CollectorOptions, FilterMode};
 pub use error::Error;
 pub use ethtool::{decode_ethtool_features, link_features, LinkFeatures};
-pub use netns::{in_netns, in_netns_with_sysfs, netns_path};
+pub use netns::{in_netns, in_netns_with_sysfs, netns_id, netns_path, NetnsId};
 pub use tc::MsgError;
 
 use tcmon_core::model::{Class, Filter, Qdisc};

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use crate::Error;
@@ -16,6 +17,38 @@ pub fn netns_path(name: &str) -> PathBuf {
     } else {
         PathBuf::from("/run/netns").join(name)
     }
+}
+
+/// Which namespace a name stands for now: the nsfs inode its `/run/netns` entry is bound to.
+/// `ip netns del` removes the entry while anyone holding the namespace keeps it alive, and
+/// `ip netns add` of the same name binds a new namespace there: a socket opened earlier reads
+/// the old one, so a long-running reader compares this before each read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetnsId {
+    dev: u64,
+    ino: u64,
+}
+
+/// The namespace `name` is bound to now; an error when the entry is missing or is not (yet, or
+/// any more) a namespace: `ip netns add` creates the file before it binds the namespace on it.
+pub fn netns_id(name: &str) -> io::Result<NetnsId> {
+    let path = netns_path(name);
+    let file = File::open(&path)?;
+    // SAFETY: fstatfs writes into the zeroed struct we own; `file` keeps the fd open.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &raw mut fs) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // NSFS_MAGIC; the field's type differs between libc targets.
+    #[allow(clippy::unnecessary_cast)]
+    if fs.f_type as i64 != 0x6e73_6673 {
+        return Err(io::Error::other("not bound to a network namespace"));
+    }
+    let m = file.metadata()?;
+    Ok(NetnsId {
+        dev: m.dev(),
+        ino: m.ino(),
+    })
 }
 
 /// Runs `f` on a thread that has entered the network namespace `name`.

@@ -3,8 +3,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use tcmon_agent::Agent;
+use anyhow::Result;
 
 use crate::{config, UiArgs};
 
@@ -26,23 +25,24 @@ pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
     if !tcmon_tui::is_terminal() {
         return Err(UsageError(tcmon_tui::Error::NotATerminal.to_string()).into());
     }
-    let agent = match Agent::start(opts) {
-        Ok(a) => a,
-        // The collector's error keeps its type, so a bad --dev/--netns is a usage error.
-        Err(tcmon_agent::Error::Collector(e)) => {
-            return Err(anyhow::Error::new(e).context("start the poller"))
-        }
-        Err(e) => return Err(e.into()),
-    };
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let stopped_by = tcmon_tui::run(
-        &agent,
+    // The agent starts inside: the screen is drawn before its first poll, which can wait a
+    // minute for the kernel's tc lock.
+    let stopped_by = match tcmon_tui::run(
+        opts,
         tcmon_tui::RunOptions {
             host: hostname(),
             color,
         },
-    )
-    .context("terminal UI")?;
+    ) {
+        Ok(s) => s,
+        // The collector's error keeps its type, so a bad --dev/--netns is a usage error.
+        Err(tcmon_tui::Error::Start(tcmon_agent::Error::Collector(e))) => {
+            return Err(anyhow::Error::new(e).context("start the poller"))
+        }
+        Err(tcmon_tui::Error::Start(e)) => return Err(e.into()),
+        Err(e) => return Err(anyhow::Error::new(e).context("terminal UI")),
+    };
     // Killed by a signal: the status a shell gives that signal, though the terminal was restored.
     Ok(stopped_by.map_or(ExitCode::SUCCESS, |sig| {
         ExitCode::from(128u8.saturating_add(sig as u8))

@@ -267,3 +267,198 @@ fn tui_ends_when_its_terminal_goes_away() {
         panic!("tcmon {left} still runs after its terminal went away");
     }
 }
+
+/// The two sizes issue 14's screens are checked at: the smallest comfortable terminal and a
+/// big one.
+const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
+
+/// While the first read of the tree waits (here: on a FIFO given as the namespace, whose open
+/// blocks until a writer comes, as a read waits for the kernel's tc lock held by someone
+/// else), the screen is drawn at once and says what it waits for, keys are not echoed, and q
+/// quits. When the wait ends in an error, it is printed after the terminal is restored, with
+/// the usage status of a bad --netns. Needs no privileges.
+#[test]
+fn tui_draws_at_once_while_the_first_read_waits_and_q_quits() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skipped: no tmux");
+        return;
+    }
+    for (w, h) in SIZES {
+        let fifo = std::env::temp_dir().join(format!("tcmon-fifo-{}-{w}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let path = fifo.to_str().unwrap();
+        let tmux = Tmux::start(&format!("wait{w}"), w, h);
+        start_tui(&tmux, path, "");
+        let waiting = format!("reading the tc tree of netns {path}");
+        let s = tmux.wait_for("the waiting screen", Duration::from_secs(5), |s| {
+            s.contains(&waiting)
+        });
+        assert!(tmux.alternate_on(), "drawn on the alternate screen:\n{s}");
+        assert!(s.contains("q quits") && s.contains("RTNL"), "{s}");
+        // Raw mode: typed keys are not echoed over the frame.
+        tmux.send(&["x", "y", "z"]);
+        let s = tmux.wait_for("the seconds waited", Duration::from_secs(5), |s| {
+            s.contains(&format!("{waiting}... 1 s")) || s.contains(&format!("{waiting}... 2 s"))
+        });
+        assert!(!s.contains("xyz"), "keys echoed:\n{s}");
+        tmux.send(&["q"]);
+        assert_restored(&tmux, 0);
+
+        // The read ends in an error: said on the normal screen, with the usage status.
+        tmux.type_line("clear");
+        start_tui(&tmux, path, "");
+        tmux.wait_for("the waiting screen", Duration::from_secs(5), |s| {
+            s.contains(&waiting)
+        });
+        // A writer: tcmon's open of the FIFO returns, and what it opened is no namespace.
+        let writer = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&fifo)
+            .expect("open the FIFO's write end");
+        assert_restored(&tmux, 2);
+        drop(writer);
+        let s = tmux.screen();
+        assert!(
+            s.lines()
+                .any(|l| l.starts_with("tcmon: ") && l.contains("network namespace")),
+            "the error, on the normal screen:\n{s}"
+        );
+        let _ = std::fs::remove_file(&fifo);
+    }
+}
+
+/// The tree pane's part of a screen line (the panes beside it cut off).
+fn tree_part(line: &str) -> String {
+    let mut chars = line.chars();
+    let first = chars.next().into_iter();
+    first
+        .chain(chars.take_while(|c| !matches!(c, '│' | '║')))
+        .collect()
+}
+
+/// The line of the tree pane's top border (its title), if on screen.
+fn tree_title(screen: &str) -> Option<&str> {
+    screen
+        .lines()
+        .find(|l| l.contains(" objects") || l.contains(" object "))
+}
+
+/// Issue 14's screens on a real tree: it opens on the shaped interface (not on `lo`, which
+/// has a TBF of one class), the focused pane is marked in the text, TBF's class 1:1 shows
+/// its qdisc's rate, noqueue is neither a dash nor "new or reset", no duration says `0ns`,
+/// the detail at 200x50 shows a class whole, and q while the help is open only closes it.
+#[test]
+fn tui_in_tmux_issue_14_screens_at_80x24_and_200x50() {
+    if skip_unless_root("tui_in_tmux_issue_14_screens_at_80x24_and_200x50") {
+        return;
+    }
+    let (pair, _load) = shaped_pair();
+    // lo (ifindex 1) gets a shaper with fewer classes than veth0's HTB, and traffic through it.
+    pair.a
+        .tc(&[
+            "qdisc", "add", "dev", "lo", "root", "handle", "1:", "tbf", "rate", "8mbit", "burst",
+            "32k", "latency", "50ms",
+        ])
+        .unwrap();
+    let _lo_load = UdpLoad::start(&pair.a.name, "127.0.0.1:9".parse().unwrap(), 1000, 100_000)
+        .expect("load on lo");
+    // A veth pair of its own after veth0 (no dummy module everywhere): noqueue, as the kernel
+    // gives devices without a queue.
+    pair.a
+        .ip(&["link", "add", "vq0", "type", "veth", "peer", "name", "vq1"])
+        .unwrap();
+    pair.a.ip(&["link", "set", "vq0", "up"]).unwrap();
+    for (w, h) in SIZES {
+        let tmux = Tmux::start(&format!("i14-{w}"), w, h);
+        start_tui(&tmux, &pair.a.name, "");
+        let s = tmux.wait_for("classes with a rate", Duration::from_secs(10), |s| {
+            row(s, "1:10").is_some_and(has_rate)
+        });
+        // Opens on veth0, its tree pane focused: a double border and a marker.
+        let title = tree_title(&s).expect("the tree's title");
+        assert!(title.contains("╔ ▶ veth0 ·"), "{s}");
+        assert_eq!(s.matches('▶').count(), 1, "{s}");
+        assert!(!s.contains("0ns"), "{s}");
+        assert!(!s.contains("POLL FAILED"), "{s}");
+        // Tab: the detail is marked, the tree no longer.
+        tmux.send(&["Tab"]);
+        let s = tmux.wait_for("the detail focused", Duration::from_secs(5), |s| {
+            s.contains("╔ ▶ Detail")
+        });
+        assert!(
+            tree_title(&s).is_some_and(|t| t.contains("┌ veth0 ·")),
+            "{s}"
+        );
+        tmux.send(&["BTab"]);
+        if w >= 200 {
+            // 1:10 selected (root, 1:1, 1:10): every option of the class and the end of
+            // the per-second line are in the detail, without scrolling.
+            tmux.send(&["j", "j"]);
+            let s = tmux.wait_for("the detail of 1:10", Duration::from_secs(5), |s| {
+                s.contains("class htb 1:10")
+            });
+            for want in [
+                "tokens_ns",
+                "ctokens_ns",
+                "quantum_bytes",
+                " borrows",
+                "B/s",
+            ] {
+                assert!(s.contains(want), "{want} in the detail:\n{s}");
+            }
+        }
+        // 1:1 queues nothing: its delay is `~0`, not `~0ns`.
+        tmux.send(&["g", "j"]);
+        let s = tmux.wait_for("the detail of 1:1", Duration::from_secs(5), |s| {
+            s.contains("class htb 1:1 ")
+        });
+        assert!(!s.contains("0ns"), "{s}");
+        // lo: TBF's class 1:1 carries the rate of its qdisc, not `0 bit`.
+        tmux.send(&["Left"]);
+        let s = tmux.wait_for("lo's TBF class with a rate", Duration::from_secs(10), |s| {
+            tree_title(s).is_some_and(|t| t.contains(" lo ·"))
+                && row(s, "1:1").is_some_and(|r| has_rate(&tree_part(r)))
+        });
+        assert!(!tree_part(row(&s, "1:1").unwrap()).contains("0 bit"), "{s}");
+        // vq0 (after lo and veth0, before or after its peer): noqueue, no dash and no "new
+        // or reset".
+        // Right until vq0, each step waiting for the tree to change.
+        let mut s = s;
+        for _ in 0..4 {
+            if tree_title(&s).is_some_and(|t| t.contains(" vq0 ·")) {
+                break;
+            }
+            let before = tree_title(&s).unwrap_or_default().to_owned();
+            tmux.send(&["Right"]);
+            s = tmux.wait_for("the next interface", Duration::from_secs(5), |s| {
+                tree_title(s).is_some_and(|t| t != before)
+            });
+        }
+        assert!(tree_title(&s).is_some_and(|t| t.contains(" vq0 ·")), "{s}");
+        let noqueue = s
+            .lines()
+            .find(|l| l.contains(" noqueue ") && !l.contains("qdisc noqueue"))
+            .expect("the noqueue row");
+        assert!(!noqueue.contains(" - "), "{s}");
+        assert!(s.contains("noqueue keeps no counters"), "{s}");
+        assert!(!s.contains("new or reset"), "{s}");
+        // Help: q closes it and nothing else; the next q quits.
+        tmux.send(&["?"]);
+        tmux.wait_for("the help", Duration::from_secs(5), |s| {
+            s.contains("any key closes")
+        });
+        tmux.send(&["q"]);
+        let s = tmux.wait_for("the help closed", Duration::from_secs(5), |s| {
+            !s.contains("any key closes")
+        });
+        assert!(
+            tmux.alternate_on() && s.contains("HANDLE"),
+            "still running:\n{s}"
+        );
+        tmux.send(&["q"]);
+        assert_restored(&tmux, 0);
+    }
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use tcmon_agent::{Sample, State};
-use tcmon_core::model::{Interface, Snapshot};
+use tcmon_core::model::{Class, Interface, Qdisc, Snapshot};
 use tcmon_core::rates::{ObjectKey, ObjectRates};
 use tcmon_core::units::Handle;
 use tcmon_diag::Severity;
@@ -131,12 +131,21 @@ pub struct App {
     detail_scroll: usize,
     findings_scroll: usize,
     latency_scroll: usize,
+    /// `poll_errors_total` at the last good poll: the agent keeps `last_error` after polls
+    /// succeed again, so the last poll failed only if errors grew since.
+    errors_at_good_poll: u64,
 }
 
 impl App {
     pub fn new(state: Arc<State>, host: String, color: bool) -> App {
         let iface = default_interface(&state.snapshot);
+        // Nothing tells whether the state given first came from a failed poll but its error:
+        // taken as the latest poll's.
+        let errors_at_good_poll = state
+            .poll_errors_total
+            .saturating_sub(u64::from(state.last_error.is_some()));
         let mut app = App {
+            errors_at_good_poll,
             iface_name: state.snapshot.interfaces.get(iface).map(|i| i.name.clone()),
             paused: state.paused,
             interval: state.interval,
@@ -169,6 +178,9 @@ impl App {
 
     /// A new poll: the same interface and object stay selected if they still exist.
     pub fn set_state(&mut self, state: Arc<State>) {
+        if state.polls_total != self.state.polls_total {
+            self.errors_at_good_poll = state.poll_errors_total;
+        }
         self.state = state;
         let ifaces = &self.state.snapshot.interfaces;
         self.iface = match self
@@ -188,6 +200,14 @@ impl App {
 
     pub fn state(&self) -> &State {
         &self.state
+    }
+
+    /// The error of the latest poll, if it failed (the screen shows the last good one).
+    pub fn poll_failed(&self) -> Option<&str> {
+        self.state
+            .last_error
+            .as_deref()
+            .filter(|_| self.state.poll_errors_total > self.errors_at_good_poll)
     }
 
     pub fn interface(&self) -> Option<&Interface> {
@@ -217,6 +237,17 @@ impl App {
 
     pub fn selected_row(&self) -> Option<&Row> {
         self.rows.get(self.cursor)
+    }
+
+    /// The object whose history the detail shows for the selection: itself, or for a class
+    /// without counters of its own the qdisc that counts for it.
+    pub fn history_key(&self) -> Option<ObjectKey> {
+        let (iface, row) = (self.interface()?, self.selected_row()?);
+        let owner = match row.obj {
+            Obj::Class(i) => counters_owner(iface, &iface.classes[i]),
+            Obj::Qdisc(_) => None,
+        };
+        Some(owner.map_or_else(|| row.key.clone(), |q| ObjectKey::qdisc(iface, q)))
     }
 
     /// The worst warning or critical finding about `object` (tc notation) on the selected
@@ -314,13 +345,10 @@ impl App {
             return Action::None;
         }
         if self.help {
-            // Any key closes the help; q still quits.
+            // Any key closes the help and does nothing else, q and Esc too: a quit key
+            // pressed to leave the help must not leave tcmon (Ctrl-C, above, still does).
             self.help = false;
-            return if k.code == KeyCode::Char('q') {
-                Action::Quit
-            } else {
-                Action::None
-            };
+            return Action::None;
         }
         match k.code {
             KeyCode::Char('q') | KeyCode::Esc => return Action::Quit,
@@ -526,6 +554,19 @@ impl App {
     }
 }
 
+/// What a key does while the first poll is still being read (nothing to move or fold yet):
+/// the quit keys quit, the rest do nothing.
+pub fn waiting_key(k: KeyEvent) -> Action {
+    let quit = k.kind != KeyEventKind::Release
+        && (matches!(k.code, KeyCode::Char('q') | KeyCode::Esc)
+            || (k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c')));
+    if quit {
+        Action::Quit
+    } else {
+        Action::None
+    }
+}
+
 /// Flags by handle (rustc-hash 2 folds the high bits of its product into the low ones, which
 /// the table indexes by: qdisc handles have a zero minor).
 type Flags = HashMap<Handle, Severity, rustc_hash::FxBuildHasher>;
@@ -537,16 +578,67 @@ fn canonical_handle(object: &str) -> Option<Handle> {
     (h.write_tc(&mut [0; 16]) == object).then_some(h)
 }
 
-/// The first interface with a shaper on its root, else the first one.
+/// The interface to open on: the one with the most classes (where the shaping is), then the
+/// most qdiscs, then the lowest ifindex. The kernel's defaults count for nothing, so `lo`
+/// (noqueue) or a multiqueue NIC (mq, a class and a qdisc per queue) does not outrank a
+/// shaper.
 fn default_interface(snap: &Snapshot) -> usize {
     snap.interfaces
         .iter()
-        .position(|i| {
-            i.qdiscs
-                .iter()
-                .any(|q| q.parent == Handle::ROOT && !is_default_kind(&q.kind))
+        .enumerate()
+        .min_by_key(|(_, i)| {
+            let (classes, qdiscs) = configured_objects(i);
+            (
+                std::cmp::Reverse(classes),
+                std::cmp::Reverse(qdiscs),
+                i.ifindex,
+            )
         })
-        .unwrap_or(0)
+        .map_or(0, |(n, _)| n)
+}
+
+/// Classes and qdiscs of `iface` that someone configured: not the kernel's default kinds, nor
+/// mq's per-queue classes and the qdiscs it puts on them (`default_qdisc`, often fq_codel).
+fn configured_objects(iface: &Interface) -> (usize, usize) {
+    let mq: Vec<u16> = iface
+        .qdiscs
+        .iter()
+        .filter(|q| q.kind == "mq")
+        .map(|q| q.handle.major())
+        .collect();
+    let classes = iface
+        .classes
+        .iter()
+        .filter(|c| !mq.contains(&c.handle.major()))
+        .count();
+    let qdiscs = iface
+        .qdiscs
+        .iter()
+        .filter(|q| !is_default_kind(&q.kind) && !mq.contains(&q.parent.major()))
+        .count();
+    (classes, qdiscs)
+}
+
+/// Class kinds the kernel dumps without counters: TBF's and netem's one class (1:1, over
+/// their inner qdisc) carry no statistics, so they read 0 whatever passes. Everything that
+/// goes through the class goes through its qdisc: its counters are the class's.
+const CLASSES_WITHOUT_COUNTERS: [&str; 2] = ["tbf", "netem"];
+
+/// The qdisc whose counters stand for `class`'s, for a class of a kind without counters of its
+/// own. Only while the class's counters are empty: should a kernel ever count there, those
+/// are the class's.
+pub fn counters_owner<'a>(iface: &'a Interface, class: &Class) -> Option<&'a Qdisc> {
+    if !CLASSES_WITHOUT_COUNTERS.contains(&&*class.kind)
+        || class.stats.bytes != 0
+        || class.stats.packets != 0
+    {
+        return None;
+    }
+    let owner = Handle::new(class.handle.major(), 0);
+    iface
+        .qdiscs
+        .iter()
+        .find(|q| q.handle == owner && q.kind == class.kind)
 }
 
 /// Root qdiscs that shape nothing: what a host has before anyone configures tc.

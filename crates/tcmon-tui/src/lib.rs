@@ -10,6 +10,6 @@ pub mod app;
 mod term;
 pub mod view;
 
-pub use app::{Action, App, FrameInfo, Pane, Row, SortKey};
+pub use app::{waiting_key, Action, App, FrameInfo, Pane, Row, SortKey};
 pub use term::{is_terminal, run, Error, RunOptions, TerminalGuard};
-pub use view::draw;
+pub use view::{draw, draw_waiting, Waiting};

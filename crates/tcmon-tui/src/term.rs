@@ -2,8 +2,9 @@
 
 use std::io::{self, IsTerminal};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::mpsc::{self, TryRecvError};
 use std::sync::{Arc, Once};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event};
 use crossterm::terminal::{
@@ -12,10 +13,10 @@ use crossterm::terminal::{
 use crossterm::{cursor, execute};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
-use tcmon_agent::Agent;
+use tcmon_agent::{Agent, AgentOptions};
 
-use crate::app::{Action, App, FrameInfo};
-use crate::view::draw;
+use crate::app::{waiting_key, Action, App, FrameInfo};
+use crate::view::{draw, draw_waiting, Waiting};
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -31,6 +32,12 @@ pub enum Error {
     NotATerminal,
     #[error("terminal")]
     Io(#[from] io::Error),
+    /// `Agent::start` failed (a bad `--dev` or `--netns`): returned once the terminal is
+    /// restored, so the caller prints it where it can be read.
+    #[error("start the poller")]
+    Start(#[source] tcmon_agent::Error),
+    #[error("the poller's start panicked")]
+    StartPanicked,
 }
 
 /// Whether stdin and stdout are both terminals, as [`run`] needs.
@@ -42,16 +49,112 @@ pub fn is_terminal() -> bool {
 /// within a frame or two, long enough to cost nothing while idle.
 const TICK: Duration = Duration::from_millis(50);
 
-/// Runs the UI until the user quits (`None`) or a signal ends it (`Some(signal number)`, for an
-/// exit status of 128 + n). The terminal is restored however this returns, and by the panic
+/// Starts an agent with `agent_opts` and runs the UI over it until the user quits (`None`) or
+/// a signal ends it (`Some(signal number)`, for an exit status of 128 + n). The terminal is
+/// taken first and the agent started on another thread: its first poll can wait a minute
+/// for the kernel's tc lock, and until it is back the screen says so and `q` quits. The
+/// terminal is restored however this returns (an [`Error::Start`] included), and by the panic
 /// hook if something panics.
-pub fn run(agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
+pub fn run(agent_opts: AgentOptions, opts: RunOptions) -> Result<Option<i32>, Error> {
     if !is_terminal() {
         return Err(Error::NotATerminal);
     }
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
+    let waiting = Waiting {
+        target: target_text(&agent_opts),
+        elapsed: Duration::ZERO,
+        host: opts.host.clone(),
+        color: opts.color,
+    };
+    let (tx, rx) = mpsc::channel();
+    // Detached: if the user quits first, the process ends with the read still blocked.
+    std::thread::Builder::new()
+        .name("tcmon-start".into())
+        .spawn(move || {
+            let _ = tx.send(Agent::start(agent_opts));
+        })?;
+    let agent = match wait_for_agent(&mut terminal, &rx, waiting)? {
+        Waited::Started(agent) => agent,
+        Waited::Stopped(by) => return Ok(by),
+    };
+    let stopped = ui_loop(&mut terminal, &agent, opts);
+    // Stopped on another thread: dropping joins the poller, which may be in a read stuck
+    // behind the kernel's tc lock; quitting must not wait for it.
+    let _ = std::thread::Builder::new()
+        .name("tcmon-stop".into())
+        .spawn(move || drop(agent));
+    stopped
+}
+
+/// `netns NAME` or `this host`, and the interfaces of `--dev`.
+fn target_text(o: &AgentOptions) -> String {
+    let mut s = o
+        .netns
+        .as_deref()
+        .map_or_else(|| "this host".to_owned(), |n| format!("netns {n}"));
+    if !o.devices.is_empty() {
+        s = format!("{} in {s}", o.devices.join(", "));
+    }
+    s
+}
+
+type Term = Terminal<CrosstermBackend<io::Stdout>>;
+
+enum Waited {
+    Started(Agent),
+    /// The user quit (`None`) or a signal came (its number) before the agent was up.
+    Stopped(Option<i32>),
+}
+
+/// Draws the waiting screen until the agent has started, the user quit or a signal came.
+fn wait_for_agent(
+    terminal: &mut Term,
+    rx: &mpsc::Receiver<Result<Agent, tcmon_agent::Error>>,
+    mut waiting: Waiting,
+) -> Result<Waited, Error> {
+    let started = Instant::now();
+    let mut shown: Option<u64> = None;
+    while STOP.load(Ordering::Relaxed) == 0 {
+        match rx.try_recv() {
+            Ok(Ok(agent)) => return Ok(Waited::Started(agent)),
+            Ok(Err(e)) => return Err(Error::Start(e)),
+            Err(TryRecvError::Disconnected) => return Err(Error::StartPanicked),
+            Err(TryRecvError::Empty) => {}
+        }
+        // Redrawn when the second shown changes, or the terminal did.
+        waiting.elapsed = started.elapsed();
+        let secs = waiting.elapsed.as_secs();
+        if shown != Some(secs) {
+            terminal.draw(|f| draw_waiting(f, &waiting))?;
+            shown = Some(secs);
+        }
+        let mut timeout = TICK;
+        while match poll(timeout) {
+            Ok(ready) => ready,
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                return Ok(Waited::Stopped(Some(libc::SIGHUP)))
+            }
+            Err(e) => return Err(e.into()),
+        } {
+            timeout = Duration::ZERO;
+            match event::read()? {
+                Event::Key(k) if waiting_key(k) == Action::Quit => {
+                    return Ok(Waited::Stopped(None))
+                }
+                Event::Resize(..) => {
+                    terminal.autoresize()?;
+                    shown = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(Waited::Stopped(Some(STOP.load(Ordering::Relaxed))))
+}
+
+fn ui_loop(terminal: &mut Term, agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
     let mut app = App::new(agent.state(), opts.host, opts.color);
     refresh_history(agent, &mut app);
     let mut dirty = true;
@@ -139,7 +242,10 @@ fn poll(timeout: Duration) -> io::Result<bool> {
 }
 
 fn refresh_history(agent: &Agent, app: &mut App) {
-    app.history = app.selected().map(|k| agent.history(k)).unwrap_or_default();
+    app.history = app
+        .history_key()
+        .map(|k| agent.history(&k))
+        .unwrap_or_default();
 }
 
 /// The signal (SIGTERM/SIGHUP/SIGINT) that asked to stop, 0 until then: the loop ends and the

@@ -332,15 +332,22 @@ fn pause_interval_help_and_quit() {
         [Action::None],
         "100 ms is the agent's minimum"
     );
-    // Help: any key closes it without acting; q still quits.
+    // Help: any key closes it without acting (q and Esc too: they close the help, as the
+    // help says); then they quit. Ctrl-C quits at once, help or not.
     press(&mut a, &[ch('?')]);
     assert!(a.help());
     assert_eq!(press(&mut a, &[ch('j')]), [Action::None]);
     assert!(!a.help());
     assert_eq!(selected(&a), "1:");
+    for k in [ch('q'), key(KeyCode::Esc)] {
+        press(&mut a, &[ch('?')]);
+        assert_eq!(press(&mut a, &[k]), [Action::None], "{k:?} closes the help");
+        assert!(!a.help());
+        assert_eq!(press(&mut a, &[k]), [Action::Quit], "{k:?} then quits");
+    }
     press(&mut a, &[ch('?')]);
-    assert_eq!(press(&mut a, &[ch('q')]), [Action::Quit]);
-    assert_eq!(press(&mut a, &[key(KeyCode::Esc)]), [Action::Quit]);
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(press(&mut a, &[ctrl_c]), [Action::Quit]);
     let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
     press(&mut a, &[ch('/')]);
     assert_eq!(
@@ -348,4 +355,131 @@ fn pause_interval_help_and_quit() {
         [Action::Quit],
         "even while typing a filter"
     );
+}
+
+/// It opens on the interface with the most classes (the shaper), not on the first one with a
+/// shaper on its root, nor on `lo`: ties go to the most qdiscs, then to the lowest ifindex.
+/// The kernel's defaults (noqueue, pfifo_fast, mq and the queues under mq) count for nothing.
+#[test]
+fn opens_on_the_interface_with_the_most_classes() {
+    use tcmon_core::model::{QdiscDetail, Snapshot, Tbf};
+    use tcmon_core::units::Handle;
+    let h = Handle::new;
+    let htb = |name: &str, ifindex: u32, classes: u16, leaves: u16| {
+        let mut i = common::iface(name, ifindex);
+        i.qdiscs.push(common::qdisc(
+            h(1, 0),
+            Handle::ROOT,
+            "htb",
+            None,
+            common::stats(0, 0, 0, 0),
+        ));
+        for n in 0..classes {
+            i.classes.push(common::htb_class(
+                h(1, 0x10 + n),
+                h(1, 0),
+                125_000,
+                0,
+                common::stats(0, 0, 0, 0),
+            ));
+        }
+        for n in 0..leaves {
+            i.qdiscs.push(common::qdisc(
+                h(0x10 + n, 0),
+                h(1, 0x10 + n),
+                "pfifo",
+                None,
+                common::stats(0, 0, 0, 0),
+            ));
+        }
+        i
+    };
+    let open_on = |ifaces: Vec<tcmon_core::model::Interface>| {
+        let mut s = Snapshot::new(Instant::now(), 0);
+        s.interfaces = ifaces;
+        let a = App::new(common::first_state(s), "h".into(), true);
+        a.interface().unwrap().name.clone()
+    };
+    let mut lo = common::iface("lo", 1);
+    lo.qdiscs.push(common::qdisc(
+        Handle::UNSPEC,
+        Handle::ROOT,
+        "noqueue",
+        None,
+        common::stats(0, 0, 0, 0),
+    ));
+    // A TBF root (a shaper, but one qdisc and no class of its own here) before the HTB.
+    let mut wan = common::iface("wan0", 2);
+    wan.qdiscs.push(common::qdisc(
+        h(1, 0),
+        Handle::ROOT,
+        "tbf",
+        Some(QdiscDetail::Tbf(Tbf::default())),
+        common::stats(0, 0, 0, 0),
+    ));
+    // A multiqueue NIC: mq and its 8 queues, all the kernel's own.
+    let mut nic = common::iface("eth0", 3);
+    nic.qdiscs.push(common::qdisc(
+        h(0x8001, 0),
+        Handle::ROOT,
+        "mq",
+        None,
+        common::stats(0, 0, 0, 0),
+    ));
+    for q in 1..=8 {
+        nic.qdiscs.push(common::qdisc(
+            Handle::UNSPEC,
+            h(0x8001, q),
+            "fq_codel",
+            None,
+            common::stats(0, 0, 0, 0),
+        ));
+        nic.classes.push(tcmon_core::model::Class {
+            handle: h(0x8001, q),
+            parent: h(0x8001, 0),
+            kind: "mq".into(),
+            leaf_qdisc: None,
+            stats: common::stats(0, 0, 0, 0),
+            detail: None,
+            undecoded: tcmon_core::model::Undecoded::default(),
+        });
+    }
+    assert_eq!(
+        open_on(vec![
+            lo.clone(),
+            wan.clone(),
+            nic.clone(),
+            htb("ifb0", 9, 3, 0)
+        ]),
+        "ifb0"
+    );
+    // Same classes: the one with more qdiscs.
+    assert_eq!(
+        open_on(vec![lo.clone(), htb("eth1", 4, 2, 0), htb("eth2", 5, 2, 2)]),
+        "eth2"
+    );
+    // Same classes and qdiscs: the lowest ifindex, wherever it is listed.
+    assert_eq!(
+        open_on(vec![lo.clone(), htb("eth2", 5, 2, 1), htb("eth1", 4, 2, 1)]),
+        "eth1"
+    );
+    // No classes anywhere: the shaper with most qdiscs (TBF), not lo or the NIC's defaults.
+    assert_eq!(open_on(vec![lo.clone(), nic, wan]), "wan0");
+    assert_eq!(open_on(vec![lo]), "lo");
+}
+
+/// While the first poll is read, only the quit keys do something.
+#[test]
+fn while_waiting_for_the_first_poll_the_quit_keys_quit() {
+    use tcmon_tui::waiting_key;
+    for k in [
+        ch('q'),
+        key(KeyCode::Esc),
+        KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+    ] {
+        assert_eq!(waiting_key(k), Action::Quit, "{k:?}");
+    }
+    for k in [ch('j'), ch('?'), key(KeyCode::Tab), ch('c')] {
+        assert_eq!(waiting_key(k), Action::None, "{k:?}");
+    }
 }

@@ -324,10 +324,11 @@ fn the_findings_pane_scrolls_line_by_line_to_its_last_line() {
     // The pane's lines inside its borders.
     let pane = |text: &str| -> Vec<String> {
         text.lines()
-            .skip_while(|l| !l.starts_with("┌ Findings"))
+            // focused: a double border and a marker
+            .skip_while(|l| !l.starts_with("╔ ▶ Findings"))
             .skip(1)
-            .take_while(|l| !l.starts_with('└'))
-            .map(|l| l.trim_start_matches('│').trim_end_matches('│').to_owned())
+            .take_while(|l| !l.starts_with('╚'))
+            .map(|l| l.trim_start_matches('║').trim_end_matches('║').to_owned())
             .collect()
     };
     let all = pane(&screen(&mut a, 80, 200));
@@ -417,4 +418,313 @@ fn slow_polls_are_said_in_the_header() {
     let text = screen(&mut a, 120, 30);
     let header = text.lines().next().unwrap();
     assert!(header.contains("every 2.6s (slow polls)"), "{header}");
+}
+
+/// The lines inside the pane whose top border holds `title`, borders cut off (the first such
+/// pane from the left on those rows).
+fn pane_lines(text: &str, title: &str) -> Vec<String> {
+    let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
+    for (y, l) in lines.iter().enumerate() {
+        let s: String = l.iter().collect();
+        let Some(byte) = s.find(title) else { continue };
+        let at = s[..byte].chars().count();
+        // The corner left of the title, and the one that closes this pane on the right.
+        let left = (0..at)
+            .rev()
+            .find(|&x| matches!(l[x], '┌' | '╔'))
+            .expect("a corner");
+        let right = (at..l.len())
+            .find(|&x| matches!(l[x], '┐' | '╗'))
+            .expect("a corner");
+        return lines[y + 1..]
+            .iter()
+            .take_while(|r| !matches!(r[left], '└' | '╚'))
+            .map(|r| r[left + 1..right].iter().collect())
+            .collect();
+    }
+    panic!("no pane titled {title}:\n{text}");
+}
+
+/// noqueue counts nothing (packets go straight to the device): its row and detail say so
+/// instead of a dash and "new or reset since the last poll" at every poll.
+#[test]
+fn noqueue_is_not_new_or_reset_at_every_poll() {
+    let mut a = App::new(shaped_state(false), "h".into(), true);
+    a.on_key(ch('h'));
+    assert_eq!(a.interface().unwrap().name, "lo");
+    for (w, h) in [(80, 24), (200, 50)] {
+        let text = screen(&mut a, w, h);
+        let row = text
+            .lines()
+            .find(|l| l.contains(" noqueue ") && !l.contains("qdisc noqueue"))
+            .expect("the noqueue row");
+        assert!(
+            !row.contains('-'),
+            "no dash: it is not waiting for a rate: {row}"
+        );
+        assert!(!row.contains(" 0B"), "no counters, so no numbers: {row}");
+        assert!(!text.contains("new or reset"), "{text}");
+        assert!(!text.contains("rates from"), "{text}");
+        assert!(text.contains("noqueue keeps no counters"), "{text}");
+    }
+}
+
+/// No duration reads `0ns`: an empty queue drains in no time (`~0`), and less than a
+/// microsecond is `<1µs`.
+#[test]
+fn durations_never_print_as_zero_nanoseconds() {
+    let mut a = on_1_10(false);
+    a.on_key(ch('k')); // 1:1: nothing queued
+    for (w, h) in [(80, 24), (200, 50)] {
+        let text = screen(&mut a, w, h);
+        assert!(!text.contains("0ns"), "{text}");
+        assert!(text.contains("backlog 0 B ~0 "), "{text}");
+    }
+    // 100 B behind 10 Gbit/s drain in 80 ns.
+    let t0 = Instant::now();
+    let snap = |at, k: u64| {
+        let mut s = Snapshot::new(at, 0);
+        let mut eth = common::iface("eth0", 2);
+        eth.qdiscs.push(common::qdisc(
+            Handle::new(1, 0),
+            Handle::ROOT,
+            "fq_codel",
+            None,
+            common::stats(1_250_000_000 * k, 1000 * k, 0, 100),
+        ));
+        s.interfaces.push(eth);
+        s
+    };
+    let prev = snap(t0, 1);
+    let cur = snap(t0 + std::time::Duration::from_secs(1), 2);
+    let mut a = App::new(common::state(&prev, cur, vec![], vec![]), "h".into(), true);
+    let text = screen(&mut a, 200, 50);
+    assert!(text.contains("100B ~<1µs"), "{text}");
+    assert!(text.contains("backlog 100 B ~<1µs"), "{text}");
+    let nanoseconds = text
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && (&w[1..] == b"ns" || &w[1..] == b" n"));
+    assert!(!nanoseconds, "{text}");
+}
+
+/// At 200x50 the detail pane has the room for everything it says: no line cut at its border
+/// and every option of the class on screen without scrolling; at 80 columns long lines wrap.
+#[test]
+fn the_detail_pane_cuts_nothing_at_200x50() {
+    let mut a = on_1_10(false);
+    let text = screen(&mut a, 200, 50);
+    let detail = pane_lines(&text, "Detail").join("\n");
+    for want in [
+        "75 lends  38 borrows",
+        "backlog 0 B/s",
+        "options and xstats",
+        "tokens_bytes",
+        "tokens_ns",
+    ] {
+        assert!(detail.contains(want), "{want} in the detail:\n{text}");
+    }
+    // The findings still show whole too.
+    let findings = pane_lines(&text, "Findings").join("\n");
+    assert!(findings.contains("pfifo limit 8"), "{text}");
+    assert!(findings.contains("class-saturated"), "{text}");
+    // 100 columns: the per-second line wraps under its indent rather than losing its end.
+    let text = screen(&mut a, 100, 40);
+    let detail = pane_lines(&text, "Detail").join("\n");
+    assert!(detail.contains("borrows"), "{text}");
+    assert!(detail.contains("backlog 0 B/s"), "{text}");
+}
+
+/// TBF's class 1:1 has no counters in the kernel: it shows the rate of its qdisc, not 0 bit.
+#[test]
+fn the_tbf_class_shows_its_qdiscs_rate_not_zero() {
+    use tcmon_core::model::{Class, QdiscDetail, Tbf, Undecoded};
+    let t0 = Instant::now();
+    let snap = |at, k: u64| {
+        let mut s = Snapshot::new(at, 0);
+        let mut eth = common::iface("eth0", 2);
+        eth.qdiscs.push(common::qdisc(
+            Handle::new(1, 0),
+            Handle::ROOT,
+            "tbf",
+            Some(QdiscDetail::Tbf(Tbf {
+                rate_bytes_per_sec: 250_000,
+                burst_bytes: 10_000,
+                limit_bytes: 500_000,
+                ..Tbf::default()
+            })),
+            common::stats(200_000 * k, 150 * k, 0, 30_000),
+        ));
+        eth.qdiscs.push(common::qdisc(
+            Handle::new(0x10, 0),
+            Handle::new(1, 1),
+            "pfifo",
+            None,
+            common::stats(230_000 * k, 160 * k, 0, 30_000),
+        ));
+        eth.classes.push(Class {
+            handle: Handle::new(1, 1),
+            parent: Handle::new(1, 0),
+            kind: "tbf".into(),
+            leaf_qdisc: Some(Handle::new(0x10, 0)),
+            stats: tcmon_core::model::Stats::default(),
+            detail: None,
+            undecoded: Undecoded::default(),
+        });
+        tcmon_core::model::sort_interface(&mut eth);
+        s.interfaces.push(eth);
+        s
+    };
+    let prev = snap(t0, 1);
+    let cur = snap(t0 + std::time::Duration::from_secs(1), 2);
+    let mut a = App::new(common::state(&prev, cur, vec![], vec![]), "h".into(), true);
+    a.on_key(ch('j'));
+    assert_eq!(a.selected().unwrap().handle, Handle::new(1, 1));
+    // Its sparklines are the qdisc's history too.
+    let from = a.history_key().unwrap();
+    assert_eq!(
+        (from.handle, from.parent),
+        (Handle::new(1, 0), Handle::ROOT)
+    );
+    for (w, h) in [(80, 24), (200, 50)] {
+        let text = screen(&mut a, w, h);
+        // The tree's row, not the detail's title beside it.
+        let row = text
+            .lines()
+            .find(|l| {
+                l.chars()
+                    .skip(1)
+                    .collect::<String>()
+                    .trim_start_matches([' ', '▾', '▸'])
+                    .starts_with("1:1 ")
+            })
+            .expect("the class row");
+        assert!(!row.contains("0 bit"), "{row}");
+        assert!(row.contains("1.6 Mbit"), "the rate of qdisc 1:: {row}");
+        assert!(text.contains("no counters of its own"), "{text}");
+    }
+}
+
+/// The focused pane has a double border and a marker in its title, which tmux's text shows.
+#[test]
+fn the_focused_pane_is_marked() {
+    let mut a = on_1_10(false);
+    for (w, h) in [(80, 24), (120, 40), (200, 50)] {
+        a.on_key(ch('g'));
+        while a.focus() != tcmon_tui::Pane::Tree {
+            a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        }
+        let text = screen(&mut a, w, h);
+        let top = |title: &str| {
+            text.lines()
+                .find(|l| l.contains(title))
+                .unwrap_or_else(|| panic!("{title}:\n{text}"))
+                .to_owned()
+        };
+        assert!(top("eth1 ·").contains("╔ ▶ eth1 ·"), "{text}");
+        assert!(top("Detail").contains("┌ Detail"), "{text}");
+        assert_eq!(text.matches('▶').count(), 1, "{text}");
+        a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        let text = screen(&mut a, w, h);
+        let tree = text.lines().find(|l| l.contains("eth1 ·")).unwrap();
+        assert!(tree.contains("┌ eth1 ·"), "{text}");
+        let detail = text.lines().find(|l| l.contains("Detail")).unwrap();
+        assert!(detail.contains("╔ ▶ Detail"), "{text}");
+    }
+}
+
+/// The header says when the tree kept changing under the read, and when the last poll
+/// failed (a deleted namespace fails every poll): at the top, where it is seen.
+#[test]
+fn the_header_says_tree_changing_and_poll_failed() {
+    let good = shaped_state(false);
+    let header = |st: std::sync::Arc<tcmon_agent::State>, w: u16| {
+        let mut a = App::new(st, "h".into(), true);
+        screen(&mut a, w, 24).lines().next().unwrap().to_owned()
+    };
+    let mut snap = (*good.snapshot).clone();
+    snap.changed_while_read = true;
+    let changing = std::sync::Arc::new(tcmon_agent::State {
+        snapshot: std::sync::Arc::new(snap),
+        changed_while_read_total: 1,
+        ..(*good).clone()
+    });
+    for w in [80, 200] {
+        assert!(header(changing.clone(), w).contains("tree changing"));
+        assert!(!header(good.clone(), w).contains("tree changing"));
+        assert!(!header(good.clone(), w).contains("POLL FAILED"));
+    }
+    let failed = std::sync::Arc::new(tcmon_agent::State {
+        last_error: Some("netns tcmon-x: No such file or directory".into()),
+        poll_errors_total: 1,
+        ..(*good).clone()
+    });
+    for w in [80, 200] {
+        let h = header(failed.clone(), w);
+        assert!(h.contains("POLL FAILED"), "{h}");
+    }
+    // The agent keeps the last error after a good poll: a good poll since the failure (more
+    // polls, no more errors) takes it off the header and the footer.
+    let mut a = App::new(failed.clone(), "h".into(), true);
+    let recovered = std::sync::Arc::new(tcmon_agent::State {
+        polls_total: failed.polls_total + 1,
+        ..(*failed).clone()
+    });
+    a.set_state(recovered.clone());
+    let text = screen(&mut a, 80, 24);
+    assert!(!text.contains("POLL FAILED"), "{text}");
+    assert!(!text.contains("poll failed"), "{text}");
+    // And a failure after that is said again.
+    a.set_state(std::sync::Arc::new(tcmon_agent::State {
+        poll_errors_total: 2,
+        ..(*recovered).clone()
+    }));
+    let text = screen(&mut a, 80, 24);
+    assert!(
+        text.lines().next().unwrap().contains("POLL FAILED"),
+        "{text}"
+    );
+    assert!(
+        text.lines().last().unwrap().starts_with("poll failed"),
+        "{text}"
+    );
+}
+
+/// Before the first poll is back (it can wait a minute for the kernel's tc lock) the screen
+/// says what it reads and how to leave, at any size.
+#[test]
+fn the_waiting_screen_says_what_it_reads_and_that_q_quits() {
+    let mut w = tcmon_tui::Waiting {
+        target: "netns tcmon-lab-router".into(),
+        elapsed: std::time::Duration::from_millis(300),
+        host: "router1".into(),
+        color: true,
+    };
+    let draw = |w: &tcmon_tui::Waiting, width, height| {
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height))
+            .expect("test backend");
+        term.draw(|f| tcmon_tui::draw_waiting(f, w)).expect("draw");
+        let buf = term.backend().buffer().clone();
+        (0..height)
+            .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+            .collect::<String>()
+    };
+    for (width, height) in [(80, 24), (200, 50)] {
+        let text = draw(&w, width, height);
+        assert!(text.starts_with("tcmon STARTING  host router1"), "{text}");
+        assert!(
+            text.contains("reading the tc tree of netns tcmon-lab-router..."),
+            "{text}"
+        );
+        assert!(text.contains("RTNL") && text.contains("q quits"), "{text}");
+        assert!(text.lines().last().unwrap().starts_with("q quit"), "{text}");
+    }
+    w.elapsed = std::time::Duration::from_secs(63);
+    w.target = "this host".into();
+    let text = draw(&w, 80, 24);
+    assert!(
+        text.contains("reading the tc tree of this host... 63 s"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
 }

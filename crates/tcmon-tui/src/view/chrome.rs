@@ -38,6 +38,23 @@ pub(super) fn header_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     if !counts.is_empty() {
         spans.push(Span::raw(format!(" {}", counts.join(" "))));
     }
+    // What makes the screen untrustworthy comes before the optional fields, so it is never
+    // the part cut off: a failed poll (the tree shown is an old one; a deleted namespace
+    // fails every poll) and a tree that kept changing while it was read.
+    if app.poll_failed().is_some() {
+        spans.push(Span::raw("  "));
+        spans.push(Span::styled(
+            "POLL FAILED",
+            t.bad().add_modifier(Modifier::BOLD | Modifier::REVERSED),
+        ));
+    }
+    if snap.changed_while_read {
+        spans.push(Span::raw("  "));
+        spans.push(Span::styled(
+            "tree changing",
+            t.warn().add_modifier(Modifier::BOLD),
+        ));
+    }
     // Whole fields only, as many as fit: a cut-off unit would be worse than none.
     let mut used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
     for field in [
@@ -106,7 +123,7 @@ pub(super) fn footer_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
             Span::styled("   Enter keeps it, Esc clears it", t.dim()),
         ]);
     }
-    if let Some(e) = &app.state().last_error {
+    if let Some(e) = app.poll_failed() {
         return Line::styled(
             format!("poll failed: {e} (showing the last good poll)"),
             t.bad(),

@@ -15,8 +15,8 @@ use tcmon_core::units::Handle;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns};
 use tcmon_render::Obj;
 
-use super::text::{compact_ns, fit, fmt_count, sparkline};
-use super::tree::{observe, queue_delay_ns};
+use super::text::{compact_ns, fit, fmt_count, fmt_duration, hanging, sparkline};
+use super::tree::{observe, queue_delay_ns, Obs};
 use super::Theme;
 use crate::app::{App, Pane};
 
@@ -28,13 +28,20 @@ pub(super) fn detail_pane(
     area: Rect,
     alone: bool,
 ) -> usize {
-    let window = match (app.history.first(), app.history.last()) {
-        (Some(a), Some(b)) if b.timestamp_ms > a.timestamp_ms => format!(
-            " · last {}",
-            // Whole seconds: polls drift by milliseconds.
-            fmt_ns(((b.timestamp_ms - a.timestamp_ms + 500) / 1000 * 1_000_000_000) as i64)
-        ),
-        _ => String::new(),
+    // Whole seconds: polls drift by milliseconds.
+    let secs = match (app.history.first(), app.history.last()) {
+        (Some(a), Some(b)) => (b.timestamp_ms.saturating_sub(a.timestamp_ms) + 500) / 1000,
+        _ => 0,
+    };
+    // noqueue has samples, all empty: no window of them to speak of.
+    let counts = app
+        .interface()
+        .zip(app.selected_row())
+        .is_none_or(|(i, r)| !observe(app, i, r).no_counters);
+    let window = if secs > 0 && counts {
+        format!(" · last {}", fmt_ns((secs * 1_000_000_000) as i64))
+    } else {
+        String::new()
     };
     let mut title = format!(" Detail{window} ");
     if alone {
@@ -54,6 +61,55 @@ pub(super) fn detail_pane(
     n
 }
 
+/// Lines the detail of the selection takes at `width`.
+pub(super) fn detail_height(app: &App, t: &Theme, width: usize) -> usize {
+    detail_lines(app, t, width).len()
+}
+
+/// `text` wrapped to `width` under an indent of two more than its own leading spaces, so a
+/// long line shows whole at any width instead of being cut at the border. Fields set apart
+/// by two spaces (`3 drops  30 overlimits`) stay whole on a line: a number is not parted from
+/// its unit.
+fn push_wrapped(lines: &mut Vec<Line<'_>>, text: &str, width: usize, style: Style) {
+    let body = text.trim_start_matches(' ');
+    let lead = &text[..text.len() - body.len()];
+    let rest = format!("{lead}  ");
+    if text.chars().count() <= width || !body.contains("  ") {
+        hanging(body, lead, &rest, width, |_, indent, part| {
+            lines.push(Line::styled(format!("{indent}{part}"), style));
+        });
+        return;
+    }
+    let mut cur = lead.to_owned();
+    let mut empty = true;
+    for field in body.split("  ").filter(|f| !f.is_empty()) {
+        let n = field.chars().count();
+        if !empty && cur.chars().count() + 2 + n > width {
+            lines.push(Line::styled(
+                std::mem::replace(&mut cur, rest.clone()),
+                style,
+            ));
+            empty = true;
+        }
+        if empty && cur.chars().count() + n > width {
+            // A field wider than a line on its own: by words.
+            hanging(field, &cur, &rest, width, |_, indent, part| {
+                lines.push(Line::styled(format!("{indent}{part}"), style));
+            });
+            cur.clone_from(&rest);
+            continue;
+        }
+        if !empty {
+            cur.push_str("  ");
+        }
+        cur.push_str(field);
+        empty = false;
+    }
+    if !empty {
+        lines.push(Line::styled(cur, style));
+    }
+}
+
 fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
     let (Some(iface), Some(row)) = (app.interface(), app.selected_row()) else {
         return vec![Line::styled("nothing selected", t.dim())];
@@ -68,7 +124,39 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
     if let Some(leaf) = o.class.and_then(|c| c.leaf_qdisc) {
         let _ = write!(title, "  leaf qdisc {leaf}");
     }
-    lines.push(Line::styled(title, Theme::bold()));
+    push_wrapped(&mut lines, &title, width, Theme::bold());
+    if o.no_counters {
+        push_wrapped(
+            &mut lines,
+            &format!(
+                "{} keeps no counters: packets go straight to the device, so there is no \
+                 rate, queue or drop to show here",
+                o.kind
+            ),
+            width,
+            t.dim(),
+        );
+    } else {
+        counter_lines(&mut lines, app, t, &o, width);
+    }
+    options_lines(&mut lines, iface, row.obj, t, &o, width);
+    lines
+}
+
+/// The sparklines, counters and per-second rates of an object that has counters.
+fn counter_lines(lines: &mut Vec<Line<'_>>, app: &App, t: &Theme, o: &Obs<'_>, width: usize) {
+    if let (Some(q), Some(c)) = (o.counters_of, o.class) {
+        push_wrapped(
+            lines,
+            &format!(
+                "class {} has no counters of its own (the kernel keeps none for {} classes): \
+                 these are qdisc {q}'s, which all its traffic passes",
+                c.handle, o.kind
+            ),
+            width,
+            t.dim(),
+        );
+    }
     // Sparklines first: they are what changes.
     let label_w = 36.min(width / 2);
     let spark_w = width.saturating_sub(label_w + 1);
@@ -128,26 +216,42 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
         None => {}
     }
     let s = o.stats;
-    lines.push(Line::raw(format!(
-        "sent {} in {} pkt  drops {}  overlimits {}  requeues {}",
-        fmt_bytes(s.bytes as f64),
-        s.packets,
-        s.drops,
-        s.overlimits,
-        s.requeues
-    )));
-    lines.push(Line::raw(format!(
-        "backlog {} in {} pkt  ~{} at the current rate",
-        fmt_bytes(s.backlog_bytes as f64),
-        s.backlog_packets,
-        delay_now
-    )));
+    let raw = Style::new();
+    push_wrapped(
+        lines,
+        &format!(
+            "sent {} in {} pkt  drops {}  overlimits {}  requeues {}",
+            fmt_bytes(s.bytes as f64),
+            s.packets,
+            s.drops,
+            s.overlimits,
+            s.requeues
+        ),
+        width,
+        raw,
+    );
+    let backlog = if s.backlog_bytes == 0 && s.backlog_packets == 0 {
+        "backlog 0 B: nothing queued".to_owned()
+    } else {
+        format!(
+            "backlog {} in {} pkt  ~{} at the current rate",
+            fmt_bytes(s.backlog_bytes as f64),
+            s.backlog_packets,
+            delay_now
+        )
+    };
+    push_wrapped(lines, &backlog, width, raw);
     if let Some(est) = s.rate_estimator {
-        lines.push(Line::raw(format!(
-            "estimator {}/s {} pkt/s",
-            fmt_bits_per_sec(est.bytes_per_sec as f64 * 8.0),
-            est.packets_per_sec
-        )));
+        push_wrapped(
+            lines,
+            &format!(
+                "estimator {}/s {} pkt/s",
+                fmt_bits_per_sec(est.bytes_per_sec as f64 * 8.0),
+                est.packets_per_sec
+            ),
+            width,
+            raw,
+        );
     }
     match r {
         Some(r) if r.fresh => lines.push(Line::styled(
@@ -181,17 +285,28 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
                 },
                 fmt_bytes(r.backlog_trend_bytes_per_sec)
             );
-            lines.push(Line::raw(l));
+            push_wrapped(lines, &l, width, raw);
         }
         None => lines.push(Line::styled("rates from the second poll on", t.dim())),
     }
+}
+
+/// Filters, then every decoded option and xstat, then what could not be decoded.
+fn options_lines(
+    lines: &mut Vec<Line<'_>>,
+    iface: &Interface,
+    obj: Obj,
+    t: &Theme,
+    o: &Obs<'_>,
+    width: usize,
+) {
     // Before the options: which traffic lands here is the first question, options are many.
-    filter_lines(&mut lines, iface, row.obj, t, width);
-    let detail = match row.obj {
+    filter_lines(lines, iface, obj, t, width);
+    let detail = match obj {
         Obj::Qdisc(i) => iface.qdiscs[i].detail.as_ref().map(serde_json::to_value),
         Obj::Class(i) => iface.classes[i].detail.as_ref().map(serde_json::to_value),
     };
-    let undecoded = match row.obj {
+    let undecoded = match obj {
         Obj::Qdisc(i) => &iface.qdiscs[i].undecoded,
         Obj::Class(i) => &iface.classes[i].undecoded,
     };
@@ -217,42 +332,59 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
                 } else {
                     Style::new()
                 };
-                lines.push(Line::from(vec![
-                    Span::styled(format!("  {k:<24} "), t.dim()),
-                    Span::styled(v, style),
-                ]));
+                // A long value (a list, a long string) wraps under itself.
+                let key = format!("  {k:<24} ");
+                let under = " ".repeat(key.chars().count());
+                hanging(&v, &key, &under, width, |n, indent, part| {
+                    lines.push(Line::from(vec![
+                        Span::styled(
+                            if n == 0 {
+                                key.clone()
+                            } else {
+                                indent.to_owned()
+                            },
+                            t.dim(),
+                        ),
+                        Span::styled(part.to_owned(), style),
+                    ]));
+                });
             }
         }
         // noqueue, ingress, clsact, mq: nothing came to decode
         _ if undecoded.raw_attributes.is_empty() => {
             lines.push(Line::styled(format!("{}: no options", o.kind), t.dim()));
         }
-        _ => lines.push(Line::styled(
-            format!("{} options are not decoded by tcmon", o.kind),
+        _ => push_wrapped(
+            lines,
+            &format!("{} options are not decoded by tcmon", o.kind),
+            width,
             t.dim(),
-        )),
+        ),
     }
     for e in &undecoded.decode_errors {
-        lines.push(Line::styled(format!("decode error: {e}"), t.bad()));
+        push_wrapped(lines, &format!("decode error: {e}"), width, t.bad());
     }
     if !undecoded.raw_attributes.is_empty() {
-        lines.push(Line::styled(
-            format!(
+        push_wrapped(
+            lines,
+            &format!(
                 "{} raw attribute(s) kept undecoded: tcmon dump --json shows them",
                 undecoded.raw_attributes.len()
             ),
+            width,
             t.dim(),
-        ));
+        );
     }
     if let Some(ClassDetail::Htb(h)) = o.class.and_then(|c| c.detail.as_ref()) {
         if !h.has_xstats {
-            lines.push(Line::styled(
+            push_wrapped(
+                lines,
                 "no xstats from the kernel: tokens and lends are not measured",
+                width,
                 t.dim(),
-            ));
+            );
         }
     }
-    lines
 }
 
 /// Filters in one pane: those attached here, and those that send packets to this class.
@@ -273,16 +405,26 @@ fn filter_lines(lines: &mut Vec<Line<'_>>, iface: &Interface, obj: Obj, t: &Them
         Obj::Class(i) => (iface.classes[i].handle, false, false),
     };
     if is_root && !iface.shapes_ingress_of.is_empty() {
-        lines.push(Line::raw(format!(
-            "shapes the ingress (download) of {}",
-            iface.shapes_ingress_of.join(", ")
-        )));
+        push_wrapped(
+            lines,
+            &format!(
+                "shapes the ingress (download) of {}",
+                iface.shapes_ingress_of.join(", ")
+            ),
+            width,
+            Style::new(),
+        );
     }
     if is_ingress && !iface.ingress_redirected_to.is_empty() {
-        lines.push(Line::raw(format!(
-            "redirects ingress to {}, which shapes it",
-            iface.ingress_redirected_to.join(", ")
-        )));
+        push_wrapped(
+            lines,
+            &format!(
+                "redirects ingress to {}, which shapes it",
+                iface.ingress_redirected_to.join(", ")
+            ),
+            width,
+            Style::new(),
+        );
     }
     let parents: &[Handle] = if is_ingress {
         &[
@@ -308,7 +450,7 @@ fn filter_lines(lines: &mut Vec<Line<'_>>, iface: &Interface, obj: Obj, t: &Them
             }
             lines.push(Line::styled(title.to_owned(), Theme::bold()));
             for f in rules.take(FILTERS_SHOWN) {
-                lines.push(Line::raw(fit(&filter_text(f, target), width, false)));
+                push_wrapped(lines, &filter_text(f, target), width, Style::new());
             }
             if n > FILTERS_SHOWN {
                 lines.push(Line::styled(
@@ -359,14 +501,14 @@ fn human(name: &str, v: &Value) -> String {
             } else if name.ends_with("_bytes") {
                 format!("{n} B")
             } else if name.ends_with("_ns") {
-                let s = fmt_ns(x as i64);
+                let s = fmt_duration(x as i64);
                 if x < 0.0 {
                     format!("{s} (debt)")
                 } else {
                     s
                 }
             } else if name.ends_with("_us") {
-                fmt_ns((x * 1000.0) as i64)
+                fmt_duration((x * 1000.0) as i64)
             } else {
                 n.to_string()
             }

@@ -7,6 +7,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use tcmon_diag::Severity;
 
+use super::text::hanging;
 use super::Theme;
 use crate::app::{App, Pane};
 
@@ -30,6 +31,14 @@ pub(super) fn findings_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect)
     }
     f.render_widget(Paragraph::new(window.lines).block(block), area);
     window.seen
+}
+
+/// Lines the findings take at `width`, counted up to `max` (and no further: a frame costs the
+/// same with 50,000 findings).
+pub(super) fn findings_height(app: &App, t: &Theme, width: usize, max: usize) -> usize {
+    let mut window = Window::new(0, max);
+    findings_lines(app, t, width, &mut window);
+    window.seen.min(max)
 }
 
 /// Every finding's lines into `w`, which keeps those on screen and says when it has enough.
@@ -132,60 +141,6 @@ impl Window {
             self.push(|| line(n, format!("{indent}{part}")));
         });
     }
-}
-
-/// `text` wrapped at spaces to `width` columns, after `first` on the first line and `rest`
-/// on the others, so that a long message or fix stays indented under its finding. Words
-/// longer than a line are cut. Calls `line(n, indent, part)` for each line: a line's part is
-/// one slice of `text` (its words keep their spaces; a break drops one), so nothing is built
-/// for lines that are only counted.
-fn hanging<'t>(
-    text: &'t str,
-    first: &'t str,
-    rest: &'t str,
-    width: usize,
-    mut line: impl FnMut(usize, &'t str, &'t str),
-) {
-    let mut n = 0;
-    let mut indent = first;
-    let mut len = first.chars().count();
-    let rest_len = rest.chars().count();
-    // the current line's part of `text`, None while it has nothing after its indent
-    let mut part: Option<(usize, usize)> = None;
-    let mut pos = 0;
-    for word in text.split(' ') {
-        let (mut at, end) = (pos, pos + word.len());
-        pos = end + 1;
-        loop {
-            let word = &text[at..end];
-            let w = word.chars().count();
-            let gap = usize::from(part.is_some());
-            if len + gap + w <= width || (part.is_none() && len >= width) {
-                part = Some((part.map_or(at, |p| p.0), end));
-                len += gap + w;
-                break;
-            }
-            let (from, to) = match part.take() {
-                Some(p) => p,
-                None => {
-                    // Longer than a whole line: cut it.
-                    let room = width - len;
-                    let cut = word.char_indices().nth(room).map_or(word.len(), |(i, _)| i);
-                    at += cut;
-                    (at - cut, at)
-                }
-            };
-            line(n, indent, &text[from..to]);
-            n += 1;
-            indent = rest;
-            len = rest_len;
-            if at == end {
-                break;
-            }
-        }
-    }
-    let (from, to) = part.unwrap_or((0, 0));
-    line(n, indent, &text[from..to]);
 }
 
 #[cfg(test)]

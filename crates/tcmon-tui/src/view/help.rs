@@ -1,8 +1,9 @@
 //! The help popup: the keys and what the tree's columns mean.
 
 use ratatui::layout::Rect;
+use ratatui::style::Color;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph};
+use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 use ratatui::Frame;
 
 use super::Theme;
@@ -17,8 +18,11 @@ const HELP: &[(&str, &str)] = &[
     ("s", "sort siblings: tree, rate, drops/s, backlog"),
     ("p", "pause / resume polling"),
     ("+  -", "poll less / more often"),
-    ("?", "this help (any key closes it)"),
-    ("q  Esc  Ctrl-C", "quit"),
+    ("?", "this help: any key closes it (q and Esc too)"),
+    (
+        "q  Esc  Ctrl-C",
+        "quit (while this help is open, Ctrl-C only)",
+    ),
 ];
 
 const LEGEND: &[&str] = &[
@@ -31,7 +35,7 @@ const LEGEND: &[&str] = &[
     "  drain at the current rate (an estimate).",
     "DROPS/s, OVERL/s: packets dropped, and throttled by the shaper.",
     "LEND/BOR/s: HTB sends on the class's own tokens / borrowed.",
-    "-: no rate yet (first poll, a new object, or noqueue).",
+    "-: no rate yet (first poll, a new or reset object); blank: noqueue.",
 ];
 
 pub(super) fn help_popup(f: &mut Frame<'_>, t: &Theme, area: Rect) {
@@ -56,8 +60,10 @@ pub(super) fn help_popup(f: &mut Frame<'_>, t: &Theme, area: Rect) {
     lines.push(Line::raw(""));
     lines.extend(LEGEND.iter().map(|l| Line::styled(*l, t.dim())));
     f.render_widget(Clear, r);
-    f.render_widget(
-        Paragraph::new(lines).block(t.block(" Keys ".to_owned(), true)),
-        r,
-    );
+    // Not a pane: no focus marker, but the popup's own border.
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(t.fg(Color::Cyan))
+        .title(" Keys · any key closes ");
+    f.render_widget(Paragraph::new(lines).block(block), r);
 }

@@ -8,14 +8,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use tcmon_core::model::{Class, Interface, Qdisc, QdiscDetail, Stats};
-use tcmon_core::rates::ObjectRates;
+use tcmon_core::rates::{ObjectKey, ObjectRates, NO_COUNTERS};
 use tcmon_core::units::{fmt_bits_per_sec, Handle};
 use tcmon_diag::Severity;
 use tcmon_render::Obj;
 
 use super::text::{compact_bytes, compact_ns, fit, fmt_count};
 use super::Theme;
-use crate::app::{nothing_to_shape, App, FrameInfo, Pane, Row, SortKey};
+use crate::app::{counters_owner, nothing_to_shape, App, FrameInfo, Pane, Row, SortKey};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Col {
@@ -162,6 +162,13 @@ pub(super) fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> 
     }
 }
 
+/// Columns the tree pane needs for every column of its widest handle, borders included (as
+/// [`tree_pane`] and [`columns_for`] count them).
+pub(super) fn full_width(app: &App) -> u16 {
+    let cols: usize = COLS.iter().map(|c| c.2 + 1).sum();
+    u16::try_from(app.handle_width().clamp(8, 24) + 1 + cols + 2).unwrap_or(u16::MAX)
+}
+
 /// The first row to show: the previous one, moved just enough to keep the cursor on screen.
 fn window_start(prev: usize, cursor: usize, height: usize, len: usize) -> usize {
     if height == 0 {
@@ -201,6 +208,12 @@ pub(super) struct Obs<'a> {
     /// (rate, ceil) in bits/s, for HTB classes and TBF.
     pub(super) limits: Option<(f64, f64)>,
     pub(super) class: Option<&'a Class>,
+    /// noqueue: the kernel counts nothing there, so there is nothing to show (not a zero,
+    /// and not a rate still to come).
+    pub(super) no_counters: bool,
+    /// The qdisc whose counters and rates stand in for this class's (see
+    /// [`counters_owner`]).
+    pub(super) counters_of: Option<Handle>,
 }
 
 pub(super) fn observe<'a>(app: &'a App, iface: &'a Interface, row: &Row) -> Obs<'a> {
@@ -221,11 +234,13 @@ pub(super) fn observe<'a>(app: &'a App, iface: &'a Interface, row: &Row) -> Obs<
                 rates,
                 limits,
                 class: None,
+                no_counters: q.kind == NO_COUNTERS,
+                counters_of: None,
             }
         }
         Obj::Class(i) => {
             let c = &iface.classes[i];
-            Obs {
+            let mut o = Obs {
                 kind: &c.kind,
                 stats: &c.stats,
                 rates,
@@ -236,7 +251,15 @@ pub(super) fn observe<'a>(app: &'a App, iface: &'a Interface, row: &Row) -> Obs<
                     )
                 }),
                 class: Some(c),
+                no_counters: false,
+                counters_of: None,
+            };
+            if let Some(q) = counters_owner(iface, c) {
+                o.stats = &q.stats;
+                o.rates = app.rates_of(&ObjectKey::qdisc(iface, q));
+                o.counters_of = Some(q.handle);
             }
+            o
         }
     }
 }
@@ -271,6 +294,9 @@ fn tree_line<'a>(
 }
 
 fn cell(t: &Theme, o: &Obs<'_>, col: Col, w: usize) -> (String, Style) {
+    if o.no_counters && col != Col::Kind {
+        return (" ".repeat(w), Style::new());
+    }
     let r = o.rates;
     let per_sec = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), fmt_count);
     let htb = o.class.and_then(Class::htb).filter(|h| h.has_xstats);
@@ -442,6 +468,8 @@ mod tests {
                 }),
                 limits: None,
                 class: None,
+                no_counters: false,
+                counters_of: None,
             };
             cell(&t, &o, Col::Backlog, 14).0
         };

@@ -268,6 +268,15 @@ fn tui_ends_when_its_terminal_goes_away() {
     }
 }
 
+/// A FIFO removed on drop, also when an assertion fails.
+struct Fifo(std::path::PathBuf);
+
+impl Drop for Fifo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// The two sizes issue 14's screens are checked at: the smallest comfortable terminal and a
 /// big one.
 const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
@@ -284,8 +293,10 @@ fn tui_draws_at_once_while_the_first_read_waits_and_q_quits() {
         return;
     }
     for (w, h) in SIZES {
-        let fifo = std::env::temp_dir().join(format!("tcmon-fifo-{}-{w}", std::process::id()));
-        let _ = std::fs::remove_file(&fifo);
+        let fifo =
+            Fifo(std::env::temp_dir().join(format!("tcmon-fifo-{}-{w}", std::process::id())));
+        let fifo = &fifo.0;
+        let _ = std::fs::remove_file(fifo);
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid C string.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
@@ -316,7 +327,7 @@ fn tui_draws_at_once_while_the_first_read_waits_and_q_quits() {
         // A writer: tcmon's open of the FIFO returns, and what it opened is no namespace.
         let writer = std::fs::OpenOptions::new()
             .write(true)
-            .open(&fifo)
+            .open(fifo)
             .expect("open the FIFO's write end");
         assert_restored(&tmux, 2);
         drop(writer);
@@ -326,7 +337,6 @@ fn tui_draws_at_once_while_the_first_read_waits_and_q_quits() {
                 .any(|l| l.starts_with("tcmon: ") && l.contains("network namespace")),
             "the error, on the normal screen:\n{s}"
         );
-        let _ = std::fs::remove_file(&fifo);
     }
 }
 

@@ -52,6 +52,15 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     }
     // before the diagnosis: the fix plan then sets nothing for an accepted risk
     cfg.check.ignore.extend(args.ignore.iter().cloned());
+    // Before the window: a bad --cc or a sink that is not there is said at once.
+    let load = match args.load {
+        Some(sink) => Some(crate::probe::prepare(&load_args(
+            args,
+            sink,
+            sink.ip().to_string(),
+        ))?),
+        None => None,
+    };
     let opts = CollectorOptions {
         devices: args.target.devices.clone(),
         filters: FilterMode::Cached {
@@ -73,9 +82,12 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         fq_codel_available: facts::fq_codel_available(),
     };
     let mut findings = diagnose(&facts, &cfg.check);
-    if let Some(sink) = args.load {
-        let report = load_test(args, sink)?;
-        if let Some(f) = tcmon_diag::bufferbloat(&report, &findings) {
+    let load = match (load, args.load) {
+        (Some(test), Some(sink)) => Some(load_test(args, sink, test)?),
+        _ => None,
+    };
+    if let Some(report) = &load {
+        if let Some(f) = tcmon_diag::bufferbloat(report, &findings) {
             findings.push(f);
             findings.sort_by(tcmon_diag::worst_first);
         }
@@ -85,42 +97,57 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     let netns = args.target.netns.as_deref();
     let mut out = std::io::stdout().lock();
     if args.fix_script {
+        // the script puts its commands in the namespace itself
         out.write_all(script(&fix_plans(&findings), netns).as_bytes())?;
-    } else if args.json {
-        // commands as they run: in the namespace they were read from
-        if let Some(ns) = netns {
-            for f in &mut findings {
-                for cmd in &mut f.fix {
-                    *cmd = in_netns(cmd, ns);
-                }
-                // an alternative fix is a command too
-                if let Some(alt) = f.evidence.get("alternative_fix").and_then(|v| v.as_str()) {
-                    let alt = in_netns(alt, ns);
-                    f.evidence.insert("alternative_fix", alt.into());
-                }
+        return Ok(ExitCode::from(status.exit_code()));
+    }
+    // Commands as they run, for people and programs alike: in the namespace they were read
+    // from, the alternative fix included (it is a command too).
+    if let Some(ns) = netns {
+        for f in &mut findings {
+            for cmd in &mut f.fix {
+                *cmd = in_netns(cmd, ns);
+            }
+            if let Some(alt) = f.evidence.get("alternative_fix").and_then(|v| v.as_str()) {
+                let alt = in_netns(alt, ns);
+                f.evidence.insert("alternative_fix", alt.into());
             }
         }
+    }
+    if args.json {
         let plan = fix_plans(&findings);
         serde_json::to_writer(
             &mut out,
-            &Report {
-                status,
-                findings: &findings,
-                plan,
+            &WithLoad {
+                report: Report {
+                    status,
+                    findings: &findings,
+                    plan,
+                },
+                load: load.as_ref(),
             },
         )?;
         writeln!(out)?;
     } else {
-        out.write_all(human(status, &findings, &now, args).as_bytes())?;
+        out.write_all(human(status, &findings, &now, load.as_ref(), args).as_bytes())?;
     }
     Ok(ExitCode::from(status.exit_code()))
 }
 
-/// The latency-under-load test against `sink`, with ICMP probes to it where this process may
-/// send them and UDP echo of the sink otherwise.
-fn load_test(args: &CheckArgs, sink: std::net::SocketAddr) -> Result<tcmon_probe::Report> {
-    let mut probe = crate::ProbeArgs {
-        targets: vec![sink.ip().to_string()],
+/// `check --json`: the report, and the latency test's own when `--load` ran one (its grade is
+/// there whatever the findings).
+#[derive(serde::Serialize)]
+struct WithLoad<'a> {
+    #[serde(flatten)]
+    report: Report<'a, [Finding]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load: Option<&'a tcmon_probe::Report>,
+}
+
+/// The latency-under-load test of `check --load` against `sink`, probing `target`.
+fn load_args(args: &CheckArgs, sink: std::net::SocketAddr, target: String) -> crate::ProbeArgs {
+    crate::ProbeArgs {
+        targets: vec![target],
         load: Some(sink),
         duration: args.load_duration,
         interval: Duration::from_millis(200),
@@ -131,8 +158,17 @@ fn load_test(args: &CheckArgs, sink: std::net::SocketAddr) -> Result<tcmon_probe
         devices: args.target.devices.clone(),
         netns: args.target.netns.clone(),
         json: false,
-    };
-    match crate::probe::test(&probe) {
+    }
+}
+
+/// Runs the prepared test, with ICMP probes to the sink where this process may send them and
+/// UDP echo of the sink otherwise.
+fn load_test(
+    args: &CheckArgs,
+    sink: std::net::SocketAddr,
+    test: crate::probe::Prepared,
+) -> Result<tcmon_probe::Report> {
+    match test.run() {
         Err(e)
             if e.chain().any(|c| {
                 matches!(
@@ -141,8 +177,7 @@ fn load_test(args: &CheckArgs, sink: std::net::SocketAddr) -> Result<tcmon_probe
                 )
             }) =>
         {
-            probe.targets = vec![format!("udp:{sink}")];
-            crate::probe::test(&probe)
+            crate::probe::test(&load_args(args, sink, format!("udp:{sink}")))
         }
         other => other,
     }
@@ -153,9 +188,14 @@ fn human(
     status: Status,
     findings: &[Finding],
     snap: &tcmon_core::Snapshot,
+    load: Option<&tcmon_probe::Report>,
     args: &CheckArgs,
 ) -> String {
     let mut s = String::new();
+    // the grade, whatever the findings: an OK says nothing of how good the test was
+    let graded = load.map_or(String::new(), |r| {
+        format!("{}\n", crate::probe::grade_line(r))
+    });
     let count = |sev| findings.iter().filter(|f| f.severity == sev).count();
     let label = match status {
         Status::Ok => "OK",
@@ -171,6 +211,7 @@ fn human(
             if snap.interfaces.len() == 1 { "" } else { "s" },
             humantime::format_duration(args.window)
         );
+        s.push_str(&graded);
         return s;
     }
     let warnings = count(Severity::Warning);
@@ -181,6 +222,7 @@ fn human(
         if warnings == 1 { "" } else { "s" },
         count(Severity::Info)
     );
+    s.push_str(&graded);
     // Interfaces in the order of their worst finding (findings come worst first).
     let mut by_iface: Vec<(&str, Vec<&Finding>)> = Vec::new();
     for f in findings {
@@ -210,11 +252,9 @@ fn human(
             if args.verbose && f.count > 1 {
                 let _ = writeln!(s, "           objects: {}", f.objects.join(" "));
             }
-            let ev: Vec<String> = f.evidence.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let _ = writeln!(s, "           evidence: {}", ev.join(" "));
+            let _ = writeln!(s, "           evidence: {}", f.evidence.human());
             let shown = if args.verbose { f.fix.len() } else { FIX_LINES };
             for cmd in f.fix.iter().take(shown) {
-                let cmd = netns.map_or_else(|| cmd.clone(), |ns| in_netns(cmd, ns));
                 let _ = writeln!(s, "           fix: {cmd}");
             }
             if f.fix.len() > shown {
@@ -278,6 +318,43 @@ mod tests {
         }
     }
 
+    fn check_args() -> crate::CheckArgs {
+        let Some(Command::Check(args)) = Cli::try_parse_from(["tcmon", "check"]).unwrap().command
+        else {
+            panic!("not check");
+        };
+        args
+    }
+
+    /// A load test's grade is printed whatever the findings: with none (OK, where it used to be
+    /// hidden) and with some.
+    #[test]
+    fn the_load_grade_is_shown_also_when_ok() {
+        let report = tcmon_probe::Report {
+            targets: vec!["icmp:10.0.0.2".into()],
+            phases: Vec::new(),
+            latency_increase_ms: Some(2.345_678),
+            grade: Some(tcmon_probe::Grade::APlus),
+            loss_under_load: 0.0,
+            grade_by_latency: None,
+            rpm: Some(9_876.5),
+            bottleneck: None,
+        };
+        let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
+        let out = human(Status::Ok, &[], &snap, Some(&report), &check_args());
+        assert_eq!(
+            out,
+            "OK: nothing to fix on 0 interfaces (sampled over 2s)\n\
+             latency increase under load: 2.35 ms, grade A+, responsiveness 9876 RPM\n"
+        );
+        let findings = [finding(Severity::Info, "eth0", "htb-burst-small")];
+        let out = human(Status::Ok, &findings, &snap, Some(&report), &check_args());
+        assert!(
+            out.starts_with("OK: 0 critical, 0 warnings, 1 info\nlatency increase under load: "),
+            "{out}"
+        );
+    }
+
     /// The interface with the critical finding comes first, whatever its name.
     #[test]
     fn human_output_groups_interfaces_worst_first() {
@@ -293,7 +370,7 @@ mod tests {
         ];
         findings.sort_by(tcmon_diag::worst_first);
         let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
-        let out = human(Status::of(&findings), &findings, &snap, &args);
+        let out = human(Status::of(&findings), &findings, &snap, None, &args);
         let at = |s: &str| {
             out.find(s)
                 .unwrap_or_else(|| panic!("{s} missing from\n{out}"))

@@ -245,10 +245,10 @@ struct CheckArgs {
     explain: Option<String>,
     /// Also run the latency-under-load test against this `tcmon sink` (HOST:PORT) and add a
     /// `bufferbloat` finding graded by it.
-    #[arg(long, value_name = "SINK_ADDR", value_parser = sink_addr)]
+    #[arg(long, value_name = "SINK_ADDR", value_parser = load_addr)]
     load: Option<std::net::SocketAddr>,
     /// With --load: how long the test runs (five phases).
-    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "20s", requires = "load")]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "20s", requires = "load")]
     load_duration: Duration,
     /// With --load: congestion control of the load streams (reno, cubic, bbr).
     #[arg(long, value_name = "NAME", requires = "load")]
@@ -262,17 +262,17 @@ struct ProbeArgs {
     #[arg(value_name = "TARGET", required = true)]
     targets: Vec<String>,
     /// Load against this `tcmon sink` (HOST:PORT). Without it only current traffic is seen.
-    #[arg(long, value_name = "SINK_ADDR", value_parser = sink_addr)]
+    #[arg(long, value_name = "SINK_ADDR", value_parser = load_addr)]
     load: Option<std::net::SocketAddr>,
     /// Time measured; with --load, five equal phases (connecting and closing the streams add
     /// a few seconds).
     #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "30s")]
     duration: Duration,
-    /// Time between probes to each target.
-    #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "200ms")]
+    /// Time between probes to each target (at least 2ms).
+    #[arg(long, value_name = "DUR", value_parser = probe_interval, default_value = "200ms")]
     interval: Duration,
     /// A probe unanswered this long is lost (long: bloated queues answer late, not never).
-    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s")]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "10s")]
     timeout: Duration,
     /// TCP streams per direction (at least 1: no load grades nothing).
     #[arg(long, value_name = "N", default_value = "4", value_parser = streams)]
@@ -351,6 +351,27 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// `probe --interval`: closer probes would be a load of their own.
+fn probe_interval(s: &str) -> Result<Duration, String> {
+    match duration(s)? {
+        d if d < tcmon_probe::MIN_INTERVAL => Err(format!(
+            "must be at least {:?} (closer probes would be a load of their own)",
+            tcmon_probe::MIN_INTERVAL
+        )),
+        d => Ok(d),
+    }
+}
+
+/// `--load`: a sink to connect to, so port 0 (which `sink --listen` takes as "any") is none.
+fn load_addr(s: &str) -> Result<SocketAddr, String> {
+    match sink_addr(s)? {
+        a if a.port() == 0 => {
+            Err("port 0 is no sink's port: a tcmon sink listens on 7878 by default".into())
+        }
+        a => Ok(a),
+    }
+}
+
 /// A `tcmon sink`'s `IP:PORT` (its default port is 7878); names are not resolved.
 fn sink_addr(s: &str) -> Result<SocketAddr, String> {
     s.parse().map_err(|_| {
@@ -423,7 +444,10 @@ fn main() -> ExitCode {
                 || e.downcast_ref::<config::ConfigError>().is_some()
                 || matches!(
                     e.downcast_ref::<tcmon_probe::ProbeError>(),
-                    Some(tcmon_probe::ProbeError::Target { .. })
+                    Some(
+                        tcmon_probe::ProbeError::Target { .. }
+                            | tcmon_probe::ProbeError::Invalid(_)
+                    )
                 )
                 || e.downcast_ref::<tui::UsageError>().is_some();
             ExitCode::from(if usage { EXIT_USAGE } else { 1 })

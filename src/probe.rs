@@ -21,32 +21,26 @@ pub(crate) fn run(args: &ProbeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the test of `args` and returns its report (also for `check --load`).
+/// Runs the test of `args` and returns its report.
 pub(crate) fn test(args: &ProbeArgs) -> Result<Report> {
+    prepare(args)?.run()
+}
+
+/// A test whose options were checked and whose sink answers, with the collector open: what
+/// can be known before it runs is known.
+pub(crate) struct Prepared {
+    opts: TestOptions,
+    collector: Collector,
+}
+
+/// Everything but the test itself, for `check --load` to do before its window: a bad `--cc`
+/// or a sink that is not there is said at once, not after an idle phase.
+pub(crate) fn prepare(args: &ProbeArgs) -> Result<Prepared> {
     let targets = args
         .targets
         .iter()
         .map(|t| t.parse::<Target>())
         .collect::<Result<Vec<_>, _>>()?;
-    // The collector reads this host while the test runs; opened first so a bad --dev is
-    // reported before any load is sent.
-    let mut collector = Collector::open(
-        args.netns.as_deref(),
-        CollectorOptions {
-            devices: args.devices.clone(),
-            filters: FilterMode::Off,
-        },
-    )?;
-    // Said while the test runs: otherwise a target that never answers shows only at the end.
-    let (silent_tx, silent_rx) = std::sync::mpsc::channel::<String>();
-    let teller = std::thread::spawn(move || {
-        for what in silent_rx {
-            eprintln!(
-                "tcmon: {what} ({} s into the test; still measuring)",
-                tcmon_probe::SILENT_AFTER.as_secs()
-            );
-        }
-    });
     let opts = TestOptions {
         targets,
         interval: args.interval,
@@ -58,13 +52,76 @@ pub(crate) fn test(args: &ProbeArgs) -> Result<Report> {
             dscp: args.dscp.clone(),
             congestion: args.cc.clone(),
         }),
-        silent: Some(silent_tx),
         ..TestOptions::default()
     };
-    let report = tcmon_probe::run(&opts, move || collector.poll().ok()).context("latency test")?;
-    drop(opts);
-    let _ = teller.join();
-    Ok(report)
+    opts.validate()?;
+    if let Some(l) = &opts.load {
+        tcmon_probe::sink_answers(l.sink)?;
+    }
+    // The collector reads this host while the test runs; opened before any load is sent, so a
+    // bad --dev is reported first.
+    let collector = Collector::open(
+        args.netns.as_deref(),
+        CollectorOptions {
+            devices: args.devices.clone(),
+            filters: FilterMode::Off,
+        },
+    )?;
+    Ok(Prepared { opts, collector })
+}
+
+impl Prepared {
+    pub(crate) fn run(self) -> Result<Report> {
+        let Prepared {
+            mut opts,
+            mut collector,
+        } = self;
+        // Said while the test runs: otherwise a target that never answers shows only at the end.
+        let (silent_tx, silent_rx) = std::sync::mpsc::channel::<String>();
+        let teller = std::thread::spawn(move || {
+            for what in silent_rx {
+                eprintln!(
+                    "tcmon: {what} ({} s into the test; still measuring)",
+                    tcmon_probe::SILENT_AFTER.as_secs()
+                );
+            }
+        });
+        opts.silent = Some(silent_tx);
+        let report =
+            tcmon_probe::run(&opts, move || collector.poll().ok()).context("latency test")?;
+        drop(opts);
+        let _ = teller.join();
+        Ok(report)
+    }
+}
+
+/// The test's result in one line: the rise under load and its grade (with what capped it), or
+/// why there is none.
+pub(crate) fn grade_line(r: &Report) -> String {
+    let loaded = !r.phases.iter().any(|p| p.name == tcmon_probe::OBSERVED);
+    let capped = r.grade_by_latency.map_or(String::new(), |g| {
+        format!(
+            " (capped by the {:.1}% of probes lost; by latency alone: {g})",
+            r.loss_under_load * 100.0
+        )
+    });
+    match (r.latency_increase_ms, r.grade) {
+        (Some(inc), Some(g)) if loaded => {
+            let rpm = r
+                .rpm
+                .map_or(String::new(), |x| format!(", responsiveness {x:.0} RPM"));
+            format!(
+                "latency increase under load: {}, grade {g}{capped}{rpm}",
+                ms(inc)
+            )
+        }
+        (Some(inc), Some(g)) => format!(
+            "no load applied (--load SINK runs one): with the traffic there was, the median \
+             was {} above the minimum, grade {g}{capped}",
+            ms(inc)
+        ),
+        _ => "no answers in a phase: no grade".to_owned(),
+    }
 }
 
 fn ms(x: f64) -> String {
@@ -129,35 +186,7 @@ fn human(r: &Report) -> String {
         },
         r.loss_under_load * 100.0
     );
-    let capped = r.grade_by_latency.map_or(String::new(), |g| {
-        format!(
-            " (capped by the {:.1}% of probes lost; by latency alone: {g})",
-            r.loss_under_load * 100.0
-        )
-    });
-    match (r.latency_increase_ms, r.grade) {
-        (Some(inc), Some(g)) if loaded => {
-            let rpm = r
-                .rpm
-                .map_or(String::new(), |x| format!(", responsiveness {x:.0} RPM"));
-            let _ = writeln!(
-                s,
-                "latency increase under load: {}, grade {g}{capped}{rpm}",
-                ms(inc)
-            );
-        }
-        (Some(inc), Some(g)) => {
-            let _ = writeln!(
-                s,
-                "no load applied (--load SINK runs one): with the traffic there was, the median \
-                 was {} above the minimum, grade {g}{capped}",
-                ms(inc)
-            );
-        }
-        _ => {
-            let _ = writeln!(s, "no answers in a phase: no grade");
-        }
-    }
+    let _ = writeln!(s, "{}", grade_line(r));
     match &r.bottleneck {
         Some(Bottleneck::Local {
             interface,

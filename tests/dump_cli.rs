@@ -79,6 +79,77 @@ fn bad_durations_counts_and_addresses_say_what_is_expected() {
     }
 }
 
+/// `probe` and `check --load` refuse at once, saying what would work, numbers that cannot give
+/// a result: a probe never waited for, probes closer than 2 ms, a load test too short for one
+/// probe per phase, a sink on port 0, and a sink where nothing listens. Each used to be
+/// accepted: lost probes, a flood, a grade from no probes, or a failure after the idle phase.
+#[test]
+fn probe_and_check_load_refuse_what_cannot_measure_at_once() {
+    // a port nothing listens on
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let load = ["--load", "127.0.0.1:7878"];
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["probe", "127.0.0.1", "--timeout", "0s"],
+            2,
+            "longer than 0",
+        ),
+        (
+            vec!["probe", "127.0.0.1", "--interval", "1ms"],
+            2,
+            "at least 2ms",
+        ),
+        (
+            vec!["probe", "127.0.0.1", "--load", "127.0.0.1:0"],
+            2,
+            "port 0",
+        ),
+        (
+            [&["probe", "127.0.0.1"][..], &load, &["--duration", "1s"]].concat(),
+            2,
+            "at least 1.4s",
+        ),
+        (
+            vec!["probe", "127.0.0.1", "--duration", "100ms"],
+            2,
+            "at least 200ms",
+        ),
+        (
+            [&["check", "--load-duration", "0s"][..], &load].concat(),
+            3,
+            "longer than 0",
+        ),
+        (
+            [&["check", "--load-duration", "1s"][..], &load].concat(),
+            3,
+            "at least 1.4s",
+        ),
+        (
+            vec!["probe", "127.0.0.1", "--load", &free],
+            1,
+            "no tcmon sink answers",
+        ),
+        (vec!["check", "--load", &free], 3, "no tcmon sink answers"),
+    ];
+    for (args, code, want) in cases {
+        let started = std::time::Instant::now();
+        let o = common::tcmon(&args);
+        let took = started.elapsed();
+        let said = format!("{}{}", common::stdout(&o), common::stderr(&o));
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {said}");
+        assert!(said.contains(want), "{args:?}: {said}");
+        // before the check's window (2 s) and the test's idle phase
+        assert!(
+            took < Duration::from_secs(1),
+            "{args:?}: said after {took:?}"
+        );
+    }
+}
+
 #[test]
 fn bad_config_names_file_and_line() {
     let dir = std::env::temp_dir().join(format!("tcmon-cfg-{}", std::process::id()));

@@ -575,3 +575,160 @@ fn a_silent_target_is_named_while_the_test_runs() {
     assert!(f(&p["targets"][1]["rtt_ms"]["p50"]) < 5.0, "{r}");
     assert!(started.elapsed() >= Duration::from_secs(6));
 }
+
+/// `net.ipv4.tcp_{which}_congestion_control`.
+fn congestion_list(which: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/net/ipv4/tcp_{which}_congestion_control"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// A congestion control the load could not use is refused before anything runs, naming what
+/// the kernel has: by `probe` and by `check --load` (which ran its window and the idle phase
+/// first, 6 s, and said only "expected one of reno, cubic, bbr"); and, for a user without
+/// CAP_NET_ADMIN, one the kernel has but does not allow, naming the allowed ones.
+#[test]
+fn a_congestion_control_the_kernel_refuses_is_said_at_once() {
+    let available = congestion_list("available");
+    for (args, code) in [
+        (&["probe", "127.0.0.1"][..], 2),
+        (&["check", "--window", "100ms"], 3),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--load", "127.0.0.1:7878", "--cc", "nosuchcc"]);
+        let started = Instant::now();
+        let o = common::tcmon(&all);
+        let took = started.elapsed();
+        let said = format!("{}{}", common::stdout(&o), common::stderr(&o));
+        assert_eq!(o.status.code(), Some(code), "{all:?}: {said}");
+        assert!(
+            took < Duration::from_secs(1),
+            "{all:?}: said after {took:?}"
+        );
+        assert!(
+            said.contains("congestion control nosuchcc")
+                && said.contains(&format!("this kernel has: {available}")),
+            "{all:?}: {said}"
+        );
+    }
+    if skip_unless_root("a_congestion_control_the_kernel_refuses_is_said_at_once (unprivileged)") {
+        return;
+    }
+    let allowed = congestion_list("allowed");
+    let Some(cc) = tcmon_probe::CONGESTION.iter().find(|c| {
+        available.split_whitespace().any(|a| a == **c)
+            && !allowed.split_whitespace().any(|a| a == **c)
+    }) else {
+        println!(
+            "SKIPPED a_congestion_control_the_kernel_refuses_is_said_at_once (unprivileged): \
+             the kernel allows every one tcmon uses ({allowed})"
+        );
+        return;
+    };
+    let started = Instant::now();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["--inh-caps=-all", "--bounding-set=-all"])
+        .arg(env!("CARGO_BIN_EXE_tcmon"))
+        .args(["probe", "127.0.0.1", "--load", "127.0.0.1:7878", "--cc", cc])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(took < Duration::from_secs(1), "said after {took:?}");
+    assert!(
+        err.contains(&format!("congestion control {cc}: not allowed"))
+            && err.contains(&format!("(allowed: {allowed})")),
+        "{err}"
+    );
+}
+
+/// `check --load` prints the test's grade whatever the findings: on a path with no shaper and
+/// nothing to fix it used to say only "OK: nothing to fix". The JSON carries the test's report.
+#[test]
+fn check_with_load_shows_the_grade_also_when_ok() {
+    if skip_unless_root("check_with_load_shows_the_grade_also_when_ok") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let pair = tcmon_lab::Pair::create("pok").unwrap();
+    let sink = format!("{}:7878", tcmon_lab::Pair::ADDR_B);
+    let _sink = SinkProcess::start_at(&pair.b, &sink, Duration::from_secs(5));
+    let check = |more: &[&str]| {
+        Command::new("ip")
+            .args(["netns", "exec", &pair.a.name, env!("CARGO_BIN_EXE_tcmon")])
+            .args(["check", "--window", "100ms", "--load", &sink])
+            .args(["--load-duration", "3s", "--cc", "reno"])
+            .args(more)
+            .output()
+            .unwrap()
+    };
+    let o = check(&[]);
+    let out = common::stdout(&o);
+    let mut lines = out.lines();
+    let (first, second) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+    assert!(
+        second.starts_with("latency increase under load: ") && second.contains(", grade "),
+        "{out}{}",
+        common::stderr(&o)
+    );
+    // an unshaped veth: nothing to fix, and the grade says how good that is
+    if o.status.code() == Some(0) && first.starts_with("OK: nothing to fix") {
+        assert!(second.contains("grade A"), "{out}");
+    }
+    assert!(common::text::raw_floats(&out).is_empty(), "{out}");
+    let o = check(&["--json"]);
+    let r: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", common::stderr(&o)));
+    assert!(
+        ["A+", "A", "B", "C", "D", "F"].contains(&r["load"]["grade"].as_str().unwrap_or("")),
+        "{r}"
+    );
+    assert_eq!(r["load"]["phases"].as_array().unwrap().len(), 5, "{r}");
+}
+
+/// `check --verbose --load` through the default FIFO: the bufferbloat finding's evidence is the
+/// probe's report (the bottleneck's queue delay, the rise, the RPM), printed rounded; it used to
+/// print `queue_delay_ms=1927.4895472379544`.
+#[test]
+fn check_verbose_with_load_prints_rounded_numbers() {
+    if skip_unless_root("check_verbose_with_load_prints_rounded_numbers") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("pbv").unwrap();
+    lab.apply(Scenario::find("default-fifo").unwrap()).unwrap();
+    lab.node2
+        .ip(&["link", "set", "dev", "eth0", "gso_max_segs", "1"])
+        .unwrap();
+    let _sink = SinkProcess::start(&lab.node1);
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.node2.name,
+            env!("CARGO_BIN_EXE_tcmon"),
+        ])
+        .args(["check", "--verbose", "--netns", &lab.router.name])
+        .args(["--load", SINK, "--load-duration", "10s", "--cc", "reno"])
+        .output()
+        .unwrap();
+    let out = common::stdout(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{}", common::stderr(&o));
+    assert!(out.contains(" bufferbloat 1:10 "), "{out}");
+    assert!(
+        out.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("latency increase under load: ")),
+        "{out}"
+    );
+    assert!(out.contains("\"queue_delay_ms\":"), "{out}");
+    let raw = common::text::raw_floats(&out);
+    assert!(raw.is_empty(), "{raw:?} in\n{out}");
+}

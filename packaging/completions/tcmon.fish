@@ -64,7 +64,7 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l fix-script -d 'Pri
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l load -d 'Load against this `tcmon sink` (HOST:PORT). Without it only current traffic is seen' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l duration -d 'Time measured; with --load, five equal phases (connecting and closing the streams add a few seconds)' -r
-complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l interval -d 'Time between probes to each target' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l interval -d 'Time between probes to each target (at least 2ms)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l timeout -d 'A probe unanswered this long is lost (long: bloated queues answer late, not never)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l streams -d 'TCP streams per direction (at least 1: no load grades nothing)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l dscp -d 'Mark streams with these DSCPs, round robin (BE, BK, CS5, EF; comma separated)' -r

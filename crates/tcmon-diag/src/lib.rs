@@ -158,6 +158,88 @@ impl Evidence {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// As a person reads it: `name=value` pairs in name order, each value as JSON with its
+    /// numbers rounded by [`human_number`] (`predicted_delay_ms=6056`, not `6056.0`;
+    /// `queue_delay_ms=1927`, not `1927.4895472379544`). The JSON keeps full precision.
+    pub fn human(&self) -> String {
+        let mut s = String::new();
+        for (k, v) in self.iter() {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(k);
+            s.push('=');
+            push_human(&mut s, v);
+        }
+        s
+    }
+}
+
+/// A measured number as a person reads it, in the unit it comes in: three significant digits,
+/// but never fewer than its whole part and never more than three decimals, trailing zeros
+/// dropped (`1927.49` -> `1927`, `262.14` -> `262`, `12.345` -> `12.3`, `0.55` -> `0.55`).
+pub fn human_number(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    let decimals = match a {
+        a if a >= 100.0 => 0,
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 => 2,
+        _ => 3,
+    };
+    let mut t = format!("{x:.decimals$}");
+    if t.contains('.') {
+        let kept = t.trim_end_matches('0').trim_end_matches('.').len();
+        t.truncate(kept);
+    }
+    if t == "-0" {
+        t.remove(0);
+    }
+    t
+}
+
+/// A JSON value as a person reads it: JSON, with every number through [`human_number`].
+pub fn human_value(v: &Value) -> String {
+    let mut s = String::new();
+    push_human(&mut s, v);
+    s
+}
+
+fn push_human(s: &mut String, v: &Value) {
+    match v {
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => s.push_str(&u.to_string()),
+            (_, Some(i)) => s.push_str(&i.to_string()),
+            _ => s.push_str(&human_number(n.as_f64().unwrap_or(f64::NAN))),
+        },
+        Value::Array(items) => {
+            s.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                push_human(s, item);
+            }
+            s.push(']');
+        }
+        Value::Object(map) => {
+            s.push('{');
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                s.push_str(&Value::from(k.as_str()).to_string());
+                s.push(':');
+                push_human(s, item);
+            }
+            s.push('}');
+        }
+        // null, booleans and strings as JSON writes them
+        other => s.push_str(&other.to_string()),
+    }
 }
 
 /// `Null` for a name it does not have, as `serde_json::Value` indexes.

@@ -116,7 +116,55 @@ fn check_with(s: &Snapshot, before: Option<&Snapshot>, rates: Option<&Rates>) ->
         htb_hysteresis: Some(false),
         fq_codel_available: Some(false),
     };
-    diagnose(&facts, &Thresholds::default())
+    let f = diagnose(&facts, &Thresholds::default());
+    // every fixture's findings, as a person reads them
+    assert_rounded_for_people(&f);
+    f
+}
+
+/// The text `tcmon check` prints for a finding: the message, the also-lines, the evidence and
+/// the fix commands.
+fn human_text(f: &Finding) -> String {
+    let mut lines = vec![f.message.clone(), f.evidence.human()];
+    lines.extend(f.examples.iter().map(|e| e.message.clone()));
+    lines.extend(f.fix.iter().cloned());
+    lines.join("\n")
+}
+
+/// Numbers with four or more decimals (`\d+\.\d{4,}`): no person reads a delay to 0.1 µs.
+fn raw_floats(text: &str) -> Vec<&str> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
+            let dot = i;
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i - dot > 4 {
+                out.push(&text[start..i]);
+            }
+        }
+    }
+    out
+}
+
+fn assert_rounded_for_people(findings: &[Finding]) {
+    for f in findings {
+        let text = human_text(f);
+        let raw = raw_floats(&text);
+        assert!(raw.is_empty(), "{} prints {raw:?} in\n{text}", f.code);
+    }
 }
 
 /// Findings of `now` with `before` as the window's start: the rate rules run.
@@ -1202,4 +1250,76 @@ fn size_table_overhead_counts_in_queue_delay() {
     let q = f.iter().find(|f| f.code == "queue-too-deep").unwrap();
     // 1000 x 1532 B at 250000 B/s
     assert_eq!(q.evidence["predicted_delay_ms"], 6128.0);
+}
+
+#[test]
+fn human_numbers_are_rounded_in_their_unit() {
+    for (x, want) in [
+        (1_927.489_547_237_954_4, "1927"),
+        (6056.0, "6056"),
+        (262.14, "262"),
+        (99.96, "100"),
+        (12.345, "12.3"),
+        (1.25, "1.25"),
+        (0.55, "0.55"),
+        (0.012_345, "0.012"),
+        (0.000_1, "0"),
+        (-0.000_1, "0"),
+        (-42.42, "-42.4"),
+        (1e15, "1000000000000000"),
+    ] {
+        assert_eq!(human_number(x), want, "{x}");
+    }
+    let v = json!({"b": [1.23456, 7], "a": "x", "c": null, "d": true});
+    assert_eq!(
+        human_value(&v),
+        r#"{"a":"x","b":[1.23,7],"c":null,"d":true}"#
+    );
+    assert_eq!(
+        raw_floats("a 1.2345 b 10.99.1.2 c 3.141 d 0.00001"),
+        ["1.2345", "0.00001"]
+    );
+}
+
+/// The numbers a person reads are rounded wherever they come from: the rules' own rounding, a
+/// measured load test's raw floats (the bufferbloat finding carries the probe's report), nested
+/// values. The JSON keeps every digit.
+#[test]
+fn evidence_prints_rounded_and_json_keeps_full_precision() {
+    use tcmon_probe::{Bottleneck, Grade};
+    let raw = 1_927.489_547_237_954_4;
+    let tree = seed_2mbit(None);
+    let report = tcmon_probe::Report {
+        targets: vec!["icmp:10.99.1.2".into()],
+        phases: Vec::new(),
+        latency_increase_ms: Some(1_890.123_456_789),
+        grade: Some(Grade::F),
+        loss_under_load: 0.012_345_6,
+        grade_by_latency: None,
+        rpm: Some(31.127_840_1),
+        bottleneck: Some(Bottleneck::Local {
+            interface: "eth1".into(),
+            object: "1:10".into(),
+            kind: "pfifo".into(),
+            queue_delay_ms: raw,
+            phase: "upload",
+            phase_latency_increase_ms: 1_888.777_777,
+            download_of: Vec::new(),
+        }),
+    };
+    let mut findings = check(&snap(Instant::now(), tree));
+    let bloat = bufferbloat(&report, &findings).expect("grade F is a finding");
+    assert!(
+        serde_json::to_string(&bloat)
+            .unwrap()
+            .contains("1927.4895472379544"),
+        "the JSON keeps full precision"
+    );
+    let text = bloat.evidence.human();
+    assert_eq!(
+        text,
+        r#"bottleneck={"interface":"eth1","kind":"pfifo","location":"local","object":"1:10","phase":"upload","phase_latency_increase_ms":1889,"queue_delay_ms":1927} grade="F" latency_increase_ms=1890 rpm=31.1"#
+    );
+    findings.push(bloat);
+    assert_rounded_for_people(&findings);
 }

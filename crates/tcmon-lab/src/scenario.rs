@@ -25,11 +25,13 @@ pub struct Scenario {
     bulk_filters: Option<(usize, &'static str)>,
 }
 
+/// Every number a description states is measured by `tests/lab.rs`
+/// (`scenario_descriptions_state_what_the_lab_measures`), which runs the scenario.
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "default-fifo",
-        description: "HTB 2 Mbit with a class that has no qdisc: the kernel's default FIFO of txqueuelen \
-                      packets holds seconds of traffic (pings of 6 seconds)",
+        description: "HTB 2 Mbit with a class that has no qdisc: the kernel's default FIFO of \
+                      txqueuelen (1000) packets holds 6 s of full-size packets",
         commands: &[
             "qdisc add dev r1 root handle 1: htb default 10",
             "class add dev r1 parent 1: classid 1:1 htb rate 2mbit ceil 2mbit",
@@ -40,8 +42,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "short-fifo",
         description: "the same 2 Mbit class with a 10-packet pfifo: the delay is bounded (60 ms \
-                      for 10 MTU-sized packets at 2 Mbit; a local sender's 64 KB GSO packets \
-                      hold more)",
+                      of full-size packets; a local sender's GSO super-packets hold more)",
         commands: &[
             "qdisc add dev r1 root handle 1: htb default 10",
             "class add dev r1 parent 1: classid 1:1 htb rate 2mbit ceil 2mbit",
@@ -72,9 +73,9 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "filters",
-        description: "ten thousand u32 rules at one prio in front of the class node1 is reached by \
-                      (an scp behind them crawls; 4,000 per prio where a kernel allows only 4,095 \
-                      in a u32 bucket, as Linux 6.1 does)",
+        description: "ten thousand u32 rules at one prio, tried for every packet before the rule \
+                      of the class node1 is reached by (4,000 per prio on kernels whose u32 \
+                      bucket holds fewer)",
         commands: &[
             "qdisc add dev r1 root handle 1: htb default 3",
             "class add dev r1 parent 1: classid 1:1 htb rate 500mbit ceil 1gbit",

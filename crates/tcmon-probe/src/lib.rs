@@ -14,8 +14,8 @@ mod verdict;
 
 pub use continuous::{Continuous, ContinuousOptions, RTT_BUCKETS_SECONDS};
 pub use engine::{Engine, Outcome, ProbeSpec, Reply, UDP_MAGIC};
-pub use load::{Direction, Dscp, Load, CONGESTION};
-pub use rrul::{run, LoadOptions, TestOptions, OBSERVED, SILENT_AFTER};
+pub use load::{check_congestion, sink_answers, Direction, Dscp, Load, CONGESTION};
+pub use rrul::{run, LoadOptions, TestOptions, MIN_INTERVAL, OBSERVED, SILENT_AFTER};
 pub use sink::{Sink, SinkOptions};
 pub use stats::{RttMs, TargetStats};
 pub use status::{ProbeKind, TargetStatus};
@@ -26,6 +26,9 @@ pub use verdict::{verdict, Bottleneck, Grade, PhaseData, PhaseReport, Report, Ta
 pub enum ProbeError {
     #[error("target {target}: {why}")]
     Target { target: String, why: String },
+    /// Options that cannot give a result, refused before anything runs.
+    #[error("{0}")]
+    Invalid(String),
     #[error(
         "ICMP probes need an unprivileged ping socket or a raw socket, and neither is allowed: \
          let this group use ping sockets (sysctl -w net.ipv4.ping_group_range=\"0 2147483647\") \

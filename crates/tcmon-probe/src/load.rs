@@ -69,6 +69,78 @@ impl FromStr for Dscp {
     }
 }
 
+/// The hello's index of congestion control `name` (1-based; 0 is the hosts' default).
+fn cc_index(name: &str) -> Result<u8, ProbeError> {
+    CONGESTION
+        .iter()
+        .position(|c| *c == name)
+        .and_then(|i| u8::try_from(i + 1).ok())
+        .ok_or_else(|| {
+            let (last, rest) = CONGESTION.split_last().expect("a list");
+            ProbeError::Invalid(format!(
+                "congestion control {name}: the load streams run {} or {last} (this kernel \
+                 has: {})",
+                rest.join(", "),
+                congestion_list("available")
+            ))
+        })
+}
+
+/// Refuses, before any traffic, a congestion control the load could not use: one the hello
+/// cannot name, or one the kernel lacks or does not allow this process. The kernel is asked
+/// as the load will ask it, by `setsockopt(TCP_CONGESTION)` on a throwaway TCP socket of this
+/// thread's network namespace (where the load runs): reading the sysctls would miss
+/// `CAP_NET_ADMIN`, which may use any available one, and modules that load on demand.
+pub fn check_congestion(name: &str) -> Result<(), ProbeError> {
+    cc_index(name)?;
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .or_else(|_| socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::STREAM, None))
+        .map_err(|e| ProbeError::Socket(format!("congestion control {name}"), e))?;
+    match set_congestion(&socket, name) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(ProbeError::Invalid(format!(
+            "congestion control {name}: this kernel does not have it (available: {}; a module \
+             may add it: modprobe tcp_{name})",
+            congestion_list("available")
+        ))),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(ProbeError::Invalid(format!(
+            "congestion control {name}: not allowed for this process, which may use only those \
+             in net.ipv4.tcp_allowed_congestion_control without CAP_NET_ADMIN (allowed: {})",
+            congestion_list("allowed")
+        ))),
+        Err(e) => Err(ProbeError::Load(format!("congestion control {name}"), e)),
+    }
+}
+
+/// `net.ipv4.tcp_{which}_congestion_control`, for messages.
+fn congestion_list(which: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/net/ipv4/tcp_{which}_congestion_control"))
+        .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned())
+}
+
+/// How long [`sink_answers`] waits for a connection before leaving it to the load.
+const SINK_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Refuses, before the test's idle phase, a sink address where nothing accepts connections
+/// (refused, unreachable): otherwise the first loaded phase finds out, seconds later. A sink
+/// that is merely slow to answer is left to the load's own, longer, connect. The sink logs the
+/// connection as closed before its hello.
+pub fn sink_answers(sink: SocketAddr) -> Result<(), ProbeError> {
+    match TcpStream::connect_timeout(&sink, SINK_CHECK_TIMEOUT) {
+        Ok(s) => {
+            let _ = s.shutdown(Shutdown::Both);
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => Ok(()),
+        Err(e) => Err(ProbeError::Load(
+            format!(
+                "no tcmon sink answers at {sink} (start one there: tcmon sink --listen {sink})"
+            ),
+            e,
+        )),
+    }
+}
+
 /// Running streams in one direction; they stop (reset, so no queued data lingers) when
 /// dropped.
 #[derive(Debug)]
@@ -94,14 +166,7 @@ impl Load {
     ) -> Result<Load, ProbeError> {
         let cc_index = match congestion {
             None => 0,
-            Some(name) => CONGESTION
-                .iter()
-                .position(|c| *c == name)
-                .map(|i| i as u8 + 1)
-                .ok_or_else(|| ProbeError::Target {
-                    target: format!("congestion control {name}"),
-                    why: format!("expected one of {}", CONGESTION.join(", ")),
-                })?,
+            Some(name) => cc_index(name)?,
         };
         let stop = Arc::new(AtomicBool::new(false));
         let bytes = Arc::new(AtomicU64::new(0));

@@ -63,6 +63,72 @@ impl Default for TestOptions {
 /// load, drain) in that time.
 const WARM_UP: f64 = 0.25;
 
+/// The shortest time between probes to one target, as `ping` allows a user: shorter, the
+/// probes themselves become a load, and waiting ones pile up for the whole timeout.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(2);
+
+/// The phases of a test, in order.
+fn phase_names(loaded: bool) -> Vec<&'static str> {
+    if loaded {
+        vec!["idle", "download", "upload", "both", "idle"]
+    } else {
+        vec![OBSERVED]
+    }
+}
+
+impl TestOptions {
+    /// Refuses, before anything runs, options that cannot give a result: no target, probes
+    /// closer than [`MIN_INTERVAL`] or never waited for, a phase too short to measure one probe
+    /// after its warm-up, a load without streams, and a congestion control the load could not
+    /// use ([`crate::check_congestion`]). [`run`] calls it; callers that do other work first
+    /// (a `check` window) call it before that.
+    pub fn validate(&self) -> Result<(), ProbeError> {
+        let bad = |why: String| Err(ProbeError::Invalid(why));
+        if self.targets.is_empty() {
+            return bad("no target to probe".into());
+        }
+        if self.interval < MIN_INTERVAL {
+            return bad(format!(
+                "probe interval {:?}: at least {MIN_INTERVAL:?} (shorter, the probes themselves \
+                 are the load)",
+                self.interval
+            ));
+        }
+        if self.timeout.is_zero() {
+            return bad("probe timeout 0s: every probe would count as lost".into());
+        }
+        let phases = phase_names(self.load.is_some()).len() as u32;
+        // The first phase counts from its start; the others after their warm-up.
+        let kept = if phases > 1 { 1.0 - WARM_UP } else { 1.0 };
+        let measured = (self.duration / phases).mul_f64(kept);
+        if measured < self.interval {
+            let least = self.interval.mul_f64(f64::from(phases) / kept).as_millis();
+            let least =
+                Duration::from_millis(u64::try_from(least.div_ceil(100) * 100).unwrap_or(u64::MAX));
+            return bad(format!(
+                "test duration {:?}: {} measures {measured:?}, less than one probe interval \
+                 ({:?}): at least {least:?}",
+                self.duration,
+                if phases > 1 {
+                    format!("each of the {phases} phases, after its warm-up,")
+                } else {
+                    "the test".to_owned()
+                },
+                self.interval
+            ));
+        }
+        if let Some(l) = &self.load {
+            if l.streams == 0 {
+                return bad("a load of 0 streams loads nothing: at least 1".into());
+            }
+            if let Some(cc) = &l.congestion {
+                crate::load::check_congestion(cc)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The one phase of a test without load: whatever traffic there was.
 pub const OBSERVED: &str = "observed";
 
@@ -72,12 +138,9 @@ pub fn run<F>(opts: &TestOptions, sample: F) -> Result<Report, ProbeError>
 where
     F: FnMut() -> Option<Snapshot> + Send + 'static,
 {
+    opts.validate()?;
     let specs = ProbeSpec::all(&opts.targets, opts.interval, opts.timeout);
-    let names: Vec<&'static str> = if opts.load.is_some() {
-        vec!["idle", "download", "upload", "both", "idle"]
-    } else {
-        vec![OBSERVED]
-    };
+    let names = phase_names(opts.load.is_some());
     let phase_len = opts.duration / names.len() as u32;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -230,5 +293,76 @@ fn assign(phases: &mut [PhaseData], outcomes: &[Outcome]) {
                 t.record(&o.reply);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(duration_ms: u64, load: bool) -> TestOptions {
+        TestOptions {
+            targets: vec!["127.0.0.1".parse().unwrap()],
+            duration: Duration::from_millis(duration_ms),
+            load: load.then(|| LoadOptions {
+                sink: "127.0.0.1:7878".parse().unwrap(),
+                streams: 4,
+                dscp: Vec::new(),
+                congestion: None,
+            }),
+            ..TestOptions::default()
+        }
+    }
+
+    fn refused(o: &TestOptions) -> String {
+        match o.validate() {
+            Err(ProbeError::Invalid(why)) => why,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    /// What cannot give a result is refused, saying what would; what can is accepted.
+    #[test]
+    fn options_that_measure_nothing_are_refused_with_what_would_work() {
+        assert!(opts(30_000, true).validate().is_ok());
+        // 2 s of load at 200 ms: 300 ms measured per phase, one probe and a half
+        assert!(opts(2_000, true).validate().is_ok());
+        assert!(opts(200, false).validate().is_ok());
+        let why = refused(&opts(1_000, true));
+        assert!(
+            why.contains("each of the 5 phases") && why.contains("at least 1.4s"),
+            "{why}"
+        );
+        let why = refused(&opts(100, false));
+        assert!(why.contains("at least 200ms"), "{why}");
+        let mut o = opts(30_000, true);
+        o.interval = Duration::from_micros(500);
+        assert!(refused(&o).contains("at least 2ms"));
+        let mut o = opts(30_000, true);
+        o.timeout = Duration::ZERO;
+        assert!(refused(&o).contains("timeout"));
+        let mut o = opts(30_000, true);
+        o.load.as_mut().unwrap().streams = 0;
+        assert!(refused(&o).contains("0 streams"));
+        let mut o = opts(30_000, true);
+        o.targets.clear();
+        assert!(refused(&o).contains("no target"));
+    }
+
+    /// A congestion control the hello cannot name, or the kernel does not have, is refused by
+    /// name with the kernel's list; reno, always built in and always allowed, passes.
+    #[test]
+    fn congestion_control_is_checked_against_the_kernel() {
+        let mut o = opts(30_000, true);
+        o.load.as_mut().unwrap().congestion = Some("nosuchcc".into());
+        let why = refused(&o);
+        assert!(
+            why.contains("nosuchcc")
+                && why.contains("reno, cubic or bbr")
+                && why.contains("this kernel has: "),
+            "{why}"
+        );
+        o.load.as_mut().unwrap().congestion = Some("reno".into());
+        assert!(o.validate().is_ok());
     }
 }

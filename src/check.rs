@@ -101,18 +101,8 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         out.write_all(script(&fix_plans(&findings), netns).as_bytes())?;
         return Ok(ExitCode::from(status.exit_code()));
     }
-    // Commands as they run, for people and programs alike: in the namespace they were read
-    // from, the alternative fix included (it is a command too).
     if let Some(ns) = netns {
-        for f in &mut findings {
-            for cmd in &mut f.fix {
-                *cmd = in_netns(cmd, ns);
-            }
-            if let Some(alt) = f.evidence.get("alternative_fix").and_then(|v| v.as_str()) {
-                let alt = in_netns(alt, ns);
-                f.evidence.insert("alternative_fix", alt.into());
-            }
-        }
+        run_in(&mut findings, ns);
     }
     if args.json {
         let plan = fix_plans(&findings);
@@ -132,6 +122,20 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         out.write_all(human(status, &findings, &now, load.as_ref(), args).as_bytes())?;
     }
     Ok(ExitCode::from(status.exit_code()))
+}
+
+/// Commands as they run, for people and programs alike: in the namespace `ns` they were read
+/// from, the alternative fix included (it is a command too).
+fn run_in(findings: &mut [Finding], ns: &str) {
+    for f in findings {
+        for cmd in &mut f.fix {
+            *cmd = in_netns(cmd, ns);
+        }
+        if let Some(alt) = f.evidence.get("alternative_fix").and_then(|v| v.as_str()) {
+            let alt = in_netns(alt, ns);
+            f.evidence.insert("alternative_fix", alt.into());
+        }
+    }
 }
 
 /// `check --json`: the report, and the latency test's own when `--load` ran one (its grade is
@@ -351,6 +355,30 @@ mod tests {
         let out = human(Status::Ok, &findings, &snap, Some(&report), &check_args());
         assert!(
             out.starts_with("OK: 0 critical, 0 warnings, 1 info\nlatency increase under load: "),
+            "{out}"
+        );
+    }
+
+    /// Under --netns every command a person reads runs in that namespace: the fix lines and
+    /// the alternative fix in the evidence (which used to be printed for the host).
+    #[test]
+    fn fixes_and_the_alternative_print_in_the_namespace() {
+        let mut f = finding(Severity::Critical, "r1", "queue-too-deep");
+        f.fix = vec!["tc qdisc replace dev r1 parent 1:10 handle 10: pfifo limit 8".into()];
+        f.evidence.insert(
+            "alternative_fix",
+            "tc qdisc replace dev r1 parent 1:10 fq_codel".into(),
+        );
+        let mut findings = [f];
+        super::run_in(&mut findings, "lab");
+        let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
+        let out = human(Status::Critical, &findings, &snap, None, &check_args());
+        assert!(
+            out.contains(
+                "fix: tc -n lab qdisc replace dev r1 parent 1:10 handle 10: pfifo limit 8"
+            ) && out.contains(
+                r#"alternative_fix="tc -n lab qdisc replace dev r1 parent 1:10 fq_codel""#
+            ),
             "{out}"
         );
     }

@@ -722,13 +722,13 @@ fn check_verbose_with_load_prints_rounded_numbers() {
     let out = common::stdout(&o);
     assert_eq!(o.status.code(), Some(2), "{out}{}", common::stderr(&o));
     assert!(out.contains(" bufferbloat 1:10 "), "{out}");
+    assert!(out.contains("\"queue_delay_ms\":"), "{out}");
+    let raw = common::text::raw_floats(&out);
+    assert!(raw.is_empty(), "{raw:?} in\n{out}");
     assert!(
         out.lines()
             .nth(1)
             .is_some_and(|l| l.starts_with("latency increase under load: ")),
         "{out}"
     );
-    assert!(out.contains("\"queue_delay_ms\":"), "{out}");
-    let raw = common::text::raw_floats(&out);
-    assert!(raw.is_empty(), "{raw:?} in\n{out}");
 }

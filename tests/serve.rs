@@ -626,10 +626,10 @@ fn a_deleted_or_replaced_netns_is_followed() {
 /// the churn stops, every live class is there and no deleted one.
 #[test]
 fn a_tree_changing_under_every_read_is_said_everywhere() {
+    const CLASSES: u32 = 2000;
     if skip_unless_root("a_tree_changing_under_every_read_is_said_everywhere") {
         return;
     }
-    const CLASSES: u32 = 2000;
     let pair = Pair::create("srvchurn").unwrap();
     let ns = pair.a.name.clone();
     let dev = pair.dev_a.clone();

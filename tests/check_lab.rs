@@ -656,19 +656,35 @@ fn r2q_misconfiguration_and_its_fix() {
         .unwrap();
     pair.tc_a("qdisc add parent 1:20 handle 20: pfifo limit 10")
         .unwrap();
+    // full-size frames only (GSO packets against these quanta are quantum-gso's case)
+    pair.a
+        .ip(&["link", "set", "dev", &pair.dev_a, "gso_max_segs", "1"])
+        .unwrap();
     let (_, report) = check(&pair, "100ms");
     let small = findings(&report, "htb-quantum-small");
     assert_eq!(small.len(), 1, "{report:#}");
     assert_eq!(small[0]["object"], "1:10");
     assert_eq!(small[0]["evidence"]["quantum_bytes"], 1000);
-    assert_eq!(small[0]["evidence"]["proposed_r2q"], 5);
+    // 1:20's 12,500 B turn is 50 ms at the 2 Mbit parent: no r2q keeps it within 20 ms and
+    // 1:10 at the MTU, so quanta are explicit
+    assert_eq!(small[0]["evidence"]["proposed_r2q"], Value::Null);
     assert_eq!(small[0]["severity"], "info");
-    for cmd in small[0]["fix"].as_array().unwrap() {
-        apply(&pair.a, cmd.as_str().unwrap());
+    let big = findings(&report, "htb-quantum-big");
+    assert_eq!(big.len(), 1, "{report:#}");
+    assert_eq!(
+        (&big[0]["object"], &big[0]["severity"]),
+        (&Value::from("1:20"), &Value::from("warning"))
+    );
+    assert_eq!(big[0]["evidence"]["turn_wait_ms"], 50.0);
+    for f in [small[0], big[0]] {
+        for cmd in f["fix"].as_array().unwrap() {
+            apply(&pair.a, cmd.as_str().unwrap());
+        }
     }
     let (code, report) = check(&pair, "100ms");
     assert!(
-        findings(&report, "htb-quantum-small").is_empty(),
+        findings(&report, "htb-quantum-small").is_empty()
+            && findings(&report, "htb-quantum-big").is_empty(),
         "{report:#}"
     );
     assert_eq!(code, 0, "{report:#}");
@@ -745,8 +761,12 @@ fn missing_default_class_lets_traffic_through_unshaped() {
     );
 }
 
-/// Ten thousand u32 rules at one prio, as in the seed: reported with the count and with the
-/// classes whose rules come after them.
+/// Ten thousand u32 rules at one prio, as in the seed: graded from the packet rate the walk
+/// allows (10,001 rules at 10 ns: 10,000 packets/s, below the 82,563 full-size packets/s of
+/// the 1 Gbit classes: a warning; tests/lab.rs measures ~9,000 through 10,000 such rules
+/// here), with the classes whose rules come after them. Its fix, a hashed table in a free
+/// prio next to the chain's, runs as printed and clears it; the seed's rules are one rule
+/// repeated, so the table holds the first, the one that matches.
 #[test]
 fn ten_thousand_u32_filters_at_one_prio() {
     if skip_unless_root("ten_thousand_u32_filters_at_one_prio") {
@@ -775,41 +795,166 @@ fn ten_thousand_u32_filters_at_one_prio() {
     std::fs::write(&batch, text).unwrap();
     let r = pair.a.tc(&["-batch", batch.to_str().unwrap()]);
     std::fs::remove_file(&batch).unwrap();
-    r.unwrap();
-    let (_, report) = check(&pair, "100ms");
+    if let Err(e) = r {
+        // Linux 6.1 caps a bucket at 4,095 rules (tests/lab.rs's scenario splits them)
+        assert!(e.to_string().contains("node ID pool exhausted"), "{e}");
+        eprintln!("SKIPPED ten_thousand_u32_filters_at_one_prio: {e}");
+        return;
+    }
+    let (code, report) = check(&pair, "100ms");
     let long = findings(&report, "filter-chain-long");
     assert_eq!(long.len(), 1, "{report:#}");
-    assert_eq!(long[0]["evidence"]["rules"], 10_000);
-    assert_eq!(long[0]["evidence"]["prio"], 100);
-    assert_eq!(
-        long[0]["evidence"]["classes_behind"],
-        serde_json::json!(["1:3"])
-    );
-    assert_eq!(long[0]["severity"], "info");
+    let ev = &long[0]["evidence"];
+    assert_eq!(ev["rules"], 10_000);
+    assert_eq!(ev["prio"], 100);
+    assert_eq!(ev["rules_tried"], 10_001, "prio 16's rule is tried first");
+    assert_eq!(ev["ceiling_pps"], 9_999.0);
+    assert_eq!(ev["shaper_pps"], 82_563.0);
+    assert_eq!(ev["classes_behind"], serde_json::json!(["1:3"]));
+    assert_eq!(ev["rules_never_reached"], 9_999);
+    assert_eq!(long[0]["severity"], "warning", "{report:#}");
+    assert_eq!(code, 1, "{report:#}");
     assert_eq!(long[0]["object"], "1:");
-    // The hash table and the link from this prio's own root table (801:, prio 16 took 800:)
-    // are accepted by the kernel; the last line is a comment on moving the rules.
     let fix: Vec<&str> = long[0]["fix"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
-    assert!(fix[1].contains(" ht 801:"), "{fix:?}");
-    for cmd in &fix[..2] {
+    assert_eq!(fix.len(), 4, "{fix:?}");
+    for cmd in &fix {
         apply(&pair.a, cmd);
     }
-    assert!(fix[2].starts_with('#'), "{fix:?}");
-    let shown = pair
-        .a
-        .tc(&[
-            "filter", "show", "dev", "veth0", "parent", "1:", "prio", "100",
-        ])
-        .unwrap();
+    let shown = pair.a.tc(&["filter", "show", "dev", "veth0"]).unwrap();
     assert!(
-        shown.contains("link ") && shown.contains("divisor 256"),
-        "{}",
-        &shown[..shown.len().min(2000)]
+        shown.contains("pref 99 u32 chain 0 fh ffe: ht divisor 256")
+            && shown.contains("link ffe:")
+            && !shown.contains("pref 100 "),
+        "{shown}"
+    );
+    let (code, report) = check(&pair, "100ms");
+    assert!(
+        findings(&report, "filter-chain-long").is_empty(),
+        "{report:#}"
+    );
+    assert_eq!(code, 0, "{report:#}");
+}
+
+/// The hashed replacement of a chain of 1,000 rules for distinct addresses and three classes,
+/// taken from `--fix-script` and run as it is: it exits 0, every address goes to the class it
+/// went to before (as `tcmon classify` walks the tree; tests/filters.rs checks classify
+/// against the kernel's counters), the finding is gone, and a second check has nothing to do.
+#[test]
+fn the_hashed_fix_script_keeps_every_address_in_its_class() {
+    if skip_unless_root("the_hashed_fix_script_keeps_every_address_in_its_class") {
+        return;
+    }
+    let pair = Pair::create("hashfix").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 4").unwrap();
+    pair.tc_a("class add parent 1: classid 1:9 htb rate 1gbit ceil 1gbit")
+        .unwrap();
+    for id in 1..=4 {
+        pair.tc_a(&format!(
+            "class add parent 1:9 classid 1:{id} htb rate 250mbit ceil 1gbit"
+        ))
+        .unwrap();
+    }
+    let dst = |i: usize| format!("10.200.{}.{}", i / 256, i % 256);
+    let mut text = String::from(
+        "filter add dev veth0 parent 1: protocol ip prio 16 u32 match ip dst 10.200.0.5/32 flowid 1:4\n",
+    );
+    for i in 0..1_000 {
+        text.push_str(&format!(
+            "filter add dev veth0 parent 1: protocol ip prio 100 u32 match ip dst {}/32 flowid 1:{}\n",
+            dst(i),
+            1 + i % 3
+        ));
+    }
+    text.push_str("filter add dev veth0 parent 1: protocol ip prio 400 u32 match ip dst 10.201.0.0/16 flowid 1:2\n");
+    let batch = std::env::temp_dir().join(format!("tcmon-hashfix-{}.tc", std::process::id()));
+    std::fs::write(&batch, text).unwrap();
+    let r = pair.a.tc(&["-batch", batch.to_str().unwrap()]);
+    std::fs::remove_file(&batch).unwrap();
+    r.unwrap();
+    let mut addrs: Vec<String> = (0..1_000).step_by(7).map(dst).collect();
+    addrs.extend(["10.200.0.5", "10.200.3.232", "10.201.4.5", "10.77.0.2"].map(String::from));
+    let classes = || -> Vec<String> {
+        addrs
+            .iter()
+            .map(|a| {
+                let o = common::tcmon(&[
+                    "classify",
+                    "--netns",
+                    &pair.a.name,
+                    "--dev",
+                    "veth0",
+                    "--proto",
+                    "udp",
+                    "--dport",
+                    "9",
+                    "--json",
+                    a,
+                ]);
+                let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+                format!("{a} {}", v["class"])
+            })
+            .collect()
+    };
+    let before = classes();
+    assert!(
+        before.contains(&"10.200.0.5 \"1:4\"".to_owned()),
+        "{before:?}"
+    );
+    assert!(
+        before.contains(&"10.200.0.7 \"1:2\"".to_owned()),
+        "{before:?}"
+    );
+    assert!(
+        before.contains(&"10.201.4.5 \"1:2\"".to_owned()),
+        "{before:?}"
+    );
+    let (_, report) = check(&pair, "100ms");
+    let long = findings(&report, "filter-chain-long");
+    assert_eq!(long.len(), 1, "{report:#}");
+    assert_eq!(long[0]["evidence"]["hash_key"], "mask 0x000000ff at 16");
+    let o = common::tcmon(&[
+        "check",
+        "--fix-script",
+        "--netns",
+        &pair.a.name,
+        "--dev",
+        "veth0",
+        "--window",
+        "100ms",
+    ]);
+    let script = common::stdout(&o);
+    assert!(script.lines().count() > 1_000, "a line per rule: {script}");
+    let o = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{script}", common::stderr(&o));
+    assert_eq!(classes(), before);
+    let (code, report) = check(&pair, "100ms");
+    assert!(
+        findings(&report, "filter-chain-long").is_empty(),
+        "{report:#}"
+    );
+    assert!(code < 2, "{report:#}");
+    let o = common::tcmon(&[
+        "check",
+        "--fix-script",
+        "--netns",
+        &pair.a.name,
+        "--dev",
+        "veth0",
+        "--window",
+        "100ms",
+    ]);
+    assert!(
+        !common::stdout(&o).contains("filter"),
+        "nothing more for the filters: {}",
+        common::stdout(&o)
     );
 }
 

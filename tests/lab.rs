@@ -21,6 +21,8 @@ fn every_scenario_is_diagnosed() {
         ("short-fifo", ""),
         ("tbf", "tbf-queue-too-deep"),
         ("r2q", "htb-quantum-small"),
+        ("quantum-big", "htb-quantum-big"),
+        ("quantum-gso", "htb-quantum-small"),
         ("filters", "filter-chain-long"),
         ("no-default", "htb-default-class-missing"),
         // the cures: no deep queue (they need fq_codel and cake; tests/vm.rs measures them)
@@ -374,7 +376,7 @@ fn qdisc<'a>(iface: &'a Value, handle: &str) -> &'a Value {
 #[test]
 fn scenario_descriptions_state_what_the_lab_measures() {
     type Measure = fn(&Lab);
-    let claims: [(&str, &[&str], Measure); 8] = [
+    let claims: [(&str, &[&str], Measure); 10] = [
         ("default-fifo", &["2", "1000", "6"], |lab| {
             let i = shaped(lab);
             assert_eq!(class(&i, "1:10")["htb"]["ceil_bytes_per_sec"], 250_000);
@@ -419,6 +421,18 @@ fn scenario_descriptions_state_what_the_lab_measures() {
             assert_eq!(slow["quantum_bytes"], 1000);
             assert!(i["mtu"].as_u64().unwrap() > 1000, "below the MTU: {i}");
         }),
+        (
+            "quantum-big",
+            &[
+                "1", "1", "10", "125,000", "1:10", "1:20", "100", "125,000", "10",
+            ],
+            quantum_big_measured,
+        ),
+        (
+            "quantum-gso",
+            &["10", "1", "12,500", "10", "1:10", "64", "1:20"],
+            quantum_gso_measured,
+        ),
         ("filters", &["4,000"], |lab| {
             let i = shaped(lab);
             let mut by_prio = std::collections::BTreeMap::<u64, usize>::new();
@@ -494,8 +508,6 @@ fn numbers_and_raw_floats_are_found_as_a_person_reads_them() {
         common::text::raw_floats("a=1927.4895472379544 b=10.99.1.2 c=2.041 d=0.12345"),
         ["1927.4895472379544", "0.12345"]
     );
-}
-
 }
 
 /// How the filter-cost lab lays out its rules at prio 100.
@@ -654,4 +666,163 @@ fn filter_rule_cost() {
              {ns_rule:.2} ns a rule (against no filters: {ns_rule_none:.2})"
         );
     }
+}
+
+/// The router's findings of `code` on r1, from `tcmon check --json --dev r1`.
+fn r1_finding(lab: &Lab, code: &str) -> Value {
+    let o = check_router(lab, &["--dev", Lab::SHAPED, "--json"]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == code)
+        .unwrap_or_else(|| panic!("no {code} in {report:#}"))
+        .clone()
+}
+
+/// The bytes each of `ids` sent over `secs`, as bits per second.
+fn class_rates(lab: &Lab, ids: &[&str], secs: f64) -> Vec<f64> {
+    let bytes = |i: &Value| -> Vec<u64> {
+        ids.iter()
+            .map(|id| class(i, id)["stats"]["bytes"].as_u64().unwrap())
+            .collect()
+    };
+    let before = bytes(&shaped(lab));
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    let after = bytes(&shaped(lab));
+    before
+        .iter()
+        .zip(after)
+        .map(|(b, a)| (a - b) as f64 * 8.0 / secs)
+        .collect()
+}
+
+/// `quantum-big`: check predicts the wait of one 125,000 B turn at the parent's 10 Mbit, and
+/// probes in the other borrowing class wait about that long. Bulk UDP of full-size frames at
+/// twice the parent's rate keeps 1:10 backlogged (no GSO to blur the turn); 3 Mbit of UDP keeps
+/// 1:20 borrowing; probes go into 1:20 too.
+fn quantum_big_measured(lab: &Lab) {
+    let i = shaped(lab);
+    assert_eq!(qdisc(&i, "1:")["htb"]["r2q"], 1);
+    assert_eq!(class(&i, "1:1")["htb"]["rate_bytes_per_sec"], 1_250_000);
+    for id in ["1:10", "1:20"] {
+        let c = &class(&i, id)["htb"];
+        assert_eq!(c["rate_bytes_per_sec"], 125_000);
+        assert_eq!(c["ceil_bytes_per_sec"], 1_250_000);
+        assert_eq!(c["quantum_bytes"], 125_000);
+    }
+    let big = r1_finding(lab, "htb-quantum-big");
+    assert_eq!(big["severity"], "warning", "{big:#}");
+    let predicted_ms = big["evidence"]["turn_wait_ms"].as_f64().unwrap();
+    assert!((predicted_ms - 100.0).abs() < 0.01, "{big:#}");
+    let node1 = |port: u16| -> SocketAddr { format!("{}:{port}", Lab::NODE1).parse().unwrap() };
+    let _echo = UdpEcho::start(&lab.node1.name, node1(7)).unwrap();
+    let _bulk = UdpLoad::start(&lab.node2.name, node1(9), 1472, 2_500_000).unwrap();
+    let _borrow = UdpLoad::start(&lab.node2.name, node1(10), 1472, 375_000).unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    // 37 ms apart: no multiple of the turn, so the probes sample every point of it
+    let mut rtts = tcmon_lab::udp_rtts(
+        &lab.node2.name,
+        node1(7),
+        60,
+        Duration::from_millis(37),
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    assert!(rtts.len() >= 40, "{} of 60 probes came back", rtts.len());
+    rtts.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let (median, p90, max) = (
+        ms(rtts[rtts.len() / 2]),
+        ms(rtts[rtts.len() * 9 / 10]),
+        ms(rtts[rtts.len() - 1]),
+    );
+    println!(
+        "quantum-big: probes in 1:20 median {median:.1} ms, p90 {p90:.1} ms, max {max:.1} ms; \
+         predicted turn {predicted_ms} ms"
+    );
+    assert!(
+        p90 > 0.5 * predicted_ms && p90 < 2.0 * predicted_ms,
+        "p90 {p90:.1} ms vs predicted {predicted_ms} ms"
+    );
+}
+
+/// Bits per second of 1:10 and 1:20 and the probes' round trips while node2 uploads over TCP
+/// (Reno: loss-based, like cubic, which this kernel does not allow per namespace) into 1:10
+/// and sends 3 Mbit of UDP frames plus probes into 1:20.
+fn gso_lab_load(lab: &Lab) -> (Vec<f64>, Vec<Duration>) {
+    let node1 = |port: u16| -> SocketAddr { format!("{}:{port}", Lab::NODE1).parse().unwrap() };
+    let _echo = UdpEcho::start(&lab.node1.name, node1(7)).unwrap();
+    let _sink = tcmon_lab::TcpSink::start(&lab.node1.name, node1(5001)).unwrap();
+    let _tcp = tcmon_lab::TcpLoad::start(&lab.node2.name, node1(5001), 1).unwrap();
+    let _udp = UdpLoad::start(&lab.node2.name, node1(10), 1472, 375_000).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    std::thread::scope(|s| {
+        let rates = s.spawn(|| class_rates(lab, &["1:10", "1:20"], 3.0));
+        let rtts = tcmon_lab::udp_rtts(
+            &lab.node2.name,
+            node1(7),
+            30,
+            Duration::from_millis(90),
+            Duration::from_secs(3),
+        )
+        .unwrap();
+        (rates.join().unwrap(), rtts)
+    })
+}
+
+/// `quantum-gso`: check predicts how much of its share of spare bandwidth 1:20 loses to
+/// 1:10's 64 kB packets; 1:20's rate is measured against it, then again with node2 sending
+/// full-size frames (`gso_max_segs 1`, gso and tso off), where its 3 Mbit all pass.
+fn quantum_gso_measured(lab: &Lab) {
+    let i = shaped(lab);
+    assert_eq!(qdisc(&i, "1:")["htb"]["r2q"], 10);
+    assert_eq!(class(&i, "1:1")["htb"]["rate_bytes_per_sec"], 1_250_000);
+    for id in ["1:10", "1:20"] {
+        let c = &class(&i, id)["htb"];
+        assert_eq!(c["rate_bytes_per_sec"], 125_000);
+        assert_eq!(c["quantum_bytes"], 12_500);
+    }
+    assert_eq!(i["gso_max_size"], 65_536, "64 kB GSO packets: {i}");
+    let small = r1_finding(lab, "htb-quantum-small");
+    assert_eq!(small["severity"], "warning", "{small:#}");
+    assert_eq!(small["evidence"]["packet_seen_bytes"], 65_536, "{small:#}");
+    // 1:20's own 1 Mbit, and of the 8 Mbit spare its turn of 12,500 B against one 64 kB packet
+    let distortion = small["evidence"]["share_distortion"].as_f64().unwrap();
+    let predicted = 1e6 + 8e6 * 12_500.0 / (12_500.0 + 65_536.0);
+    lab.node2
+        .sysctl("net.ipv4.tcp_congestion_control", "reno")
+        .unwrap();
+    let summary = |rates: &[f64], rtts: &[Duration]| {
+        let mut r: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+        r.sort_by(f64::total_cmp);
+        let mean = r.iter().sum::<f64>() / r.len().max(1) as f64;
+        format!(
+            "1:10 {:.2} Mbit/s, 1:20 {:.2} Mbit/s (predicted {:.2}, distortion {distortion}), \
+             probes in 1:20: {} back, mean {mean:.0} ms",
+            rates[0] / 1e6,
+            rates[1] / 1e6,
+            predicted / 1e6,
+            r.len()
+        )
+    };
+    let (rates, rtts) = gso_lab_load(lab);
+    println!("quantum-gso, 64 kB GSO packets: {}", summary(&rates, &rtts));
+    assert!(
+        rates[1] > 0.7 * predicted && rates[1] < 1.4 * predicted,
+        "{}",
+        summary(&rates, &rtts)
+    );
+    // control: full-size frames from node2, the same quanta share by rate (1:20 may have 5)
+    lab.node2
+        .ip(&["link", "set", "dev", "eth0", "gso_max_segs", "1"])
+        .unwrap();
+    lab.node2
+        .exec(&["ethtool", "-K", "eth0", "gso", "off", "tso", "off"])
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let (rates, rtts) = gso_lab_load(lab);
+    println!("quantum-gso, full-size frames: {}", summary(&rates, &rtts));
+    assert!(rates[1] > 2.7e6, "{}", summary(&rates, &rtts));
 }

@@ -43,6 +43,57 @@ pub(crate) struct QuantumPlan {
 pub(crate) struct Plan {
     pub(crate) targets: HashMap<Handle, Target>,
     pub(crate) quantum: HashMap<Handle, QuantumPlan>,
+    /// The leaves that take DRR turns with borrowing siblings ([`turns`]).
+    pub(crate) turns: HashMap<Handle, Turn>,
+}
+
+/// A leaf that can borrow (ceil above rate) with siblings that can too, under one parent at
+/// one prio: HTB serves them by deficit round robin from that parent's feed
+/// (sch_htb.c htb_dequeue_tree: a leaf dequeues until its deficit goes negative, then gets
+/// `quantum` more and passes the turn), so each turn of one is a wait for the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Turn {
+    pub(crate) parent: Handle,
+    /// Borrowing leaves in the group, this one included (at least 2).
+    pub(crate) members: usize,
+}
+
+/// The leaves of `iface` that take turns with borrowing siblings: linear in the classes. A
+/// top class has no parent to borrow from, and inner classes' quanta are not used.
+pub(crate) fn turns(iface: &Interface) -> HashMap<Handle, Turn> {
+    let topo = iface.topology();
+    let borrowing: Vec<(Handle, Handle, u32)> = iface
+        .classes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let h = c.htb()?;
+            let parent = topo.parent_class(Obj::Class(i))?;
+            (h.level == 0 && h.ceil_bytes_per_sec > h.rate_bytes_per_sec)
+                .then(|| (c.handle, iface.classes[parent].handle, h.prio))
+        })
+        .collect();
+    let mut members: HashMap<(Handle, u32), usize> = HashMap::new();
+    for (_, parent, prio) in &borrowing {
+        *members.entry((*parent, *prio)).or_default() += 1;
+    }
+    borrowing
+        .into_iter()
+        .filter_map(|(leaf, parent, prio)| {
+            let n = members[&(parent, prio)];
+            (n >= 2).then_some((leaf, Turn { parent, members: n }))
+        })
+        .collect()
+}
+
+/// The largest quantum a leaf should have: `quantum_max_bytes`, and for a leaf taking turns,
+/// what its parent sends at `parent_rate` in `quantum_wait_max_ms` (the wait its turn
+/// imposes on its siblings); never below the MTU, since a turn is at least one packet.
+pub(crate) fn quantum_cap(t: &Thresholds, mtu: u64, parent_rate: Option<u64>) -> u64 {
+    let wait = parent_rate.map_or(u64::MAX, |r| {
+        (t.quantum_wait_max_ms * 1e-3 * r as f64) as u64
+    });
+    t.quantum_max_bytes.min(wait).max(mtu)
 }
 
 /// The length the shaper accounts for a full-size packet: MTU plus the Ethernet header, as
@@ -98,15 +149,34 @@ pub(crate) fn effective_ceil(iface: &Interface, plan: &Plan, class: Handle) -> u
 }
 
 /// A leaf whose quantum a reported finding is about (small or big, unless that code is an
-/// accepted risk): the plan's quantum stage and the quantum rule agree on it.
-pub(crate) fn quantum_flagged(h: &HtbClass, mtu: u64, r2q: u64, t: &Thresholds) -> bool {
+/// accepted risk) and that a quantum fixes: the plan's quantum stage and the quantum rule
+/// agree on it. `cap` is the leaf's [`quantum_cap`].
+pub(crate) fn quantum_flagged(h: &HtbClass, mtu: u64, r2q: u64, cap: u64, t: &Thresholds) -> bool {
     (quantum_small(h, mtu) && !t.ignores(Code::HtbQuantumSmall))
-        || (quantum_big(h, r2q, t) && !t.ignores(Code::HtbQuantumBig))
+        || (quantum_big(h, r2q, cap) && !t.ignores(Code::HtbQuantumBig))
 }
 
-pub(crate) fn quantum_big(h: &HtbClass, r2q: u64, t: &Thresholds) -> bool {
-    u64::from(h.quantum_bytes) > t.quantum_max_bytes
+/// Above its cap, or at the kernel's clamp (200000) while rate / r2q is larger.
+pub(crate) fn quantum_big(h: &HtbClass, r2q: u64, cap: u64) -> bool {
+    u64::from(h.quantum_bytes) > cap
         || (h.quantum_bytes == 200_000 && h.rate_bytes_per_sec / r2q.max(1) > 200_000)
+}
+
+/// A leaf's cap as the tree is now: its parent's rate as the kernel reports it.
+pub(crate) fn quantum_cap_now(
+    iface: &Interface,
+    plan: &Plan,
+    leaf: Handle,
+    mtu: u64,
+    t: &Thresholds,
+) -> u64 {
+    let parent_rate = plan
+        .turns
+        .get(&leaf)
+        .and_then(|turn| iface.class(turn.parent))
+        .and_then(Class::htb)
+        .map(|p| p.rate_bytes_per_sec);
+    quantum_cap(t, mtu, parent_rate)
 }
 
 fn htb_classes(iface: &Interface) -> impl Iterator<Item = (&Class, &HtbClass)> {
@@ -118,7 +188,10 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
     let mtu = pkt - 14;
     // At most 199999: a quantum of exactly 200000 cannot be told from the kernel's clamp.
     let max = t.quantum_max_bytes.min(199_999).max(mtu);
-    let mut p = Plan::default();
+    let mut p = Plan {
+        turns: turns(iface),
+        ..Plan::default()
+    };
     for (c, h) in htb_classes(iface) {
         p.targets.insert(c.handle, Target::of(h));
     }
@@ -229,22 +302,50 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
         let Some(leaves) = leaves_of.remove(&qi) else {
             continue;
         };
-        if !leaves.iter().any(|(_, h)| quantum_flagged(h, mtu, r2q, t)) {
+        let now_caps: Vec<u64> = leaves
+            .iter()
+            .map(|(c, _)| quantum_cap_now(iface, &p, c.handle, mtu, t))
+            .collect();
+        let flagged: Vec<bool> = leaves
+            .iter()
+            .zip(&now_caps)
+            .map(|((_, h), cap)| quantum_flagged(h, mtu, r2q, *cap, t))
+            .collect();
+        if !flagged.contains(&true) {
             continue;
         }
         let rates: Vec<u64> = leaves
             .iter()
             .map(|(c, _)| p.targets.get(&c.handle).map_or(0, |t| t.rate))
             .collect();
+        // Each leaf's largest quantum, at its parent's planned rate (a leaf whose turn would
+        // make borrowing siblings wait longer than quantum_wait_max_ms gets less).
+        let caps: Vec<u64> = leaves
+            .iter()
+            .map(|(c, _)| {
+                let parent_rate = p
+                    .turns
+                    .get(&c.handle)
+                    .and_then(|turn| p.targets.get(&turn.parent))
+                    .map(|t| t.rate);
+                quantum_cap(t, mtu, parent_rate).min(max)
+            })
+            .collect();
         let min_rate = rates.iter().copied().min().unwrap_or(0);
-        let max_rate = rates.iter().copied().max().unwrap_or(0);
-        let lo = max_rate.div_ceil(max).max(1);
+        // one r2q gives every leaf rate / r2q <= its cap
+        let lo = rates
+            .iter()
+            .zip(&caps)
+            .map(|(r, cap)| r.div_ceil(*cap))
+            .max()
+            .unwrap_or(1)
+            .max(1);
         let hi = min_rate / mtu;
         let new_r2q = (lo <= hi).then(|| 10u64.clamp(lo, hi));
-        for ((c, h), r) in leaves.iter().zip(rates) {
+        for ((((c, _), r), cap), flagged) in leaves.iter().zip(rates).zip(caps).zip(flagged) {
             let quantum = match new_r2q {
-                Some(n) => Some((r / n).min(max)),
-                None if quantum_flagged(h, mtu, r2q, t) => Some(r.div_ceil(r2q).clamp(mtu, max)),
+                Some(n) => Some((r / n).min(cap)),
+                None if flagged => Some(r.div_ceil(r2q).clamp(mtu, cap)),
                 None => None,
             };
             if let (Some(q), Some(tc)) = (quantum, p.targets.get_mut(&c.handle)) {

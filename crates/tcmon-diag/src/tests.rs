@@ -1323,3 +1323,197 @@ fn evidence_prints_rounded_and_json_keeps_full_precision() {
     findings.push(bloat);
     assert_rounded_for_people(&findings);
 }
+
+/// Two leaves of `rate` (ceil = the parent's `parent_rate`) under 1:1, made with `r2q`, each
+/// with a short pfifo: they borrow and take DRR turns.
+fn two_borrowers(parent_rate: u64, rate: u64, r2q: u32) -> Interface {
+    let r = u64::from(r2q);
+    iface(
+        vec![
+            htb_qdisc(r2q, 0x10, 0),
+            fifo("10:", "1:10", "pfifo", 10),
+            fifo("20:", "1:20", "pfifo", 10),
+        ],
+        vec![
+            class("1:1", "root", parent_rate, parent_rate, r, 7),
+            class("1:10", "1:1", rate, parent_rate, r, 0),
+            class("1:20", "1:1", rate, parent_rate, r, 0),
+        ],
+    )
+}
+
+fn with_thresholds(i: Interface, t: &Thresholds) -> Vec<Finding> {
+    let s = snap(Instant::now(), i);
+    let links = BTreeMap::new();
+    let facts = Facts {
+        snapshot: &s,
+        before: None,
+        rates: None,
+        links: &links,
+        htb_hysteresis: Some(false),
+        fq_codel_available: Some(false),
+    };
+    diagnose(&facts, t)
+}
+
+#[test]
+fn a_quantum_turn_longer_than_the_target_is_a_warning() {
+    // r2q 1 under 10 Mbit: 125,000 B a turn = 100 ms for the other borrower
+    let f = check(&snap(Instant::now(), two_borrowers(10 * MBIT, MBIT, 1)));
+    let big: Vec<&Finding> = f.iter().filter(|f| f.code == "htb-quantum-big").collect();
+    assert_eq!(big.len(), 1, "{f:#?}");
+    let big = big[0];
+    assert_eq!(big.severity, Severity::Warning);
+    assert_eq!((big.object.as_str(), big.count), ("1:", 2));
+    assert_eq!(big.evidence["turn_wait_ms"], 100.0);
+    assert_eq!(big.evidence["parent"], "1:1");
+    assert_eq!(big.evidence["parent_rate_bytes_per_sec"], 10 * MBIT);
+    assert_eq!(big.evidence["quantum_cap_bytes"], 25_000);
+    assert!(big.message.contains("100 ms"), "{}", big.message);
+    // the fix: r2q 10 for both, 12,500 B = 10 ms a turn; each command once
+    assert_eq!(big.evidence["proposed_r2q"], 10);
+    assert_eq!(big.fix.len(), 2, "{:?}", big.fix);
+    assert!(
+        big.fix.iter().all(|c| c.ends_with("quantum 12500")),
+        "{:?}",
+        big.fix
+    );
+    assert_eq!(Status::of(&f), Status::Warning);
+
+    // below the target: the same turn with a 200 ms target is information
+    let t = Thresholds {
+        quantum_wait_max_ms: 200.0,
+        ..Thresholds::default()
+    };
+    let f = with_thresholds(two_borrowers(10 * MBIT, MBIT, 1), &t);
+    assert!(!codes(&f).contains(&"htb-quantum-big"), "{f:#?}");
+    // capped at 200,000 under 900 Mbit: 1.8 ms a turn, information about the cap
+    let f = check(&snap(
+        Instant::now(),
+        two_borrowers(900 * MBIT, 100 * MBIT, 1),
+    ));
+    let big = f.iter().find(|f| f.code == "htb-quantum-big").unwrap();
+    assert_eq!(big.severity, Severity::Info, "{big:#?}");
+    assert_eq!(big.evidence["turn_wait_ms"], 1.78);
+}
+
+#[test]
+fn a_big_quantum_without_borrowing_siblings_makes_no_one_wait() {
+    // 1:20 cannot borrow (ceil = rate): 1:10 has no one to make wait
+    let mut i = two_borrowers(10 * MBIT, MBIT, 1);
+    let (_, x) = class_mut(&mut i, "1:20");
+    x.ceil_bytes_per_sec = x.rate_bytes_per_sec;
+    let f = check(&snap(Instant::now(), i));
+    assert!(!codes(&f).contains(&"htb-quantum-big"), "{f:#?}");
+    // siblings at different prios do not share turns (strict priority)
+    let mut i = two_borrowers(10 * MBIT, MBIT, 1);
+    class_mut(&mut i, "1:20").1.prio = 1;
+    let f = check(&snap(Instant::now(), i));
+    assert!(!codes(&f).contains(&"htb-quantum-big"), "{f:#?}");
+}
+
+#[test]
+fn quanta_below_the_packets_the_shaper_sees_distort_the_shares() {
+    // the lab: 10 Mbit parent, two 1 Mbit borrowers, r2q 10 (12,500 B), GSO on
+    let mut i = two_borrowers(10 * MBIT, MBIT, 10);
+    i.gso_max_size = Some(65_536);
+    i.gso_max_segs = Some(65_535);
+    let f = check(&snap(Instant::now(), i.clone()));
+    let small: Vec<&Finding> = f.iter().filter(|f| f.code == "htb-quantum-small").collect();
+    assert_eq!(small.len(), 1, "{f:#?}");
+    let small = small[0];
+    assert_eq!(small.severity, Severity::Warning);
+    assert_eq!(small.count, 2);
+    assert_eq!(small.evidence["packet_seen_bytes"], 65_536);
+    // 12,500 / 25,000 of the turns by quantum; 12,500 / (12,500 + 65,536) when the other
+    // sends 64 kB packets: 3.12 times less
+    assert_eq!(small.evidence["share_distortion"], 3.12);
+    assert!(
+        small.message.contains("3.1 times less"),
+        "{}",
+        small.message
+    );
+    // no quantum change: the packets are made MTU-sized before the shaper
+    assert!(small.changes.is_empty(), "{:?}", small.changes);
+    assert_eq!(small.fix[0], "ip link set dev eth1 gso_max_segs 1");
+    // with MTU-sized packets the same quanta are fine (10 ms a turn, above the MTU)
+    i.gso_max_segs = Some(1);
+    let f = check(&snap(Instant::now(), i.clone()));
+    assert!(
+        !codes(&f).iter().any(|c| c.starts_with("htb-quantum")),
+        "{f:#?}"
+    );
+    // forwarded traffic: GRO on another interface merges it
+    let mut links = BTreeMap::new();
+    links.insert(
+        "eth0".to_owned(),
+        LinkFacts {
+            gro: Some(true),
+            ..LinkFacts::default()
+        },
+    );
+    let s = snap(Instant::now(), i.clone());
+    let facts = Facts {
+        snapshot: &s,
+        before: None,
+        rates: None,
+        links: &links,
+        htb_hysteresis: Some(false),
+        fq_codel_available: Some(false),
+    };
+    let f = diagnose(&facts, &Thresholds::default());
+    let small = f.iter().find(|f| f.code == "htb-quantum-small").unwrap();
+    assert_eq!(small.severity, Severity::Warning);
+    assert!(
+        small
+            .fix
+            .iter()
+            .any(|c| c.starts_with("ethtool -K eth0 gro off")),
+        "{:?}",
+        small.fix
+    );
+
+    // below the factor: quanta of 50,000 B under 100 Mbit lose 1.16 times their share
+    let mut i = two_borrowers(100 * MBIT, 10 * MBIT, 250);
+    i.gso_max_size = Some(65_536);
+    i.gso_max_segs = Some(65_535);
+    for id in ["1:10", "1:20"] {
+        class_mut(&mut i, id).1.quantum_bytes = 50_000;
+    }
+    let f = check(&snap(Instant::now(), i));
+    let small = f.iter().find(|f| f.code == "htb-quantum-small").unwrap();
+    assert_eq!(small.severity, Severity::Info, "{small:#?}");
+    assert_eq!(small.evidence["share_distortion"], 1.16);
+}
+
+/// Rates summing to the parent, explicit quanta at least one 64 kB packet and a short turn,
+/// short queues, a default class: nothing to say, even with GSO on.
+#[test]
+fn a_sound_tree_with_explicit_quanta_has_no_quantum_finding() {
+    let mut i = iface(
+        vec![
+            htb_qdisc(10, 0x10, 0),
+            fifo("10:", "1:10", "pfifo", 10),
+            fifo("20:", "1:20", "pfifo", 10),
+            fifo("30:", "1:30", "pfifo", 10),
+        ],
+        vec![
+            class("1:1", "root", 100 * MBIT, 100 * MBIT, 10, 7),
+            class("1:10", "1:1", 50 * MBIT, 100 * MBIT, 10, 0),
+            class("1:20", "1:1", 30 * MBIT, 100 * MBIT, 10, 0),
+            class("1:30", "1:1", 20 * MBIT, 100 * MBIT, 10, 0),
+        ],
+    );
+    i.gso_max_size = Some(65_536);
+    i.gso_max_segs = Some(65_535);
+    for (id, q) in [("1:10", 165_000), ("1:20", 99_000), ("1:30", 66_000)] {
+        class_mut(&mut i, id).1.quantum_bytes = q;
+    }
+    let f = check(&snap(Instant::now(), i));
+    assert!(
+        !codes(&f).iter().any(|c| c.starts_with("htb-quantum")),
+        "{f:#?}"
+    );
+    // (what is left is the fixture's default cburst, information)
+    assert_eq!(Status::of(&f), Status::Ok, "{f:#?}");
+}

@@ -20,6 +20,12 @@ pub struct Thresholds {
     pub tbf_burst_max_ms: f64,
     /// Quantum above this is big (the kernel clamps computed quanta to 200000).
     pub quantum_max_bytes: u64,
+    /// A borrowing class's DRR turn (quantum / its parent's rate) longer than this is a
+    /// warning: its borrowing siblings wait that long.
+    pub quantum_wait_max_ms: f64,
+    /// Spare bandwidth shared this many times below a class's quantum share (quanta below the
+    /// packets the shaper sees) is a warning.
+    pub quantum_share_distortion_max: f64,
     /// Rules at one (parent, prio, protocol) above this are a long linear chain.
     pub filter_chain_max: u32,
     /// A class sending at this fraction of its ceil or more is at its ceil.
@@ -41,6 +47,8 @@ impl Default for Thresholds {
             burst_min_ms: 1.0,
             tbf_burst_max_ms: 100.0,
             quantum_max_bytes: 200_000,
+            quantum_wait_max_ms: 20.0,
+            quantum_share_distortion_max: 2.0,
             filter_chain_max: 100,
             saturated_ratio: 0.95,
             bql_limit_max_bytes: 100_000,
@@ -65,6 +73,7 @@ impl Thresholds {
             ("standing_queue_ms", self.standing_queue_ms),
             ("burst_min_ms", self.burst_min_ms),
             ("tbf_burst_max_ms", self.tbf_burst_max_ms),
+            ("quantum_wait_max_ms", self.quantum_wait_max_ms),
         ];
         for (name, v) in positive {
             if !(v.is_finite() && v > 0.0) {
@@ -83,6 +92,12 @@ impl Thresholds {
             return Err(format!(
                 "check.quantum_max_bytes must be at least 1000 (the kernel's floor), not {}",
                 self.quantum_max_bytes
+            ));
+        }
+        if self.quantum_share_distortion_max.is_nan() || self.quantum_share_distortion_max < 1.0 {
+            return Err(format!(
+                "check.quantum_share_distortion_max must be at least 1 (undistorted), not {}",
+                self.quantum_share_distortion_max
             ));
         }
         if !(self.saturated_ratio > 0.0 && self.saturated_ratio <= 1.0) {

@@ -72,6 +72,38 @@ pub const SCENARIOS: &[Scenario] = &[
         bulk_filters: None,
     },
     Scenario {
+        name: "quantum-big",
+        description: "HTB r2q 1: two 1 Mbit classes borrowing from a 10 Mbit parent, quantum \
+                      125,000 B each; while bulk UDP in 1:10 takes its turn, probes in 1:20 \
+                      wait up to 100 ms (125,000 B at 10 Mbit)",
+        commands: &[
+            "qdisc add dev r1 root handle 1: htb default 20 r2q 1",
+            "class add dev r1 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
+            "class add dev r1 parent 1:1 classid 1:10 htb rate 1mbit ceil 10mbit",
+            "class add dev r1 parent 1:1 classid 1:20 htb rate 1mbit ceil 10mbit",
+            "qdisc add dev r1 parent 1:10 handle 10: pfifo limit 50",
+            "qdisc add dev r1 parent 1:20 handle 20: pfifo limit 50",
+            "filter add dev r1 parent 1: protocol ip prio 1 u32 match ip dport 9 0xffff flowid 1:10",
+        ],
+        bulk_filters: None,
+    },
+    Scenario {
+        name: "quantum-gso",
+        description: "HTB 10 Mbit, two 1 Mbit classes borrowing, quantum 12,500 B (r2q 10): \
+                      TCP in 1:10 sends 64 kB GSO packets, one a turn, and takes from 1:20's \
+                      full-size UDP frames most of its share of the spare bandwidth",
+        commands: &[
+            "qdisc add dev r1 root handle 1: htb default 20",
+            "class add dev r1 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
+            "class add dev r1 parent 1:1 classid 1:10 htb rate 1mbit ceil 10mbit",
+            "class add dev r1 parent 1:1 classid 1:20 htb rate 1mbit ceil 10mbit",
+            "qdisc add dev r1 parent 1:10 handle 10: pfifo limit 50",
+            "qdisc add dev r1 parent 1:20 handle 20: pfifo limit 50",
+            "filter add dev r1 parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff flowid 1:10",
+        ],
+        bulk_filters: None,
+    },
+    Scenario {
         name: "filters",
         description: "ten thousand u32 rules at one prio, tried for every packet before the rule \
                       of the class node1 is reached by (4,000 per prio on kernels whose u32 \

@@ -1,11 +1,12 @@
 //! HTB: the default class, quanta, buckets, and what parents and children promise each other.
 
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::json;
 use tcmon_core::model::{Class, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail};
 use tcmon_core::topology::Obj;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
-use super::{ev, tenths, Ctx};
+use super::{ev, offload, tenths, Ctx};
 use crate::merge::Sink;
 use crate::plan::{self, rate_arg};
 use crate::{Code, Finding, Severity};
@@ -185,12 +186,72 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
     });
 }
 
-/// `htb-quantum-small` / `htb-quantum-big`: the fix applies one r2q to every leaf of the qdisc
-/// (so spare bandwidth stays shared by rate), or explicit quanta where no r2q fits.
-pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'_>) {
-    let Some(qp) = c.plan().quantum.get(&q.handle) else {
-        return;
+/// The largest packet the shaper can be handed, and where it comes from: local TCP builds
+/// GSO packets of gso_max_size whenever gso_max_segs > 1 (whatever the gso/tso features say),
+/// GRO merges forwarded traffic up to 64 KiB on the interface it arrives on (an IFB's: on its
+/// source); otherwise one full-size frame.
+fn packet_seen(c: &Ctx<'_>) -> (u64, String) {
+    let mut seen = (c.pkt, "full-size frames".to_owned());
+    let mut bigger = |bytes: u64, why: String| {
+        if bytes > seen.0 {
+            seen = (bytes, why);
+        }
     };
+    let merges = |name: &str| {
+        c.facts
+            .links
+            .get(name)
+            .is_some_and(|l| l.gro == Some(true) || l.lro == Some(true))
+    };
+    if c.iface.shapes_ingress_of.is_empty() {
+        if c.iface.gso_max_segs.unwrap_or(0) > 1 {
+            bigger(
+                u64::from(c.iface.gso_max_size.unwrap_or(0)),
+                format!(
+                    "GSO packets of local TCP (gso_max_size of {})",
+                    c.iface.name
+                ),
+            );
+        }
+        if let Some(name) = c
+            .facts
+            .links
+            .keys()
+            .find(|n| **n != c.iface.name && n.as_str() != "lo" && merges(n))
+        {
+            bigger(
+                offload::GRO_MAX_BYTES,
+                format!("packets GRO merges on {name} (forwarded traffic)"),
+            );
+        }
+    } else if let Some(src) = c.iface.shapes_ingress_of.iter().find(|s| merges(s)) {
+        bigger(
+            offload::GRO_MAX_BYTES,
+            format!("packets GRO merges on {src} before the redirect"),
+        );
+    }
+    seen
+}
+
+/// How the borrowing leaves of one DRR group share spare bandwidth when one of them sends
+/// full-size frames and every other one the largest packets the shaper sees.
+#[derive(Clone, Copy, Default)]
+struct Share {
+    quanta: u64,
+    /// Σ max(quantum, largest packet): a turn is at least one packet.
+    big_turns: u64,
+    /// The worst factor by which a member gets less than its quantum share, and that member.
+    distortion: f64,
+    victim: Option<Handle>,
+}
+
+/// `htb-quantum-small` / `htb-quantum-big`: a quantum below the packets (one packet a turn
+/// whatever the rate: spare bandwidth shared by packet size) and a turn that makes borrowing
+/// siblings wait. The quantum fixes apply one r2q to every leaf of the qdisc (so spare
+/// bandwidth stays shared by rate), or explicit quanta where no r2q fits; packets merged before
+/// the shaper are fixed where they are merged.
+pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'_>) {
+    let plan = c.plan();
     let mtu = c.pkt - 14;
     let r2q = u64::from(h.r2q.max(1));
     let topo = c.iface.topology();
@@ -207,62 +268,213 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         .filter(|cl| topo.class(cl.handle).and_then(|i| topo.owner(i)) == Some(qi))
         .filter(|cl| cl.htb().is_some_and(|x| x.level == 0))
         .collect();
-    let flagged = |x: &HtbClass| plan::quantum_flagged(x, mtu, r2q, c.t);
+    let (seen_bytes, seen_why) = packet_seen(c);
+    // The shares of each group (parent, prio), in two linear passes.
+    let mut shares: HashMap<(Handle, u32), Share> = HashMap::default();
+    let group = |cl: &Class| {
+        let x = cl.htb().expect("filtered on htb");
+        plan.turns.get(&cl.handle).map(|t| (t.parent, x.prio))
+    };
+    for cl in &leaves {
+        if let Some(k) = group(cl) {
+            let qb = u64::from(cl.htb().expect("filtered on htb").quantum_bytes);
+            let s = shares.entry(k).or_default();
+            s.quanta += qb;
+            s.big_turns += qb.max(seen_bytes);
+        }
+    }
+    for cl in &leaves {
+        if let Some(s) = group(cl).and_then(|k| shares.get_mut(&k)) {
+            let qb = u64::from(cl.htb().expect("filtered on htb").quantum_bytes);
+            // its share by quantum / its share when it sends frames and the others the largest
+            let turns = s.big_turns - qb.max(seen_bytes) + qb.max(c.pkt);
+            let f = (qb as f64 * turns as f64) / (s.quanta.max(1) as f64 * qb.max(c.pkt) as f64);
+            if f > s.distortion {
+                (s.distortion, s.victim) = (f, Some(cl.handle));
+            }
+        }
+    }
+    let cap_of = |cl: &Class| plan::quantum_cap_now(c.iface, plan, cl.handle, mtu, c.t);
+    let flagged = |cl: &Class| {
+        plan::quantum_flagged(
+            cl.htb().expect("filtered on htb"),
+            mtu,
+            r2q,
+            cap_of(cl),
+            c.t,
+        )
+    };
     // The leaves that change only with the common r2q go with the first finding, once (a list
     // of every leaf per finding is quadratic).
     let mut others = Some(plan::changes(
-        c.plan(),
-        leaves
-            .iter()
-            .copied()
-            .filter(|cl| !flagged(cl.htb().expect("filtered on htb"))),
+        plan,
+        leaves.iter().copied().filter(|cl| !flagged(cl)),
         plan::QUANTUM,
     ));
+    let how = match plan.quantum.get(&q.handle).and_then(|qp| qp.r2q) {
+        Some(n) => format!(
+            "r2q {n} puts every leaf of qdisc {} in range (quanta set to rate/{n})",
+            q.handle
+        ),
+        None => format!(
+            "no single r2q fits every leaf of qdisc {}, so quanta are set explicitly",
+            q.handle
+        ),
+    };
     for cl in &leaves {
         let x = cl.htb().expect("filtered on htb");
-        if !flagged(x) {
-            continue;
-        }
-        // (an accepted risk is not flagged: `flagged` says which code is left)
-        let is_small = plan::quantum_small(x, mtu) && !c.t.ignores(Code::HtbQuantumSmall);
+        let qb = u64::from(x.quantum_bytes);
         let computed = x.rate_bytes_per_sec / r2q;
-        let mut changes = plan::changes(c.plan(), [*cl], plan::QUANTUM);
-        changes.extend(others.take().into_iter().flatten());
-        let consequence = if is_small {
-            "below the MTU, a class that borrows gets less than its share of spare bandwidth"
-        } else {
-            "the kernel capped it, so spare bandwidth is shared by the capped quanta, not by rate"
-        };
-        out.push(Finding {
-            code: if is_small { Code::HtbQuantumSmall } else { Code::HtbQuantumBig },
-            severity: Severity::Info,
-            interface: c.iface.name.clone(),
-            object: cl.handle.to_string(),
-            message: format!(
-                "class {} has quantum {} B (rate {} / r2q {r2q} = {computed} B{}): {consequence}; {}",
-                cl.handle,
-                x.quantum_bytes,
-                fmt_bits_per_sec(x.rate_bytes_per_sec as f64 * 8.0),
-                if u64::from(x.quantum_bytes) == computed { "" } else { ", clamped by the kernel" },
-                match qp.r2q {
-                    Some(n) => format!("r2q {n} puts every leaf of qdisc {} in range (quanta set to rate/{n})", q.handle),
-                    None => format!("no single r2q fits every leaf of qdisc {}, so quanta are set explicitly", q.handle),
-                }
-            ),
-            evidence: ev([
-                ("quantum_bytes", json!(x.quantum_bytes)),
-                ("rate_bytes_per_sec", json!(x.rate_bytes_per_sec)),
-                ("r2q", json!(r2q)),
-                ("computed_quantum_bytes", json!(computed)),
-                ("mtu", json!(mtu)),
-                ("quantum_max_bytes", json!(c.t.quantum_max_bytes)),
-                ("older_kernels_max_bytes", json!(60_000)),
-                ("proposed_r2q", json!(qp.r2q)),
-            ]),
-            changes,
-            weight: (i64::from(x.quantum_bytes) - mtu as i64).unsigned_abs() as f64,
-            ..Finding::default()
-        });
+        let turn = plan.turns.get(&cl.handle);
+        let share: Option<Share> = group(cl).and_then(|k| shares.get(&k).copied());
+        let cap = cap_of(cl);
+        let below_mtu = plan::quantum_small(x, mtu);
+        let below_seen = turn.is_some() && seen_bytes > c.pkt && qb < seen_bytes;
+        let quantum_line = format!(
+            "class {} has quantum {qb} B (rate {} / r2q {r2q} = {computed} B{})",
+            cl.handle,
+            fmt_bits_per_sec(x.rate_bytes_per_sec as f64 * 8.0),
+            if qb == computed {
+                ""
+            } else {
+                ", clamped by the kernel, or set"
+            },
+        );
+        if (below_mtu || below_seen) && !c.t.ignores(Code::HtbQuantumSmall) {
+            let distortion = share.map_or(1.0, |s| s.distortion);
+            let severity = if distortion >= c.t.quantum_share_distortion_max {
+                Severity::Warning
+            } else {
+                Severity::Info
+            };
+            let mut changes = plan::changes(plan, [*cl], plan::QUANTUM);
+            changes.extend(others.take().into_iter().flatten());
+            // a quantum cannot fix packets merged before the shaper: stop the merging
+            let fix = if below_seen && seen_bytes > c.pkt {
+                offload::offload_fix(c)
+            } else {
+                Vec::new()
+            };
+            let effect = match (turn, share.and_then(|s| s.victim)) {
+                (Some(t), Some(v)) => format!(
+                    "it sends one packet a turn whatever its rate, so the {} leaves borrowing \
+                     from {} share spare bandwidth by packet size: with {seen_why} (up to {}) in \
+                     the others, {v} sending full-size frames gets {} times less than its quantum \
+                     share",
+                    t.members,
+                    t.parent,
+                    fmt_bytes(seen_bytes as f64),
+                    tenths(distortion)
+                ),
+                _ => "below the MTU, it sends one packet a turn: more than its share of spare \
+                 bandwidth when it borrows"
+                    .to_owned(),
+            };
+            out.push(Finding {
+                code: Code::HtbQuantumSmall,
+                severity,
+                interface: c.iface.name.clone(),
+                object: cl.handle.to_string(),
+                message: format!(
+                    "{quantum_line}, below the {} packets the shaper sees: {effect}; {}",
+                    fmt_bytes(seen_bytes.max(mtu) as f64),
+                    if fix.is_empty() {
+                        how.clone()
+                    } else {
+                        "the merging is stopped before the shaper (a quantum of a 64 kB packet \
+                         would make the others wait a whole such packet)"
+                            .to_owned()
+                    }
+                ),
+                evidence: ev([
+                    ("quantum_bytes", json!(qb)),
+                    ("rate_bytes_per_sec", json!(x.rate_bytes_per_sec)),
+                    ("r2q", json!(r2q)),
+                    ("computed_quantum_bytes", json!(computed)),
+                    ("mtu", json!(mtu)),
+                    ("packet_seen_bytes", json!(seen_bytes)),
+                    ("packet_seen_from", json!(seen_why)),
+                    ("borrowing_siblings", json!(turn.map(|t| t.members))),
+                    ("parent", json!(turn.map(|t| t.parent.to_string()))),
+                    (
+                        "share_distortion",
+                        json!(share.map(|s| (s.distortion * 100.0).round() / 100.0)),
+                    ),
+                    (
+                        "worst_share_class",
+                        json!(share.and_then(|s| s.victim).map(|v| v.to_string())),
+                    ),
+                    (
+                        "proposed_r2q",
+                        json!(plan.quantum.get(&q.handle).and_then(|qp| qp.r2q)),
+                    ),
+                ]),
+                fix,
+                changes,
+                weight: distortion * 1e9 + seen_bytes.max(mtu).saturating_sub(qb) as f64,
+                ..Finding::default()
+            });
+        }
+        if plan::quantum_big(x, r2q, cap) && !c.t.ignores(Code::HtbQuantumBig) {
+            let parent_rate = turn
+                .and_then(|t| c.iface.class(t.parent))
+                .and_then(Class::htb)
+                .map(|p| p.rate_bytes_per_sec)
+                .filter(|r| *r > 0);
+            let wait_ms = parent_rate.map(|r| qb as f64 * 1e3 / r as f64);
+            let severity = if wait_ms.is_some_and(|w| w > c.t.quantum_wait_max_ms) {
+                Severity::Warning
+            } else {
+                Severity::Info
+            };
+            let mut changes = plan::changes(plan, [*cl], plan::QUANTUM);
+            changes.extend(others.take().into_iter().flatten());
+            let effect = match (turn, parent_rate, wait_ms) {
+                (Some(t), Some(r), Some(w)) => format!(
+                    "each of its turns is {} at its parent {}'s rate of {}, a wait for the other \
+                     {} leaves borrowing there (target {} ms)",
+                    fmt_ns((w * 1e6) as i64),
+                    t.parent,
+                    fmt_bits_per_sec(r as f64 * 8.0),
+                    t.members - 1,
+                    c.t.quantum_wait_max_ms
+                ),
+                _ => "the kernel capped it or it is above quantum_max_bytes, so spare bandwidth \
+                 is shared by the capped quanta, not by rate"
+                    .to_owned(),
+            };
+            out.push(Finding {
+                code: Code::HtbQuantumBig,
+                severity,
+                interface: c.iface.name.clone(),
+                object: cl.handle.to_string(),
+                message: format!("{quantum_line}: {effect}; {how}"),
+                evidence: ev([
+                    ("quantum_bytes", json!(qb)),
+                    ("rate_bytes_per_sec", json!(x.rate_bytes_per_sec)),
+                    ("r2q", json!(r2q)),
+                    ("computed_quantum_bytes", json!(computed)),
+                    ("mtu", json!(mtu)),
+                    ("quantum_max_bytes", json!(c.t.quantum_max_bytes)),
+                    ("quantum_cap_bytes", json!(cap)),
+                    ("older_kernels_max_bytes", json!(60_000)),
+                    ("parent", json!(turn.map(|t| t.parent.to_string()))),
+                    ("parent_rate_bytes_per_sec", json!(parent_rate)),
+                    ("borrowing_siblings", json!(turn.map(|t| t.members))),
+                    (
+                        "turn_wait_ms",
+                        json!(wait_ms.map(|w| (w * 100.0).round() / 100.0)),
+                    ),
+                    (
+                        "proposed_r2q",
+                        json!(plan.quantum.get(&q.handle).and_then(|qp| qp.r2q)),
+                    ),
+                ]),
+                changes,
+                weight: wait_ms.unwrap_or(0.0) * 1e9 + qb.saturating_sub(mtu) as f64,
+                ..Finding::default()
+            });
+        }
     }
 }
 

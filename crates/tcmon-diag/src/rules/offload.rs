@@ -138,7 +138,7 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
 }
 
 /// Largest packet GRO builds by default (`gro_max_size`, 64 KiB).
-const GRO_MAX_BYTES: u64 = 65_536;
+pub(super) const GRO_MAX_BYTES: u64 = 65_536;
 
 /// The slowest leaf ceil of the interface's HTB classes.
 fn slowest_leaf(c: &Ctx<'_>) -> Option<(Handle, u64)> {

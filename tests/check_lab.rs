@@ -929,10 +929,13 @@ fn the_hashed_fix_script_keeps_every_address_in_its_class() {
     ]);
     let script = common::stdout(&o);
     assert!(script.lines().count() > 1_000, "a line per rule: {script}");
+    let path = std::env::temp_dir().join(format!("tcmon-hashfix-{}.sh", std::process::id()));
+    std::fs::write(&path, &script).unwrap();
     let o = std::process::Command::new("sh")
-        .args(["-c", &script])
+        .arg(&path)
         .output()
         .unwrap();
+    std::fs::remove_file(&path).unwrap();
     assert!(o.status.success(), "{}\n{script}", common::stderr(&o));
     assert_eq!(classes(), before);
     let (code, report) = check(&pair, "100ms");

@@ -270,15 +270,19 @@ fn every_fix_printed_for_a_scenario_runs_and_clears_its_finding() {
         assert_cleared(&lab, &claims, &format!("{}, pasted {pasted:#?}", s.name));
         drop(lab);
 
-        let alternatives: Vec<&str> = before["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|f| f["evidence"]["alternative_fix"].as_str())
-            .collect();
-        if !alternatives.is_empty() {
-            let _lab = scenario_lab("fixa", s).unwrap();
-            for alt in alternatives {
+        let offered = |report: &Value| -> Vec<String> {
+            report["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|f| f["evidence"]["alternative_fix"].as_str().map(str::to_owned))
+                .collect()
+        };
+        if !offered(&before).is_empty() {
+            // a lab of its own (the first one's fixes are in), whose name the commands carry
+            let lab = scenario_lab("fixa", s).unwrap();
+            let text = common::stdout(&check_router(&lab, &["--verbose"]));
+            for alt in &offered(&check_router_json(&lab)) {
                 assert!(
                     text.contains(alt),
                     "{}: {alt} is printed as it runs",

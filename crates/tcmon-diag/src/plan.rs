@@ -122,6 +122,20 @@ pub(crate) fn bucket_below(bytes: u64, want: u64) -> bool {
     u128::from(bytes) * 100 < u128::from(want) * 99
 }
 
+/// Whether an HTB bucket is the one tc makes when `burst`/`cburst` is not given (q_htb.c):
+/// rate/HZ plus an MTU of 1600 B, HZ being the clock resolution of /proc/net/psched, 1 GHz
+/// wherever high-resolution timers run, so about 1600 B at any rate. The kernel keeps it in
+/// psched ticks: at 1 Gbit and above it reads back up to a microsecond short (1496 B at
+/// 1 Gbit, 0 at 40 Gbit).
+pub(crate) fn tc_default_bucket(bytes: u64, ns: u64, rate_bytes_per_sec: u64) -> bool {
+    if rate_bytes_per_sec == 0 {
+        return false;
+    }
+    let default = rate_bytes_per_sec / 1_000_000_000 + 1600;
+    let default_ns = default as f64 * 1e9 / rate_bytes_per_sec as f64;
+    (ns as f64 - default_ns).abs() <= 1_000.0 || bytes.abs_diff(default) * 100 <= default
+}
+
 pub(crate) fn bucket_small(bytes: u64, ns: u64, pkt: u64, t: &Thresholds) -> bool {
     bucket_below(bytes, pkt) || (ns as f64) < t.burst_min_ms * 1e6 * 0.99
 }

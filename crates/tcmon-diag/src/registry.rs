@@ -192,8 +192,12 @@ const BUCKET: (&str, &str, &str) = (
     "A bucket smaller than one packet, or than the timer's granularity at the rate, can keep a \
      class below its rate. On this kernel (hrtimers) tc's default bucket cost only 1-3% of \
      throughput between 100 Mbit and 2 Gbit, so this is information.",
-    "small when the bucket < MTU + 14 bytes, or < burst_min_ms (1 ms) of the rate. The fix \
-     sets max(MTU + 14, rate x burst_min_ms).",
+    "small when the bucket < MTU + 14 bytes, or < burst_min_ms (1 ms) of the rate, and it is \
+     not tc's default. tc's default, what a script that sets no burst puts on every class, is \
+     rate/HZ + 1600 B with HZ the 1 GHz clock of /proc/net/psched: about 1600 B at any rate, \
+     read back up to a microsecond short at 1 Gbit and above (1496 B at 1 Gbit, 1200 B at 10 \
+     Gbit); at its 1-3% it is no finding, per class or otherwise. The fix sets max(MTU + 14, \
+     rate x burst_min_ms).",
 );
 
 /// Every rule, in the order `--explain list` gives them.
@@ -268,15 +272,25 @@ pub const RULES: &[Rule] = &[
         code: Code::HtbDefaultClassMissing,
         area: Area::Htb,
         phase: Phase::Traffic,
-        severity: "critical while direct packets grow, warning when any went through, else info",
+        severity: "critical while unshaped traffic flows at 10% of the ceil or more, warning when \
+                   any packet went through, else info",
         title: "Unclassified traffic leaves unshaped",
         meaning: "The HTB qdisc's `default` is 0 or names a class that does not exist.",
         why: "Packets no filter classifies go to HTB's direct queue, which is not shaped at all, \
              so the shaper stops limiting that traffic. direct_packets_stat counts them.",
         numbers: "Missing when `default` is 0, names no class, or names an inner class (HTB sends \
-             that traffic to the direct queue too). Critical when direct_packets_stat grew \
-             during the sampling window, warning when it is above 0, info otherwise (a \
-             catch-all filter may keep the direct queue empty). The fix adds a leaf (rate: a \
+             that traffic to the direct queue too). The harm is the rate that bypasses the \
+             shaper: the qdisc's rate minus its top classes' (HTB charges classes, never direct \
+             packets). Critical when that rate is at least `direct_share_critical` (0.1) of \
+             the shaper's ceil during the window: shapers sit 5-15% below the link, so more \
+             than that unshaped overruns the link and the queue moves to the modem. Warning \
+             when any packet went that way since the qdisc was made (the hole is there; the \
+             counter never goes down, and the finding ends when the class exists), info when \
+             none did (a catch-all filter may keep the direct queue empty). Measured: `sudo \
+             tcmon lab up no-default`, 5 Mbit/s of UDP from node2 reaches node1 at 5.2 Mbit/s \
+             through the 2 Mbit shaper (tests/lab.rs); 4 Mbit/s unclassified through a 1 Mbit \
+             HTB arrives above 3 Mbit/s and `check` is critical, below 1.2 Mbit/s after its fix \
+             (tests/check_lab.rs). The fix adds a leaf (rate: a \
              tenth of the ceil of the inner class above it, ceil: that ceil) with a short pfifo \
              of its own, under an inner class, never under a leaf; and, for `default 0` or an \
              inner default, a catch-all u32 filter at the lowest priority, since HTB cannot \
@@ -374,8 +388,10 @@ pub const RULES: &[Rule] = &[
         meaning: "burst/cburst of a class are larger than its parent's.",
         why: "The parent's bucket empties first, so the child's larger burst is never available.",
         numbers:
-            "compares bytes of the buckets; the fix lowers the child's buckets to the parent's \
-             (raising the parent's would weaken the shaper above it).",
+            "compares bytes of the buckets, except where both have tc's default buckets (which \
+             differ between rates only by the kernel's tick rounding: 1600 B under 1496 B costs \
+             nothing measurable); the fix lowers the child's buckets to the parent's (raising \
+             the parent's would weaken the shaper above it).",
     },
     Rule {
         code: Code::HtbRatesOversubscribed,
@@ -453,7 +469,12 @@ pub const RULES: &[Rule] = &[
              restates the TBF (rate, peak rate, mpu, overhead, link layer kept) with a latency \
              (or, where no whole millisecond gives it, a limit) that makes the queue drain in \
              target_queue_delay_ms at that rate, and the bucket fixes of \
-             tbf-burst-huge/-small in the same command; or shortens the FIFO inside.",
+             tbf-burst-huge/-small in the same command; or shortens the FIFO inside. No queue \
+             holds less than one packet: where one full packet at the rate takes longer than \
+             target_queue_delay_ms (below 242 kbit for 1514 B), the finding says that only a \
+             higher rate shortens the delay, proposes the one-packet queue only where it is \
+             shorter than the queue now, and never a deeper one (tdc's case 6430, `tbf limit \
+             1000 burst 1500 rate 10000`: 800 ms of queue, 1.21 s a packet).",
     },
     Rule {
         code: Code::TbfBurstHuge,
@@ -463,7 +484,9 @@ pub const RULES: &[Rule] = &[
         title: "A TBF bucket holds a lot of time at its rate",
         meaning: "After every idle moment TBF lets the whole bucket through at line rate.",
         why: "Shaping only starts after that burst, so downstream queues see it anyway.",
-        numbers: "burst time = burst / rate > tbf_burst_max_ms (100 ms); the fix proposes 10 ms.",
+        numbers: "burst time = burst / rate > tbf_burst_max_ms (100 ms), for a bucket of more than \
+                  one full packet (one is the least that passes them, whatever time it lasts); \
+                  the fix proposes 10 ms, at least one packet.",
     },
     Rule {
         code: Code::TbfBurstSmall,
@@ -497,7 +520,10 @@ pub const RULES: &[Rule] = &[
         title: "An unshaped link with a deep FIFO",
         meaning: "The root qdisc is a plain FIFO sized by txqueuelen.",
         why: "If this link is the bottleneck, the FIFO fills and adds its length to latency.",
-        numbers: "txqueuelen >= 1000 with pfifo_fast or pfifo at the root of an up link.",
+        numbers: "txqueuelen >= 1000 with pfifo_fast or pfifo at the root of an up link. \
+                  pfifo_fast gives each of its three bands a ring of txqueuelen packets, so a \
+                  flow waits behind its band's (unmarked traffic: the band priomap's first \
+                  entry names, 1), up to three times that with every band busy.",
     },
     Rule {
         code: Code::HtbHysteresisOn,

@@ -350,11 +350,14 @@ fn a_standing_queue_that_sent_nothing_is_timed_at_the_shaper_rate() {
 #[test]
 fn missing_default_class_escalates_when_direct_packets_grow() {
     let t0 = Instant::now();
-    let mk = |direct| {
+    // `sent`: bytes the HTB qdisc sent; its classes sent none, so all of it bypassed them
+    let mk_sent = |direct, sent| {
         let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
         i.qdiscs[0] = htb_qdisc(10, 0x20, direct);
+        i.qdiscs[0].stats.bytes = sent;
         i
     };
+    let mk = |direct| mk_sent(direct, 0);
     let (early, late) = (snap(t0, mk(5)), snap(t0 + Duration::from_secs(2), mk(500)));
     let f = check(&late);
     let d = f
@@ -376,13 +379,46 @@ fn missing_default_class_escalates_when_direct_packets_grow() {
             "tc qdisc add dev eth1 parent 1:20 handle 20: pfifo limit 8",
         ]
     );
+    // growing, but at a trickle: a warning, the hole shown
     let f = check_window(&early, &late);
     let d = f
         .iter()
         .find(|f| f.code == "htb-default-class-missing")
         .unwrap();
-    assert_eq!(d.severity, Severity::Critical);
+    assert_eq!(d.severity, Severity::Warning);
     assert_eq!(d.evidence["growing"], true);
+    // 2 Mbit ceil: 50 kB/s (400 kbit, 20%) bypassing it is critical; 20 kB/s (8%) is not
+    let at = |bytes_per_2s| {
+        let late = snap(t0 + Duration::from_secs(2), mk_sent(500, bytes_per_2s));
+        check_window(&snap(t0, mk_sent(5, 0)), &late)
+            .into_iter()
+            .find(|f| f.code == "htb-default-class-missing")
+            .unwrap()
+    };
+    let d = at(100_000);
+    assert_eq!(d.severity, Severity::Critical, "{}", d.message);
+    assert_eq!(d.evidence["direct_bits_per_sec"], 400_000.0);
+    assert!(
+        d.message
+            .contains("400 kbit unshaped now, 20% of the ceil 2 Mbit"),
+        "{}",
+        d.message
+    );
+    assert_eq!(at(40_000).severity, Severity::Warning);
+    // packets went that way before the window, none in it: still a warning (the hole is
+    // there; the counter never goes down, the finding ends with the class)
+    let f = check_window(
+        &snap(t0, mk(500)),
+        &snap(t0 + Duration::from_secs(2), mk(500)),
+    );
+    let d = f
+        .iter()
+        .find(|f| f.code == "htb-default-class-missing")
+        .unwrap();
+    assert_eq!(
+        (d.severity, &d.evidence["growing"]),
+        (Severity::Warning, &false.into())
+    );
     // default 0: a class and a catch-all filter
     let mut i = mk(0);
     i.qdiscs[0] = htb_qdisc(10, 0, 0);
@@ -682,6 +718,67 @@ fn tbf_rules() {
     assert_eq!(codes(&f), vec!["tbf-burst-small"]);
 }
 
+/// tdc's case 6430 (`tbf limit 1000 burst 1500 rate 10000`): at 10 kbit one full packet takes
+/// 1.2 s, so no queue can bound the delay and the bucket cannot be smaller than one packet.
+/// The findings agree: the rate (not a deeper queue) is the answer to the delay, and a bucket
+/// of one packet is not "huge" whatever time it lasts.
+#[test]
+fn a_tbf_too_slow_for_one_packet_blames_its_rate_and_never_deepens_the_queue() {
+    let q = Qdisc {
+        stab: None,
+        handle: h("1:"),
+        parent: Handle::ROOT,
+        kind: "tbf".into(),
+        stats: Stats::default(),
+        detail: Some(QdiscDetail::Tbf(Tbf {
+            rate_bytes_per_sec: 1250,
+            burst_bytes: 1500,
+            burst_ns: 1_200_000_000,
+            limit_bytes: 1000,
+            latency_ns: 0,
+            linklayer: "ethernet",
+            ..Tbf::default()
+        })),
+        undecoded: Undecoded::default(),
+    };
+    let f = check(&snap(Instant::now(), iface(vec![q.clone()], vec![])));
+    // (1500 B is within the 1% the bucket check allows for the kernel's rounding)
+    assert_eq!(codes(&f), vec!["tbf-queue-too-deep"], "{f:#?}");
+    let deep = &f[0];
+    assert_eq!(deep.severity, Severity::Warning);
+    assert!(
+        deep.message
+            .contains("one full-size packet (1514 B) alone takes 1.21 s")
+            && deep.message.contains("only a higher rate"),
+        "{}",
+        deep.message
+    );
+    // no command that makes the 1000 B queue deeper: only the advice
+    assert_eq!(
+        deep.fix,
+        vec!["# raise the rate of tbf 1:: 1.21 s a packet at 10 kbit"]
+    );
+    assert_eq!(deep.evidence["rate_bound"], true);
+    // a 10-packet queue at that rate: shortened to one packet, the rate still named
+    let mut deeper = q;
+    if let Some(QdiscDetail::Tbf(t)) = &mut deeper.detail {
+        t.limit_bytes = 15_140;
+        t.burst_bytes = 1514;
+    }
+    let f = check(&snap(Instant::now(), iface(vec![deeper], vec![])));
+    assert_eq!(codes(&f), vec!["tbf-queue-too-deep"], "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Critical);
+    assert_eq!(
+        f[0].fix[0],
+        "tc qdisc replace dev eth1 root handle 1: tbf rate 10000bit burst 1514 limit 1514"
+    );
+    assert!(
+        f[0].fix[1].starts_with("# raise the rate"),
+        "{:?}",
+        f[0].fix
+    );
+}
+
 #[test]
 fn a_tbf_under_a_narrower_class_is_judged_at_the_class_ceil() {
     // 10 Mbit TBF with a 250 kB queue under 1:10, whose ceil is 2 Mbit: the queue drains at
@@ -787,6 +884,52 @@ fn a_clean_tree_is_ok() {
     assert_eq!(Status::of(&f), Status::Ok);
 }
 
+/// What a script that sets no burst gets on every class (read back from Linux 6.18: 1600 B at
+/// 100 Mbit, 1496 B at 1 Gbit, 1200 B at 10 Gbit after the kernel's tick rounding) is no
+/// finding at any rate; a bucket someone set below it is.
+#[test]
+fn tc_default_buckets_are_not_findings_per_class() {
+    let with_buckets = |mut cl: Class, bytes: u64, ns: u64| {
+        if let Some(ClassDetail::Htb(x)) = &mut cl.detail {
+            (x.burst_bytes, x.burst_ns, x.cburst_bytes, x.cburst_ns) = (bytes, ns, bytes, ns);
+        }
+        cl
+    };
+    let gbit = 125_000_000;
+    let tree = |leaf_bytes, leaf_ns| {
+        let mut q = vec![htb_qdisc(10, 0x10, 0)];
+        q.push(fifo("10:", "1:10", "pfifo", 100));
+        iface(
+            q,
+            vec![
+                with_buckets(class("1:1", "root", 10 * gbit, 10 * gbit, 10, 7), 1200, 960),
+                with_buckets(class("1:2", "1:1", gbit, gbit, 10, 7), 1496, 11_968),
+                with_buckets(
+                    class("1:10", "1:2", gbit / 10, gbit / 10, 10, 0),
+                    leaf_bytes,
+                    leaf_ns,
+                ),
+            ],
+        )
+    };
+    let f = check(&snap(Instant::now(), tree(1600, 128_000)));
+    let buckets = |f: &[Finding]| {
+        codes(f)
+            .into_iter()
+            .filter(|c| c.contains("burst"))
+            .collect::<Vec<_>>()
+    };
+    assert!(buckets(&f).is_empty(), "{f:#?}");
+    // 500 B set by hand at 100 Mbit: below a packet and no default
+    let f = check(&snap(Instant::now(), tree(500, 40_000)));
+    assert_eq!(
+        buckets(&f),
+        vec!["htb-burst-small", "htb-cburst-small"],
+        "{f:#?}"
+    );
+    assert!(f.iter().all(|f| f.severity == Severity::Info));
+}
+
 #[test]
 fn unshaped_deep_root_and_host_rules() {
     let root = Qdisc {
@@ -822,6 +965,15 @@ fn unshaped_deep_root_and_host_rules() {
     assert_eq!(
         codes(&f),
         vec!["bql-limit-high", "txqueuelen-deep-unshaped"]
+    );
+    // pfifo_fast's depth is per band: the band unmarked traffic takes is named
+    assert!(
+        f[1].message.contains(
+            "holding 1000 packets (1.51 MB) in each of its 3 bands (up to 3000 with every band \
+             busy; unmarked traffic is in band 1)"
+        ),
+        "{}",
+        f[1].message
     );
     // hysteresis only matters where HTB runs
     let s = snap(

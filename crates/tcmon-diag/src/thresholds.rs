@@ -34,6 +34,10 @@ pub struct Thresholds {
     pub filter_rule_cost_ns: f64,
     /// A class sending at this fraction of its ceil or more is at its ceil.
     pub saturated_ratio: f64,
+    /// Traffic bypassing an HTB through its direct queue at this fraction of the shaper's
+    /// ceil or more is critical: shapers sit 5-15% below the link, so more than that margin
+    /// unshaped overruns the link and the queue moves to the modem, out of the shaper's hands.
+    pub direct_share_critical: f64,
     /// Byte queue limits above this hold more than a shaper would like under it.
     pub bql_limit_max_bytes: u64,
     /// Accepted risks: findings with these codes are not reported, and the fix plan sets
@@ -56,6 +60,7 @@ impl Default for Thresholds {
             filter_chain_max: 100,
             filter_rule_cost_ns: 10.0,
             saturated_ratio: 0.95,
+            direct_share_critical: 0.1,
             bql_limit_max_bytes: 100_000,
             ignore: Vec::new(),
         }
@@ -109,6 +114,12 @@ impl Thresholds {
             return Err(format!(
                 "check.saturated_ratio must be in (0, 1], not {}",
                 self.saturated_ratio
+            ));
+        }
+        if !(self.direct_share_critical > 0.0 && self.direct_share_critical <= 1.0) {
+            return Err(format!(
+                "check.direct_share_critical must be in (0, 1], not {}",
+                self.direct_share_critical
             ));
         }
         if !(self.filter_rule_cost_ns.is_finite() && self.filter_rule_cost_ns > 0.0) {

@@ -51,10 +51,15 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
     ) {
         return;
     }
-    // pfifo_fast holds txqueuelen packets; a pfifo its own limit
-    let packets = match &root.detail {
-        Some(QdiscDetail::Pfifo(f)) => f.limit,
-        _ => c.iface.txqueuelen,
+    // pfifo_fast holds txqueuelen packets in each of its three bands (a flow waits behind its
+    // band's, three times that with every band busy); a pfifo its own limit
+    let (packets, bands) = match &root.detail {
+        Some(QdiscDetail::Pfifo(f)) => (f.limit, None),
+        Some(QdiscDetail::PfifoFast(p)) => (
+            c.iface.txqueuelen,
+            Some(p.priomap.first().copied().unwrap_or(1)),
+        ),
+        _ => (c.iface.txqueuelen, None),
     };
     if packets < 1000 || c.iface.operstate != "up" {
         return;
@@ -66,15 +71,21 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
         interface: c.iface.name.clone(),
         object: root.handle.to_string(),
         message: format!(
-            "{} has no shaper and a {} root holding {packets} packets ({}): if this link is the \
-             bottleneck, that queue fills and adds its whole length to every packet's delay",
+            "{} has no shaper and a {} root holding {packets} packets ({}){}: if this link is \
+             the bottleneck, that queue fills and adds its whole length to every packet's delay",
             c.iface.name,
             root.kind,
-            fmt_bytes((u64::from(packets) * pkt) as f64)
+            fmt_bytes((u64::from(packets) * pkt) as f64),
+            bands.map_or_else(String::new, |b| format!(
+                " in each of its 3 bands (up to {} with every band busy; unmarked traffic is in \
+                 band {b})",
+                3 * packets
+            ))
         ),
         evidence: ev([
             ("txqueuelen", json!(c.iface.txqueuelen)),
             ("queue_packets", json!(packets)),
+            ("unmarked_traffic_band", json!(bands)),
             ("root_kind", json!(root.kind.as_str())),
         ]),
         fix: if c.facts.fq_codel_available == Some(false) {

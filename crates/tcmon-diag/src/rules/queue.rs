@@ -30,9 +30,18 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
                 (u64::from(f.limit) * pkt, format!("{} packets", f.limit))
             }
             Some(QdiscDetail::Bfifo(f)) => (u64::from(f.limit), fmt_bytes(f64::from(f.limit))),
-            Some(QdiscDetail::PfifoFast(_)) => (
+            // Each of its three bands is a ring of txqueuelen packets (pfifo_fast_init): what
+            // one flow waits behind is its band's, up to three times that with every band
+            // busy. Traffic without a TOS or priority goes by the priomap's first entry.
+            Some(QdiscDetail::PfifoFast(p)) => (
                 u64::from(c.iface.txqueuelen) * pkt,
-                format!("{} packets (txqueuelen)", c.iface.txqueuelen),
+                format!(
+                    "{} packets (txqueuelen) in each of its 3 bands, up to {} with every band \
+                     busy; unmarked traffic is in band {}",
+                    c.iface.txqueuelen,
+                    3 * u64::from(c.iface.txqueuelen),
+                    p.priomap.first().copied().unwrap_or(1)
+                ),
             ),
             _ => continue,
         };

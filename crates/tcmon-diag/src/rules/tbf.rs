@@ -28,7 +28,9 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     let pkt = c.pkt;
     let rate = t.rate_bytes_per_sec.max(1);
     let burst_ms = t.burst_ns as f64 / 1e6;
-    let huge = burst_ms > c.t.tbf_burst_max_ms;
+    // A bucket must hold one full packet (TBF drops larger ones): at low rates that is more
+    // than the time a burst should last, and nothing smaller works, so it is not huge.
+    let huge = burst_ms > c.t.tbf_burst_max_ms && plan::bucket_below(pkt, t.burst_bytes);
     let small = plan::bucket_below(t.burst_bytes, pkt);
     let burst = if huge {
         pkt.max((rate as f64 * c.t.tbf_burst_max_ms * 0.1 * 1e-3).ceil() as u64)
@@ -56,10 +58,17 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     let drain = shaper_rate(c, q).unwrap_or(rate).max(1);
     let delay_ns = capacity as f64 * 1e9 / drain as f64;
     let deep = delay_ns / 1e6 >= c.t.queue_delay_warning_ms;
+    // No queue holds less than one packet: where one full packet alone takes longer than the
+    // target delay to send, only a higher rate shortens the wait, and the shortest queue that
+    // passes full packets is one packet.
+    let one_packet_ns = pkt as f64 * 1e9 / drain as f64;
+    let rate_bound = one_packet_ns / 1e6 > c.t.target_queue_delay_ms;
     // The queue is stated as tc's `latency` L (limit = rate * L + burst), or as `limit` bytes
     // where no whole millisecond of L gives it: far under the rate, or with a bucket larger than
     // the target queue. The target is a limit of drain * target delay.
-    let queue_arg = if deep && inner_fifo.is_none() {
+    let queue_arg = if deep && inner_fifo.is_none() && rate_bound {
+        format!("limit {pkt}")
+    } else if deep && inner_fifo.is_none() {
         let target_bytes = drain as f64 * c.t.target_queue_delay_ms * 1e-3;
         let latency_ms = (target_bytes - burst as f64) * 1e3 / rate as f64;
         if latency_ms >= 1.0 {
@@ -170,12 +179,33 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     } else {
         Severity::Warning
     };
-    let (what, fix) = match inner_fifo {
-        Some(i) => (format!("the {} {} inside it", i.kind, i.handle), tbf_fix),
-        None => (
-            format!("its queue of {}", fmt_bytes(f64::from(t.limit_bytes))),
-            tbf_fix,
-        ),
+    let what = match inner_fifo {
+        Some(i) => format!("the {} {} inside it", i.kind, i.handle),
+        None => format!("its queue of {}", fmt_bytes(f64::from(t.limit_bytes))),
+    };
+    let (fix, rate_note) = if rate_bound {
+        let note = format!(
+            "at this rate one full-size packet ({pkt} B) alone takes {} to send, and no queue \
+             holds less than one packet: only a higher rate brings the delay below {} ms",
+            fmt_ns(one_packet_ns as i64),
+            c.t.target_queue_delay_ms
+        );
+        let mut fix = Vec::new();
+        // The shortest queue (one packet; two for a FIFO inside, as `shorter_queue` sizes it),
+        // only where it is shorter than the queue now.
+        let shortest = if inner_fifo.is_some() { 2 * pkt } else { pkt };
+        if shortest < capacity {
+            fix.extend(tbf_fix);
+        }
+        fix.push(format!(
+            "# raise the rate of tbf {}: {} a packet at {}",
+            q.handle,
+            fmt_ns(one_packet_ns as i64),
+            fmt_bits_per_sec(drain as f64 * 8.0)
+        ));
+        (fix, format!("; {note}"))
+    } else {
+        (tbf_fix, String::new())
     };
     let at_rate = if drain < rate {
         format!(
@@ -192,7 +222,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
         interface: c.iface.name.clone(),
         object: q.handle.to_string(),
         message: format!(
-            "tbf {} at {at_rate}: {what} holds up to {} of traffic under load",
+            "tbf {} at {at_rate}: {what} holds up to {} of traffic under load{rate_note}",
             q.handle,
             fmt_ns(delay_ns as i64)
         ),
@@ -203,6 +233,8 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
             ("tc_lat_ms", json!(ms(t.latency_ns as f64))),
             ("rate_bytes_per_sec", json!(rate)),
             ("drain_bytes_per_sec", json!(drain)),
+            ("one_packet_ms", json!(ms(one_packet_ns))),
+            ("rate_bound", json!(rate_bound)),
         ]),
         fix,
         weight: delay_ns,

@@ -502,15 +502,35 @@ pub const RULES: &[Rule] = &[
         code: Code::FilterChainLong,
         area: Area::Filters,
         phase: Phase::Config,
-        severity: "info",
+        severity: "warning when the packets/s its walk allows are below the shaper's rate in \
+                   full-size packets, critical below a tenth of it, else info",
         title: "Many filters at one priority are tried one by one",
-        meaning: "The kernel walks the rules at a (parent, prio) linearly until one matches.",
-        why: "Every packet pays for every rule before its own: with ten thousand u32 rules at \
-             one priority, traffic classified behind them crawls.",
-        numbers: "u32 rules in one hash bucket of one (parent, prio, protocol, chain) > \
-             filter_chain_max (100); basic/bpf/matchall rules count all; flower, fw and route \
-             look rules up by key and are not counted. The fix makes a new u32 hash table keyed \
-             on the address's last byte.",
+        meaning: "The kernel walks the rules at a (parent, prio) one by one until one matches \
+             (for u32, the rules of one hash bucket): a packet that none of them matches, or \
+             whose rule comes after them, tries every one.",
+        why: "HTB classifies under the qdisc's lock, so the walk caps the packets a second of \
+             the whole qdisc, every class included. Measured on this VM (kernel 6.18, 2 vCPUs): \
+             one sender's 64-byte UDP through HTB at 10 Gbit passed 9,451 packets/s behind \
+             10,000 linear u32 rules, 183,857 with the same rules hashed and 194,308 with no \
+             filters: 10.1 ns a rule tried (5.9 ns at 1,000 rules, which stay in cache). \
+             Reproduce: `sudo cargo test --release --test lab filter_rule_cost -- --ignored \
+             --nocapture`.",
+        numbers: "rules tried = the longest u32 bucket of one (parent, prio, protocol, chain) \
+             (basic/bpf/matchall: all rules; flower, fw and route look rules up by key and are \
+             not counted), plus the rules of the earlier prios at that parent; ceiling = 1e9 / \
+             (rules tried x filter_rule_cost_ns, 10) packets/s; the shaper's rate = its fastest \
+             top class ceil (for filters on a class: the narrowest ceil from there up; a TBF's \
+             rate) / a full-size packet (MTU + 14, size table applied). Warning when the \
+             ceiling is below that rate (full-size traffic cannot reach the configured \
+             bandwidth), critical below a tenth; a chain longer than filter_chain_max (100) is \
+             info otherwise. The fix, where every rule is a plain u32 rule with a flowid: a \
+             divisor 256 table keyed (hashkey) on the octet every rule matches exactly (the \
+             one that leaves the shortest bucket; an address's last one when they tie), each \
+             rule in its bucket with an explicit handle in the chain's order (rules repeating \
+             an earlier rule's keys are never reached and are left out), a link from a free \
+             prio next to the chain's, then the old prio deleted: one command per rule. Where \
+             the keys allow no hash (mixed offsets or masks, links, actions), a comment says \
+             why.",
     },
     Rule {
         code: Code::TxqueuelenDeepUnshaped,

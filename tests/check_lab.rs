@@ -859,16 +859,18 @@ fn the_hashed_fix_script_keeps_every_address_in_its_class() {
         ))
         .unwrap();
     }
+    use std::fmt::Write as _;
     let dst = |i: usize| format!("10.200.{}.{}", i / 256, i % 256);
     let mut text = String::from(
         "filter add dev veth0 parent 1: protocol ip prio 16 u32 match ip dst 10.200.0.5/32 flowid 1:4\n",
     );
     for i in 0..1_000 {
-        text.push_str(&format!(
-            "filter add dev veth0 parent 1: protocol ip prio 100 u32 match ip dst {}/32 flowid 1:{}\n",
+        let _ = writeln!(
+            text,
+            "filter add dev veth0 parent 1: protocol ip prio 100 u32 match ip dst {}/32 flowid 1:{}",
             dst(i),
             1 + i % 3
-        ));
+        );
     }
     text.push_str("filter add dev veth0 parent 1: protocol ip prio 400 u32 match ip dst 10.201.0.0/16 flowid 1:2\n");
     let batch = std::env::temp_dir().join(format!("tcmon-hashfix-{}.tc", std::process::id()));
@@ -1246,4 +1248,77 @@ fn tbf_under_a_narrower_htb_class_is_judged_at_the_ceil() {
     let fix = deep[0]["fix"][0].as_str().unwrap();
     assert!(fix.ends_with(" limit 12500"), "{fix}");
     fix_and_recheck(deep[0]);
+}
+
+/// pfifo_fast gives each of its three bands a ring of txqueuelen packets: filled in all three
+/// (unmarked, TOS low-delay and TOS throughput) under a 1 Mbit class, it holds well over
+/// txqueuelen, as `queue-too-deep` now says, naming the band unmarked traffic is in.
+#[test]
+fn pfifo_fast_holds_txqueuelen_in_each_band() {
+    use std::os::fd::AsRawFd;
+    if skip_unless_root("pfifo_fast_holds_txqueuelen_in_each_band") {
+        return;
+    }
+    const TXQUEUELEN: u64 = 100;
+    let pair = Pair::create("pfband").unwrap();
+    pair.a
+        .ip(&[
+            "link",
+            "set",
+            &pair.dev_a,
+            "txqueuelen",
+            &TXQUEUELEN.to_string(),
+        ])
+        .unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 1mbit")
+        .unwrap();
+    pair.tc_a("qdisc add parent 1:10 handle 10: pfifo_fast")
+        .unwrap();
+    let dst: SocketAddr = format!("{}:9", Pair::ADDR_B).parse().unwrap();
+    for tos in [0, 0x10, 0x08] {
+        let sock = tcmon_lab::udp_socket(&pair.a.name, 8 << 20).unwrap();
+        let tos: libc::c_int = tos;
+        // SAFETY: a valid socket and a c_int of the length given.
+        let rc = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_TOS,
+                std::ptr::from_ref(&tos).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0, "IP_TOS {tos}");
+        for _ in 0..3 * TXQUEUELEN {
+            // a full band drops the datagram (ENOBUFS): that is the point
+            let _ = sock.send_to(&[0u8; 1000], dst);
+        }
+    }
+    let snap = common::dump_json(&["--netns", &pair.a.name, "--dev", &pair.dev_a]);
+    let q = snap["interfaces"][0]["qdiscs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["kind"] == "pfifo_fast")
+        .unwrap()
+        .clone();
+    let backlog = q["stats"]["backlog_packets"].as_u64().unwrap();
+    println!(
+        "pfifo_fast with txqueuelen {TXQUEUELEN}, three bands filled: {backlog} packets queued"
+    );
+    assert!(
+        backlog > 2 * TXQUEUELEN && backlog <= 3 * TXQUEUELEN,
+        "backlog {backlog} packets: {q}"
+    );
+    let (_, report) = check(&pair, "100ms");
+    let deep = findings(&report, "queue-too-deep");
+    assert_eq!(deep.len(), 1, "{report:#}");
+    let msg = deep[0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("100 packets (txqueuelen) in each of its 3 bands, up to 300")
+            && msg.contains("unmarked traffic is in band 1"),
+        "{msg}"
+    );
 }

@@ -846,6 +846,7 @@ fn ten_thousand_u32_filters_at_one_prio() {
 /// against the kernel's counters), the finding is gone, and a second check has nothing to do.
 #[test]
 fn the_hashed_fix_script_keeps_every_address_in_its_class() {
+    use std::fmt::Write as _;
     if skip_unless_root("the_hashed_fix_script_keeps_every_address_in_its_class") {
         return;
     }
@@ -859,7 +860,6 @@ fn the_hashed_fix_script_keeps_every_address_in_its_class() {
         ))
         .unwrap();
     }
-    use std::fmt::Write as _;
     let dst = |i: usize| format!("10.200.{}.{}", i / 256, i % 256);
     let mut text = String::from(
         "filter add dev veth0 parent 1: protocol ip prio 16 u32 match ip dst 10.200.0.5/32 flowid 1:4\n",

@@ -597,7 +597,7 @@ fn filter_cost_pps(labs: &[&tcmon_lab::Pair], window: Duration, rounds: u32) -> 
         .collect();
     let payload = [0x5a_u8; 64];
     let mut sent = vec![0_u64; labs.len()];
-    let mut spent = vec![Duration::ZERO; labs.len()];
+    let mut elapsed = vec![Duration::ZERO; labs.len()];
     for _ in 0..rounds {
         for (i, sock) in socks.iter().enumerate() {
             let start = std::time::Instant::now();
@@ -608,7 +608,7 @@ fn filter_cost_pps(labs: &[&tcmon_lab::Pair], window: Duration, rounds: u32) -> 
                     }
                 }
             }
-            spent[i] += start.elapsed();
+            elapsed[i] += start.elapsed();
         }
     }
     for (p, n) in labs.iter().zip(&sent) {
@@ -619,7 +619,7 @@ fn filter_cost_pps(labs: &[&tcmon_lab::Pair], window: Duration, rounds: u32) -> 
         assert!(got * 10 >= n * 9, "{got} of {n} in the default class");
     }
     sent.iter()
-        .zip(&spent)
+        .zip(&elapsed)
         .map(|(n, t)| *n as f64 / t.as_secs_f64())
         .collect()
 }

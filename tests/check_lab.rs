@@ -842,8 +842,8 @@ fn ten_thousand_u32_filters_at_one_prio() {
 
 /// The hashed replacement of a chain of 1,000 rules for distinct addresses and three classes,
 /// taken from `--fix-script` and run as it is: it exits 0, every address goes to the class it
-/// went to before (as `tcmon classify` walks the tree; tests/filters.rs checks classify
-/// against the kernel's counters), the finding is gone, and a second check has nothing to do.
+/// went to before (as `tcmon classify` walks the tree, and as the kernel counts real packets
+/// to five of them), the finding is gone, and a second check has nothing to do.
 #[test]
 fn the_hashed_fix_script_keeps_every_address_in_its_class() {
     use std::fmt::Write as _;
@@ -903,6 +903,64 @@ fn the_hashed_fix_script_keeps_every_address_in_its_class() {
             .collect()
     };
     let before = classes();
+    // and as the kernel counts real packets, for a few of them
+    pair.a
+        .ip(&["route", "add", "10.200.0.0/15", "dev", "veth0"])
+        .unwrap();
+    let probes = [
+        "10.200.0.5",
+        "10.200.0.7",
+        "10.200.3.100",
+        "10.200.3.232",
+        "10.201.4.5",
+    ];
+    for a in probes {
+        pair.add_address_b(a).unwrap();
+    }
+    let class_packets = |pair: &Pair| -> Vec<(String, u64)> {
+        let snap = common::dump_json(&["--netns", &pair.a.name, "--dev", "veth0", "--no-filters"]);
+        snap["interfaces"][0]["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let h = c["handle"].as_str().unwrap().to_owned();
+                (h, c["stats"]["packets"].as_u64().unwrap())
+            })
+            .collect()
+    };
+    let counted = || -> Vec<String> {
+        probes
+            .iter()
+            .map(|a| {
+                let grew = |before: &[(String, u64)]| -> Vec<String> {
+                    class_packets(&pair)
+                        .into_iter()
+                        .filter(|(h, n)| {
+                            h != "1:9" && before.iter().any(|(b, m)| b == h && *n == m + 5)
+                        })
+                        .map(|(h, _)| h)
+                        .collect()
+                };
+                let at_start = class_packets(&pair);
+                let dst: SocketAddr = format!("{a}:9").parse().unwrap();
+                assert_eq!(tcmon_lab::send_udp(&pair.a.name, dst, 64, 5, 0).unwrap(), 5);
+                format!("{a} {:?}", grew(&at_start))
+            })
+            .collect()
+    };
+    let kernel_before = counted();
+    let expect = [
+        ("10.200.0.5", "1:4"),
+        ("10.200.0.7", "1:2"),
+        ("10.200.3.100", "1:2"),
+    ]
+    .into_iter()
+    .chain([("10.200.3.232", "1:4"), ("10.201.4.5", "1:2")]);
+    for (k, (a, class)) in kernel_before.iter().zip(expect) {
+        assert_eq!(*k, format!("{a} [\"{class}\"]"), "{kernel_before:?}");
+        assert!(before.contains(&format!("{a} \"{class}\"")), "{before:?}");
+    }
     assert!(
         before.contains(&"10.200.0.5 \"1:4\"".to_owned()),
         "{before:?}"
@@ -940,6 +998,7 @@ fn the_hashed_fix_script_keeps_every_address_in_its_class() {
     std::fs::remove_file(&path).unwrap();
     assert!(o.status.success(), "{}\n{script}", common::stderr(&o));
     assert_eq!(classes(), before);
+    assert_eq!(counted(), kernel_before);
     let (code, report) = check(&pair, "100ms");
     assert!(
         findings(&report, "filter-chain-long").is_empty(),

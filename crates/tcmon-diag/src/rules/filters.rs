@@ -464,7 +464,9 @@ fn hashed(
             let _ = write!(
                 s,
                 " match u32 0x{:08x} 0x{:08x} at {}",
-                k.value, k.mask, k.offset
+                k.value & k.mask,
+                k.mask,
+                k.offset
             );
         }
         if let Some(class) = f.class_id {

@@ -1315,10 +1315,10 @@ fn tbf_under_a_narrower_htb_class_is_judged_at_the_ceil() {
 #[test]
 fn pfifo_fast_holds_txqueuelen_in_each_band() {
     use std::os::fd::AsRawFd;
+    const TXQUEUELEN: u64 = 100;
     if skip_unless_root("pfifo_fast_holds_txqueuelen_in_each_band") {
         return;
     }
-    const TXQUEUELEN: u64 = 100;
     let pair = Pair::create("pfband").unwrap();
     pair.a
         .ip(&[

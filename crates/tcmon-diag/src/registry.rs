@@ -484,7 +484,8 @@ pub const RULES: &[Rule] = &[
         title: "A TBF bucket holds a lot of time at its rate",
         meaning: "After every idle moment TBF lets the whole bucket through at line rate.",
         why: "Shaping only starts after that burst, so downstream queues see it anyway.",
-        numbers: "burst time = burst / rate > tbf_burst_max_ms (100 ms), for a bucket of more than \
+        numbers:
+            "burst time = burst / rate > tbf_burst_max_ms (100 ms), for a bucket of more than \
                   one full packet (one is the least that passes them, whatever time it lasts); \
                   the fix proposes 10 ms, at least one packet.",
     },

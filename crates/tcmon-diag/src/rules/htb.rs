@@ -459,15 +459,42 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             };
             let mut changes = plan::changes(plan, [*cl], plan::QUANTUM);
             changes.extend(others.take().into_iter().flatten());
+            // The shorter turn puts the quantum below the packets the shaper sees: stop the
+            // merging in the same plan, or the next check finds htb-quantum-small in its place.
+            let planned = plan
+                .targets
+                .get(&cl.handle)
+                .map_or(qb, |t| u64::from(t.quantum));
+            let merged = turn.is_some() && seen_bytes > c.pkt && planned < seen_bytes;
+            let fix = if merged {
+                offload::offload_fix(c)
+            } else {
+                Vec::new()
+            };
+            let others_waiting = turn.map_or(0, |t| t.members - 1);
             let effect = match (turn, parent_rate, wait_ms) {
                 (Some(t), Some(r), Some(w)) => format!(
-                    "each of its turns is {} at its parent {}'s rate of {}, a wait for the other \
-                     {} leaves borrowing there (target {} ms)",
+                    "each of its turns is {} at its parent {}'s rate of {}, a wait for the {} \
+                     other {} borrowing there (target {} ms){}",
                     fmt_ns((w * 1e6) as i64),
                     t.parent,
                     fmt_bits_per_sec(r as f64 * 8.0),
-                    t.members - 1,
-                    c.t.quantum_wait_max_ms
+                    others_waiting,
+                    if others_waiting == 1 {
+                        "leaf"
+                    } else {
+                        "leaves"
+                    },
+                    c.t.quantum_wait_max_ms,
+                    if merged {
+                        format!(
+                            "; the shorter quanta are below the {} {seen_why}, so the merging \
+                             is stopped before the shaper too",
+                            fmt_bytes(seen_bytes as f64)
+                        )
+                    } else {
+                        String::new()
+                    }
                 ),
                 _ => "the kernel capped it or it is above quantum_max_bytes, so spare bandwidth \
                  is shared by the capped quanta, not by rate"
@@ -500,6 +527,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                         json!(plan.quantum.get(&q.handle).and_then(|qp| qp.r2q)),
                     ),
                 ]),
+                fix,
                 changes,
                 weight: wait_ms.unwrap_or(0.0) * 1e9 + qb.saturating_sub(mtu) as f64,
                 ..Finding::default()

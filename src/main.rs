@@ -131,7 +131,8 @@ enum Command {
 enum LabAction {
     /// Build the lab with a scenario (default: default-fifo), replacing any lab already up.
     Up {
-        /// default-fifo, short-fifo, tbf, r2q, filters, no-default, fq-codel or cake (`tcmon lab list`).
+        /// default-fifo, short-fifo, tbf, r2q, quantum-big, quantum-gso, filters, no-default, fq-codel
+        /// or cake (`tcmon lab list`).
         scenario: Option<String>,
     },
     /// Remove the lab.

@@ -460,7 +460,7 @@ impl App {
 #[derive(Default)]
 struct Said {
     error: Option<String>,
-    warnings: Vec<String>,
+    warnings: std::collections::HashSet<String>,
 }
 
 impl Said {
@@ -474,13 +474,14 @@ impl Said {
             _ => {}
         }
         self.error.clone_from(&s.last_error);
-        if s.last_error.is_none() && s.snapshot.warnings != self.warnings {
+        if s.last_error.is_none() {
             for w in &s.snapshot.warnings {
                 if !self.warnings.contains(w) {
                     eprintln!("tcmon serve: {w}");
                 }
             }
-            self.warnings.clone_from(&s.snapshot.warnings);
+            // a set: a poll can carry a warning per undecodable message of a big tree
+            self.warnings = s.snapshot.warnings.iter().cloned().collect();
         }
     }
 }

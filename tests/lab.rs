@@ -774,7 +774,7 @@ fn quantum_big_measured(lab: &Lab) {
 /// Bits per second of 1:10 and 1:20 and the probes' round trips while node2 uploads over TCP
 /// (Reno: loss-based, like cubic, which this kernel does not allow per namespace) into 1:10
 /// and sends 3 Mbit of UDP frames plus probes into 1:20.
-fn gso_lab_load(lab: &Lab) -> (Vec<f64>, Vec<Duration>) {
+fn gso_lab_load(lab: &Lab) -> (Vec<f64>, Vec<Duration>, Value) {
     let node1 = |port: u16| -> SocketAddr { format!("{}:{port}", Lab::NODE1).parse().unwrap() };
     let _echo = UdpEcho::start(&lab.node1.name, node1(7)).unwrap();
     let _sink = tcmon_lab::TcpSink::start(&lab.node1.name, node1(5001)).unwrap();
@@ -783,6 +783,11 @@ fn gso_lab_load(lab: &Lab) -> (Vec<f64>, Vec<Duration>) {
     std::thread::sleep(Duration::from_secs(3));
     std::thread::scope(|s| {
         let rates = s.spawn(|| class_rates(lab, &["1:10", "1:20"], 3.0));
+        // what check says with the queues full of what the senders send
+        let report = s.spawn(|| {
+            let o = check_router(lab, &["--dev", Lab::SHAPED, "--json"]);
+            serde_json::from_slice::<Value>(&o.stdout).unwrap()
+        });
         let rtts = tcmon_lab::udp_rtts(
             &lab.node2.name,
             node1(7),
@@ -791,7 +796,7 @@ fn gso_lab_load(lab: &Lab) -> (Vec<f64>, Vec<Duration>) {
             Duration::from_secs(3),
         )
         .unwrap();
-        (rates.join().unwrap(), rtts)
+        (rates.join().unwrap(), rtts, report.join().unwrap())
     })
 }
 
@@ -809,7 +814,8 @@ fn quantum_gso_measured(lab: &Lab) {
     }
     assert_eq!(i["gso_max_size"], 65_536, "64 kB GSO packets: {i}");
     let small = r1_finding(lab, "htb-quantum-small");
-    assert_eq!(small["severity"], "warning", "{small:#}");
+    // possible, not yet seen: information until a class has sent merged packets
+    assert_eq!(small["severity"], "info", "{small:#}");
     assert_eq!(small["evidence"]["packet_seen_bytes"], 65_536, "{small:#}");
     // 1:20's own 1 Mbit, and of the 8 Mbit spare its turn of 12,500 B against one 64 kB packet
     let distortion = small["evidence"]["share_distortion"].as_f64().unwrap();
@@ -830,8 +836,23 @@ fn quantum_gso_measured(lab: &Lab) {
             r.len()
         )
     };
-    let (rates, rtts) = gso_lab_load(lab);
+    let (rates, rtts, report) = gso_lab_load(lab);
     println!("quantum-gso, 64 kB GSO packets: {}", summary(&rates, &rtts));
+    // the upload's packets queued in 1:10: seen, a warning
+    let small = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "htb-quantum-small")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(small["severity"], "warning", "{small:#}");
+    assert!(
+        small["evidence"]["largest_queued_packet_bytes"]
+            .as_u64()
+            .unwrap()
+            > 1514,
+        "{small:#}"
+    );
     assert!(
         rates[1] > 0.7 * predicted && rates[1] < 1.4 * predicted,
         "{}",
@@ -845,7 +866,7 @@ fn quantum_gso_measured(lab: &Lab) {
         .exec(&["ethtool", "-K", "eth0", "gso", "off", "tso", "off"])
         .unwrap();
     std::thread::sleep(Duration::from_secs(2));
-    let (rates, rtts) = gso_lab_load(lab);
+    let (rates, rtts, _) = gso_lab_load(lab);
     println!("quantum-gso, full-size frames: {}", summary(&rates, &rtts));
     assert!(rates[1] > 2.7e6, "{}", summary(&rates, &rtts));
 }

@@ -356,7 +356,9 @@ impl Poller {
             self.prev = None;
             self.links.clear();
             self.links_read = None;
-            self.config_findings = None;
+            // keyed by ifindex, which the new namespace reuses for other devices
+            *self.history.lock().unwrap_or_else(PoisonError::into_inner) =
+                History::new(self.opts.history_len);
             if self.probes_follow_netns() {
                 self.continuous = None;
             }

@@ -133,7 +133,8 @@ pub(crate) fn tc_default_bucket(bytes: u64, ns: u64, rate_bytes_per_sec: u64) ->
     }
     let default = rate_bytes_per_sec / 1_000_000_000 + 1600;
     let default_ns = default as f64 * 1e9 / rate_bytes_per_sec as f64;
-    (ns as f64 - default_ns).abs() <= 1_000.0 || bytes.abs_diff(default) * 100 <= default
+    (ns as f64 - default_ns).abs() <= 1_000.0
+        || u128::from(bytes.abs_diff(default)) * 100 <= u128::from(default)
 }
 
 pub(crate) fn bucket_small(bytes: u64, ns: u64, pkt: u64, t: &Thresholds) -> bool {

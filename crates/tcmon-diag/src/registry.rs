@@ -300,7 +300,8 @@ pub const RULES: &[Rule] = &[
         code: Code::HtbQuantumSmall,
         area: Area::Htb,
         phase: Phase::Config,
-        severity: "warning when borrowing siblings' shares are distorted 2x or more, else info",
+        severity: "warning when borrowing siblings' shares are distorted 2x or more by packets \
+                   GRO merges or seen queued, else info",
         title: "A class's DRR quantum is below the packets the shaper sees",
         meaning:
             "HTB shares what a parent lends among its borrowing leaves of one prio by deficit \
@@ -324,9 +325,12 @@ pub const RULES: &[Rule] = &[
              members j, of Q_j x (sum over the others of max(Q_i, packet seen) + max(Q_j, \
              MTU + 14)) / (sum of Q x max(Q_j, MTU + 14)): how many times less than its quantum \
              share a member sending full-size frames gets while the others send the largest \
-             packets. Flagged: quantum < MTU, or a borrowing leaf with siblings whose quantum \
-             is below the packet seen. Warning at quantum_share_distortion_max (2: half of \
-             its share or less), else info. The fix stops the merging before the shaper \
+             packets. Flagged: quantum < MTU, or a borrowing leaf whose quantum is below the \
+             packet seen. Warning at quantum_share_distortion_max (2: half of its share or \
+             less) where the big packets are GRO-merged forwarded traffic, or are seen queued \
+             in a member (backlog bytes per queued packet above a full frame: the sent \
+             counters count a GSO packet's segments); info while they are only possible (every \
+             device allows local GSO). The fix stops the merging before the shaper \
              (`gso_max_segs 1` on the device, GRO off where forwarded traffic arrives: the \
              offload-on-shaped-link fix), since a quantum of 64 kB would be a long turn at \
              low rates; below the MTU, quanta from one r2q for the whole qdisc with MTU <= \

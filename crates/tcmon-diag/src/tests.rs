@@ -1570,7 +1570,25 @@ fn quanta_below_the_packets_the_shaper_sees_distort_the_shares() {
     let small: Vec<&Finding> = f.iter().filter(|f| f.code == "htb-quantum-small").collect();
     assert_eq!(small.len(), 1, "{f:#?}");
     let small = small[0];
+    // possible on every GSO device: information until merged packets are seen
+    assert_eq!(small.severity, Severity::Info);
+    assert!(small.message.contains("predicted"), "{}", small.message);
+    // 1:10 queues 40 kB packets: seen, a warning
+    let mut seen = i.clone();
+    let c = seen
+        .classes
+        .iter_mut()
+        .find(|c| c.handle == h("1:10"))
+        .unwrap();
+    (c.stats.backlog_bytes, c.stats.backlog_packets) = (400_000, 10);
+    let f = check(&snap(Instant::now(), seen));
+    let small = f.iter().find(|f| f.code == "htb-quantum-small").unwrap();
     assert_eq!(small.severity, Severity::Warning);
+    assert!(
+        small.message.contains("seen: 1:10 queues 40 kB a packet"),
+        "{}",
+        small.message
+    );
     assert_eq!(small.count, 2);
     assert_eq!(small.evidence["packet_seen_bytes"], 65_536);
     // 12,500 / 25,000 of the turns by quantum; 12,500 / (12,500 + 65,536) when the other
@@ -1591,7 +1609,7 @@ fn quanta_below_the_packets_the_shaper_sees_distort_the_shares() {
         !codes(&f).iter().any(|c| c.starts_with("htb-quantum")),
         "{f:#?}"
     );
-    // forwarded traffic: GRO on another interface merges it
+    // forwarded traffic: GRO on another interface merges it, what a router forwards
     let mut links = BTreeMap::new();
     links.insert(
         "eth0".to_owned(),

@@ -75,7 +75,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "quantum-big",
         description: "HTB r2q 1: two 1 Mbit classes borrowing from a 10 Mbit parent, quantum \
                       125,000 B each; while bulk UDP in 1:10 takes its turn, probes in 1:20 \
-                      wait up to 100 ms (125,000 B at 10 Mbit)",
+                      wait for it: a predicted 100 ms (125,000 B at 10 Mbit)",
         commands: &[
             "qdisc add dev r1 root handle 1: htb default 20 r2q 1",
             "class add dev r1 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",

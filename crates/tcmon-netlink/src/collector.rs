@@ -252,7 +252,18 @@ impl Collector {
         if self.netns_id == Some(now) && self.sock.is_some() {
             return Ok(false);
         }
-        let (sock, monitor) = open_sockets(Some(&name))?;
+        // Let go of the old namespace first: should opening fail, nothing holds it alive.
+        self.sock = None;
+        self.monitor = None;
+        self.netns_id = None;
+        let (sock, monitor) = open_sockets(Some(&name)).map_err(|e| match e {
+            Error::Socket(source) => Error::Netns {
+                path: netns_path(&name).display().to_string(),
+                name: name.clone(),
+                source,
+            },
+            e => e,
+        })?;
         self.sock = Some(sock);
         self.monitor = monitor;
         self.netns_id = Some(now);

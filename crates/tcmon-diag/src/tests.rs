@@ -131,33 +131,11 @@ fn human_text(f: &Finding) -> String {
     lines.join("\n")
 }
 
-/// Numbers with four or more decimals (`\d+\.\d{4,}`): no person reads a delay to 0.1 µs.
-fn raw_floats(text: &str) -> Vec<&str> {
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if !b[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
-            let dot = i;
-            i += 1;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            if i - dot > 4 {
-                out.push(&text[start..i]);
-            }
-        }
-    }
-    out
-}
+/// The integration tests' reader of what a person reads (`raw_floats`), shared.
+#[allow(dead_code)]
+#[path = "../../../tests/common/text.rs"]
+mod text;
+use text::raw_floats;
 
 fn assert_rounded_for_people(findings: &[Finding]) {
     for f in findings {

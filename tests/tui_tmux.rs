@@ -143,11 +143,15 @@ fn start_tui(tmux: &Tmux, netns: &str, extra: &str) {
 /// After quitting: alternate screen left, the shell and what it printed before are back, and
 /// the exit status is `status`.
 fn assert_restored(tmux: &Tmux, status: i32) {
-    // The line the shell prints, not the command line that contains it.
+    // The line the shell prints, not the command line that contains it (which a narrow
+    // terminal may wrap right before `tcmon-exit=$?`): a number follows the `=`.
     let exit_line = |s: &str| {
         s.lines()
-            .find(|l| l.starts_with("tcmon-exit="))
-            .map(str::to_owned)
+            .find(|l| {
+                l.strip_prefix("tcmon-exit=")
+                    .is_some_and(|v| v.trim().parse::<i32>().is_ok())
+            })
+            .map(|l| l.trim_end().to_owned())
     };
     let s = tmux.wait_for("tcmon to exit", Duration::from_secs(5), |s| {
         exit_line(s).is_some()

@@ -345,12 +345,13 @@ fn the_fq_codel_leaf_check_offers_cures_the_default_fifo() {
         before["grade"], after["grade"]
     );
     assert!(cured < BASE_RTT_MS + 60.0, "{after}");
-    // the cure is of the delay: its grade by latency (probe loss under the VM's emulated CPU
-    // varies from run to run, 0-13% here, and caps the overall grade)
-    assert!(
-        ["A+", "A", "B"].contains(&after["grade_by_latency"].as_str().unwrap()),
-        "{after}"
-    );
+    // the cure is of the delay: its grade by latency, given apart where loss capped the grade
+    // (probe loss under the VM's emulated CPU varies from run to run, 0-13% here)
+    let by_latency = after["grade_by_latency"]
+        .as_str()
+        .or_else(|| after["grade"].as_str())
+        .unwrap();
+    assert!(["A+", "A", "B"].contains(&by_latency), "{after}");
     // and check no longer calls the queue too deep
     let o = tcmon(&[
         "check",

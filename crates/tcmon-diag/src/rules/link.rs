@@ -55,10 +55,7 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
     // band's, three times that with every band busy); a pfifo its own limit
     let (packets, bands) = match &root.detail {
         Some(QdiscDetail::Pfifo(f)) => (f.limit, None),
-        Some(QdiscDetail::PfifoFast(p)) => (
-            c.iface.txqueuelen,
-            Some(p.priomap.first().copied().unwrap_or(1)),
-        ),
+        Some(QdiscDetail::PfifoFast(p)) => (c.iface.txqueuelen, Some(super::unmarked_band(p))),
         _ => (c.iface.txqueuelen, None),
     };
     if packets < 1000 || c.iface.operstate != "up" {

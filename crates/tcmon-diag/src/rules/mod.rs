@@ -115,6 +115,11 @@ fn shaper_rate(c: &Ctx<'_>, q: &Qdisc) -> Option<u64> {
     ceil.into_iter().chain(tbf).min()
 }
 
+/// The pfifo_fast band traffic without a TOS or priority goes to: the priomap's first entry.
+fn unmarked_band(p: &tcmon_core::model::Prio) -> u8 {
+    p.priomap.first().copied().unwrap_or(1)
+}
+
 /// The qdisc directly under a TBF is TBF's own queue: rules judge the TBF, not it.
 fn inside_tbf(iface: &Interface, q: &Qdisc) -> bool {
     iface

@@ -40,7 +40,7 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
                      busy; unmarked traffic is in band {}",
                     c.iface.txqueuelen,
                     3 * u64::from(c.iface.txqueuelen),
-                    p.priomap.first().copied().unwrap_or(1)
+                    super::unmarked_band(p)
                 ),
             ),
             _ => continue,

@@ -7,6 +7,7 @@ pub mod filter;
 pub mod model;
 pub mod rates;
 pub mod sched;
+pub mod sojourn;
 pub mod topology;
 pub mod units;
 

@@ -42,6 +42,9 @@ pub struct Snapshot {
     /// the tree.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub changed_while_read: bool,
+    /// Queueing delay measured from real packets, when asked for (`None`: not asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sojourn: Option<crate::sojourn::Sojourn>,
 }
 
 impl Snapshot {
@@ -55,6 +58,7 @@ impl Snapshot {
             interfaces: Vec::new(),
             warnings: Vec::new(),
             changed_while_read: false,
+            sojourn: None,
         }
     }
 

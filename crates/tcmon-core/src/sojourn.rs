@@ -1,0 +1,300 @@
+//! Queueing delay measured from real packets: how long each packet spent between entering the
+//! tree at the root qdisc and leaving it, per class, as histograms.
+//!
+//! The measurement itself is `tcmon-sojourn`'s (an eBPF program on the qdisc tracepoints); the
+//! agent attributes its per-flow samples to classes with [`crate::classify`] and keeps the
+//! result here, on the snapshot, so that every view reads the same figures.
+//!
+//! Buckets follow a 1-1.5-2-3-5-7 series per decade from 1 µs to 10 s ([`BOUNDS_NS`]): about
+//! 1.5x apart, so a quantile read from them is within ±25% of the true one, and the 1-2-5
+//! subset gives Prometheus `le` bounds that read well (`0.001`, `0.002`, `0.005`, ...).
+
+use serde::{Serialize, Serializer};
+
+use crate::rates::ObjectType;
+use crate::units::Handle;
+
+/// Upper bounds (inclusive, as Prometheus `le`) of the histogram buckets, in nanoseconds. The
+/// BPF program buckets with the same table; one more bucket counts what is above 10 s.
+pub const BOUNDS_NS: [u64; 43] = {
+    const STEPS: [u64; 6] = [10, 15, 20, 30, 50, 70];
+    let mut b = [0u64; 43];
+    let mut decade = 100; // 10 * 100 ns = 1 µs
+    let mut i = 0;
+    while i < 42 {
+        b[i] = STEPS[i % 6] * decade;
+        if i % 6 == 5 {
+            decade *= 10;
+        }
+        i += 1;
+    }
+    b[42] = 10_000_000_000;
+    b
+};
+
+/// Buckets of a [`Histogram`]: one per bound and one above the last.
+pub const BUCKETS: usize = BOUNDS_NS.len() + 1;
+
+/// The bucket `ns` falls in.
+pub fn bucket_of(ns: u64) -> usize {
+    BOUNDS_NS.partition_point(|&b| b < ns)
+}
+
+/// Counts per bucket of [`BOUNDS_NS`] (not cumulative), and the sum of what was counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Histogram {
+    #[serde(serialize_with = "trimmed")]
+    pub counts: [u64; BUCKETS],
+    pub sum_ns: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: [0; BUCKETS],
+            sum_ns: 0,
+        }
+    }
+}
+
+/// Only up to the last non-empty bucket: most of a delay histogram is empty at the top.
+fn trimmed<S: Serializer>(counts: &[u64; BUCKETS], s: S) -> Result<S::Ok, S::Error> {
+    let end = counts.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+    counts[..end].serialize(s)
+}
+
+impl Histogram {
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    pub fn record(&mut self, ns: u64) {
+        self.counts[bucket_of(ns)] += 1;
+        self.sum_ns += ns;
+    }
+
+    pub fn add(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        self.sum_ns += other.sum_ns;
+    }
+
+    pub fn mean_ns(&self) -> Option<u64> {
+        let n = self.count();
+        (n > 0).then(|| self.sum_ns / n)
+    }
+
+    /// The `q` quantile (0..=1), interpolated linearly within its bucket; `None` when empty.
+    /// Above the last bound it is that bound (10 s): the histogram knows no more.
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        // The rank of the sample sought, 1-based, as nearest-rank would pick it.
+        let rank = (q.clamp(0.0, 1.0) * n as f64).ceil().max(1.0);
+        let mut below = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            if (below + c) as f64 >= rank {
+                let Some(&hi) = BOUNDS_NS.get(i) else {
+                    return Some(BOUNDS_NS[BOUNDS_NS.len() - 1]);
+                };
+                let lo = if i == 0 { 0 } else { BOUNDS_NS[i - 1] };
+                let within = (rank - below as f64) / c as f64;
+                return Some(lo + ((hi - lo) as f64 * within).round() as u64);
+            }
+            below += c;
+        }
+        None
+    }
+}
+
+/// What was measured for one object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectSojourn {
+    pub ifindex: u32,
+    pub device: String,
+    #[serde(serialize_with = "object_name")]
+    pub object: ObjectType,
+    /// A class; or a qdisc: a classless root, or an HTB root for its direct queue (packets no
+    /// class took, sent unshaped).
+    pub handle: Handle,
+    /// Packets measured in this poll's window.
+    pub window: Histogram,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_p50_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_p99_ns: Option<u64>,
+    /// The longest wait of the window, exact (not a bucket bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_max_ns: Option<u64>,
+    /// Everything measured since the measurement started (or the namespace was replaced).
+    pub total: Histogram,
+}
+
+fn object_name<S: Serializer>(o: &ObjectType, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match o {
+        ObjectType::Qdisc => "qdisc",
+        ObjectType::Class => "class",
+    })
+}
+
+impl ObjectSojourn {
+    /// Fills the window's quantiles from its histogram.
+    pub fn new(
+        ifindex: u32,
+        device: String,
+        object: ObjectType,
+        handle: Handle,
+        window: Histogram,
+        window_max_ns: Option<u64>,
+        total: Histogram,
+    ) -> Self {
+        ObjectSojourn {
+            ifindex,
+            device,
+            object,
+            handle,
+            window_p50_ns: window.quantile_ns(0.5),
+            window_p99_ns: window.quantile_ns(0.99),
+            window_max_ns: window_max_ns.filter(|_| window.count() > 0),
+            window,
+            total,
+        }
+    }
+}
+
+/// Whether the measurement runs, and if not, the one reason why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "reason")]
+pub enum SojournState {
+    On,
+    Off(String),
+}
+
+/// The measurement at one poll.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sojourn {
+    #[serde(flatten)]
+    pub state: SojournState,
+    /// The window the `window` histograms cover, nanoseconds.
+    pub window_ns: u64,
+    /// One packet in this many is timestamped (1: all).
+    pub sample_every: u32,
+    /// Sorted by (ifindex, object, handle); only objects with a measured packet.
+    pub objects: Vec<ObjectSojourn>,
+    /// Packets measured in the window whose class could not be worked out offline (a bpf
+    /// classifier, a key the flow does not carry, a flow of a qdisc no longer in the tree).
+    pub unattributed_window: u64,
+    /// Flows in the kernel's table, and its capacity (least recently used flows are evicted;
+    /// their packets since the previous poll are lost).
+    pub flows: u64,
+    pub flows_capacity: u64,
+    /// Kernel memory of the program's maps, bytes.
+    pub map_bytes: u64,
+}
+
+impl Sojourn {
+    pub fn off(reason: impl Into<String>) -> Sojourn {
+        Sojourn {
+            state: SojournState::Off(reason.into()),
+            window_ns: 0,
+            sample_every: 1,
+            objects: Vec::new(),
+            unattributed_window: 0,
+            flows: 0,
+            flows_capacity: 0,
+            map_bytes: 0,
+        }
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.state == SojournState::On
+    }
+
+    /// Why it is off, if it is.
+    pub fn off_reason(&self) -> Option<&str> {
+        match &self.state {
+            SojournState::On => None,
+            SojournState::Off(r) => Some(r),
+        }
+    }
+
+    /// The measurement of one object (binary search: `objects` is sorted).
+    pub fn get(&self, ifindex: u32, object: ObjectType, handle: Handle) -> Option<&ObjectSojourn> {
+        self.objects
+            .binary_search_by(|o| (o.ifindex, o.object, o.handle).cmp(&(ifindex, object, handle)))
+            .ok()
+            .map(|i| &self.objects[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_the_series_from_a_microsecond_to_ten_seconds() {
+        assert_eq!(&BOUNDS_NS[..7], &[1_000, 1_500, 2_000, 3_000, 5_000, 7_000, 10_000]);
+        assert_eq!(BOUNDS_NS[41], 7_000_000_000);
+        assert_eq!(BOUNDS_NS[42], 10_000_000_000);
+        assert!(BOUNDS_NS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn a_value_on_a_bound_is_in_that_bucket() {
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(1_000), 0);
+        assert_eq!(bucket_of(1_001), 1);
+        assert_eq!(bucket_of(10_000_000_000), 42);
+        assert_eq!(bucket_of(u64::MAX), 43);
+    }
+
+    #[test]
+    fn quantiles_interpolate_within_the_bucket() {
+        let mut h = Histogram::default();
+        // 100 samples of 40 ms: bucket (30, 50] ms.
+        for _ in 0..100 {
+            h.record(40_000_000);
+        }
+        let p50 = h.quantile_ns(0.5).unwrap();
+        assert!((30_000_000..=50_000_000).contains(&p50), "{p50}");
+        assert_eq!(h.quantile_ns(1.0), Some(50_000_000));
+        assert_eq!(h.mean_ns(), Some(40_000_000));
+        // One slow packet in a hundred moves p99 only to its rank.
+        let mut h = Histogram::default();
+        for _ in 0..99 {
+            h.record(2_000);
+        }
+        h.record(2_000_000_000);
+        assert!(h.quantile_ns(0.5).unwrap() <= 2_000);
+        assert!(h.quantile_ns(0.99).unwrap() <= 2_000);
+        assert!(h.quantile_ns(0.999).unwrap() > 1_000_000_000);
+        assert_eq!(Histogram::default().quantile_ns(0.5), None);
+    }
+
+    #[test]
+    fn above_the_last_bound_reads_as_the_last_bound() {
+        let mut h = Histogram::default();
+        h.record(60_000_000_000);
+        assert_eq!(h.counts[BUCKETS - 1], 1);
+        assert_eq!(h.quantile_ns(0.5), Some(10_000_000_000));
+    }
+
+    #[test]
+    fn json_trims_empty_top_buckets_and_says_why_it_is_off() {
+        let mut h = Histogram::default();
+        h.record(1_200);
+        assert_eq!(
+            serde_json::to_string(&h).unwrap(),
+            r#"{"counts":[0,1],"sum_ns":1200}"#
+        );
+        let off = serde_json::to_value(Sojourn::off("not root")).unwrap();
+        assert_eq!(off["state"], "off");
+        assert_eq!(off["reason"], "not root");
+    }
+}

@@ -154,19 +154,34 @@ impl Encoder<'_> {
         extra: Option<(&str, &str)>,
         v: Value,
     ) {
+        let mut l = String::new();
+        if let Some((k, val)) = extra {
+            label(&mut l, k, val);
+        }
+        self.raw_labelled(name, suffix, labels, &l, v);
+    }
+
+    /// A sample with an explicit suffix and an extra label already written (`le="0.001"`, or
+    /// empty): histograms of many series write each bound's once.
+    pub(crate) fn raw_labelled(
+        &mut self,
+        name: &str,
+        suffix: &str,
+        labels: &str,
+        extra: &str,
+        v: Value,
+    ) {
         let o = &mut self.out;
         o.extend_from_slice(name.as_bytes());
         o.extend_from_slice(suffix.as_bytes());
-        if !labels.is_empty() || extra.is_some() {
+        if !labels.is_empty() || !extra.is_empty() {
             o.push(b'{');
             o.extend_from_slice(labels.as_bytes());
-            if let Some((k, val)) = extra {
+            if !extra.is_empty() {
                 if !labels.is_empty() {
                     o.push(b',');
                 }
-                let mut l = String::new();
-                label(&mut l, k, val);
-                o.extend_from_slice(l.as_bytes());
+                o.extend_from_slice(extra.as_bytes());
             }
             o.push(b'}');
         }
@@ -264,13 +279,27 @@ pub(crate) fn push_f64(out: &mut Vec<u8>, x: f64) {
     }
 }
 
-/// A histogram bound for `le`: OpenMetrics wants floats spelled as floats (`1.0`, not `1`).
+/// A histogram bound for `le`, in OpenMetrics' canonical spelling (its "Canonical Numbers"):
+/// Go's `%g` with `.0` added where it has no point or exponent, so that a bound is always the
+/// same string (`1e-06`, `0.0001`, `1.0`, `10.0`, `1e+06`), whichever exposer wrote it.
 pub(crate) fn le(x: f64) -> String {
     if x.is_infinite() && x > 0.0 {
-        "+Inf".to_owned()
-    } else {
-        format!("{x:?}")
+        return "+Inf".to_owned();
     }
+    let a = x.abs();
+    // %g's choice for the shortest digits: an exponent below 1e-4 and from 1e6 up
+    if a != 0.0 && a.is_finite() && !(1e-4..1e6).contains(&a) {
+        let s = format!("{x:e}");
+        let (mantissa, exp) = s.split_once('e').expect("{:e} has an exponent");
+        let exp: i32 = exp.parse().expect("an integer exponent");
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.unsigned_abs());
+    }
+    let mut s = format!("{x}");
+    if !s.contains(['.', 'N', 'i']) {
+        s.push_str(".0");
+    }
+    s
 }
 
 #[cfg(test)]
@@ -303,5 +332,35 @@ mod tests {
         assert_eq!(le(1.0), "1.0");
         assert_eq!(le(0.005), "0.005");
         assert_eq!(le(f64::INFINITY), "+Inf");
+    }
+
+    /// The spec's examples of canonical numbers, and the sojourn histogram's smallest bounds.
+    #[test]
+    fn bounds_are_spelled_as_openmetrics_canonical_numbers() {
+        let spelled: Vec<String> = [
+            0.0, 0.001, 0.002, 0.01, 0.1, 0.9, 0.95, 0.99, 0.999, 1.0, 1.7, 10.0,
+        ]
+        .into_iter()
+        .map(le)
+        .collect();
+        assert_eq!(
+            spelled,
+            [
+                "0.0", "0.001", "0.002", "0.01", "0.1", "0.9", "0.95", "0.99", "0.999", "1.0",
+                "1.7", "10.0"
+            ]
+        );
+        let spelled: Vec<String> = [1e-10, 1e-9, 1e-5, 1e-4, 0.1, 1.0, 1e5, 1e6, 1e10]
+            .into_iter()
+            .map(le)
+            .collect();
+        assert_eq!(
+            spelled,
+            ["1e-10", "1e-09", "1e-05", "0.0001", "0.1", "1.0", "100000.0", "1e+06", "1e+10"]
+        );
+        assert_eq!(le(1e-6), "1e-06");
+        assert_eq!(le(2e-6), "2e-06");
+        assert_eq!(le(5e-5), "5e-05");
+        assert_eq!(le(0.0002), "0.0002");
     }
 }

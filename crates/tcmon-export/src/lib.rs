@@ -6,13 +6,18 @@
 //! Labels: `device`, `kind`, `handle`, `parent` for qdiscs and classes, with `netns` first when
 //! the snapshot is of a named namespace. Counters the kernel does not report for an object
 //! (HTB xstats absent, cake's optional fields) are left out rather than written as zero.
+//! The measured queueing delay (`Snapshot::sojourn`) is a histogram per object that carried
+//! measured packets, and none for the others.
 
 mod encode;
 mod negotiate;
 
 use tcmon_core::aqm::{Cake, CakeTin, FqCodelStats};
 use tcmon_core::model::{Class, HtbClass, HtbQdisc, Qdisc, QdiscDetail, Stats, Tbf};
+use tcmon_core::rates::ObjectType;
+use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState, BOUNDS_NS};
 use tcmon_core::topology::Obj;
+use tcmon_core::units::Handle;
 use tcmon_core::Snapshot;
 use tcmon_diag::Findings;
 use tcmon_probe::TargetStatus;
@@ -64,11 +69,14 @@ pub struct Groups {
     pub qdisc_kinds: bool,
     /// `tcmon_filter_chain_rules`.
     pub filter_chains: bool,
+    /// `tcmon_class_sojourn_seconds` and `tcmon_qdisc_sojourn_seconds`: 25 series (22 bounds,
+    /// +Inf, sum, count) per object with measured packets, none for the others.
+    pub sojourn: bool,
 }
 
 impl Groups {
     /// The names the config uses, in the order of the fields.
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "counters",
         "backlog",
         "htb_rates",
@@ -77,6 +85,7 @@ impl Groups {
         "leaf_qdiscs",
         "qdisc_kinds",
         "filter_chains",
+        "sojourn",
     ];
 
     /// The names of the groups that are on, in [`Groups::NAMES`] order.
@@ -90,6 +99,7 @@ impl Groups {
             self.leaf_qdiscs,
             self.qdisc_kinds,
             self.filter_chains,
+            self.sojourn,
         ];
         Groups::NAMES
             .into_iter()
@@ -113,6 +123,7 @@ impl Groups {
             leaf_qdiscs: false,
             qdisc_kinds: false,
             filter_chains: false,
+            sojourn: false,
         };
         for n in names {
             let field = match n {
@@ -124,6 +135,7 @@ impl Groups {
                 "leaf_qdiscs" => &mut g.leaf_qdiscs,
                 "qdisc_kinds" => &mut g.qdisc_kinds,
                 "filter_chains" => &mut g.filter_chains,
+                "sojourn" => &mut g.sojourn,
                 other => return Err(other.to_owned()),
             };
             *field = true;
@@ -134,7 +146,8 @@ impl Groups {
 
 impl Default for Groups {
     /// Everything but `htb_buckets` and `leaf_qdiscs`: 14 series per HTB class and none for
-    /// its leaf FIFO, against 24 for both with every group.
+    /// its leaf FIFO, against 24 for both with every group (and 25 more for a class while it
+    /// carries measured packets, either way).
     fn default() -> Self {
         Groups {
             htb_buckets: false,
@@ -181,6 +194,9 @@ fn encode<'w>(mut e: Encoder<'w>, input: &Input<'_>) -> Encoder<'w> {
         label(&mut base, "netns", n);
     }
     process(&mut e, input, &base);
+    if let Some(s) = &input.snapshot.sojourn {
+        sojourn_status(&mut e, s, &base);
+    }
     tree(&mut e, input.snapshot, &base, input.groups);
     findings(&mut e, input.findings, &base);
     probes(&mut e, input.probes, &base);
@@ -275,6 +291,75 @@ fn process(e: &mut Encoder, input: &Input<'_>, base: &str) {
     ] {
         e.head(f);
         e.sample(f, base, v);
+    }
+}
+
+const SOJOURN_ENABLED: Family = Family::gauge(
+    "tcmon_sojourn_enabled",
+    None,
+    "1 while queueing delay is measured from real packets (eBPF), 0 when it was asked for but \
+     cannot run (tcmon_sojourn_info says why).",
+);
+const SOJOURN_INFO: Family = Family {
+    name: "tcmon_sojourn",
+    ty: Type::Info,
+    unit: None,
+    help: "Why queueing delay is not measured from real packets, while it is off; the value is \
+           always 1.",
+};
+const SOJOURN_RUNNING: [Metric<Sojourn>; 4] = [
+    (
+        Family::gauge(
+            "tcmon_sojourn_sample_every",
+            None,
+            "One packet in this many is measured (1: all): the sojourn histograms count those.",
+        ),
+        |s| Some(Value::Int(u64::from(s.sample_every))),
+    ),
+    (
+        Family::gauge(
+            "tcmon_sojourn_flows",
+            None,
+            "Flows in the measurement's kernel table now.",
+        ),
+        |s| Some(Value::Int(s.flows)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_sojourn_flows_capacity",
+            None,
+            "Flows the measurement's kernel table holds; when full, the least recently used \
+             are evicted and their packets since the previous poll are not counted.",
+        ),
+        |s| Some(Value::Int(s.flows_capacity)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_sojourn_map_bytes",
+            Some("bytes"),
+            "Kernel memory of the measurement's BPF maps.",
+        ),
+        |s| Some(Value::Int(s.map_bytes)),
+    ),
+];
+
+/// Whether the measurement runs (whenever it was asked for), why not, and what it holds.
+fn sojourn_status(e: &mut Encoder, s: &Sojourn, base: &str) {
+    e.head(&SOJOURN_ENABLED);
+    e.sample(&SOJOURN_ENABLED, base, Value::Int(u64::from(s.is_on())));
+    match &s.state {
+        SojournState::Off(reason) => {
+            let mut l = base.to_owned();
+            label(&mut l, "state", "off");
+            label(&mut l, "reason", reason);
+            e.head(&SOJOURN_INFO);
+            e.sample(&SOJOURN_INFO, &l, Value::Int(1));
+        }
+        SojournState::On => {
+            for (f, get) in &SOJOURN_RUNNING {
+                e.family(f, &[(base, s)], |s| get(s));
+            }
+        }
     }
 }
 
@@ -694,6 +779,93 @@ const CAKE_TIN: [Metric<CakeTin>; 12] = [
     ),
 ];
 
+const SOJOURN_QDISC: Family = Family {
+    name: "tcmon_qdisc_sojourn_seconds",
+    ty: Type::Histogram,
+    unit: Some("seconds"),
+    help: "Time packets spent in the tree, measured from real packets (eBPF), since the \
+           measurement started: a classless root qdisc's packets, or those an HTB root sent \
+           through its direct queue.",
+};
+const SOJOURN_CLASS: Family = Family {
+    name: "tcmon_class_sojourn_seconds",
+    ty: Type::Histogram,
+    unit: Some("seconds"),
+    help: "Time the class's packets spent in the tree (queueing delay), measured from real \
+           packets (eBPF), since the measurement started.",
+};
+
+/// The `le` bounds exported of [`BOUNDS_NS`]: its 1-2-5 subset (1e-06 ... 5.0, 10.0 seconds),
+/// each as `(index in BOUNDS_NS, le="...")`. The buckets in between count towards the next
+/// bound kept, as the counts are cumulative.
+fn sojourn_bounds() -> Vec<(usize, String)> {
+    BOUNDS_NS
+        .iter()
+        .enumerate()
+        .filter(|&(_, &ns)| {
+            let mut m = ns;
+            while m % 10 == 0 {
+                m /= 10;
+            }
+            matches!(m, 1 | 2 | 5)
+        })
+        .map(|(i, &ns)| {
+            let mut l = String::new();
+            label(&mut l, "le", &le(ns as f64 / 1e9));
+            (i, l)
+        })
+        .collect()
+}
+
+/// Series per measured object: the bounds, +Inf, the sum and the count.
+const SOJOURN_SERIES: usize = 25;
+
+/// One histogram family over the measured objects (`_bucket`s cumulative, `+Inf` = `_count`).
+fn sojourn_family(
+    e: &mut Encoder,
+    f: &Family,
+    bounds: &[(usize, String)],
+    items: &[(&str, &Histogram)],
+) {
+    if items.is_empty() {
+        return;
+    }
+    e.head(f);
+    let mut inf = String::new();
+    label(&mut inf, "le", "+Inf");
+    for (l, h) in items {
+        let mut below = 0u64;
+        let mut next = 0;
+        for (i, &n) in h.counts.iter().enumerate() {
+            below += n;
+            if let Some((_, le)) = bounds.get(next).filter(|(b, _)| *b == i) {
+                e.raw_labelled(f.name, "_bucket", l, le, Value::Int(below));
+                next += 1;
+            }
+        }
+        e.raw_labelled(f.name, "_bucket", l, &inf, Value::Int(below));
+        e.raw(f.name, "_sum", l, None, Value::Float(h.sum_ns as f64 / 1e9));
+        e.raw(f.name, "_count", l, None, Value::Int(below));
+    }
+}
+
+/// The measured objects of one interface: `objects` is sorted by ifindex first.
+fn measured_on(s: &Sojourn, ifindex: u32) -> &[ObjectSojourn] {
+    let lo = s.objects.partition_point(|o| o.ifindex < ifindex);
+    let hi = lo + s.objects[lo..].partition_point(|o| o.ifindex == ifindex);
+    &s.objects[lo..hi]
+}
+
+/// The measurement of one object among one interface's (binary search).
+fn measured(objs: &[ObjectSojourn], object: ObjectType, handle: Handle) -> Option<&Histogram> {
+    if objs.is_empty() {
+        return None;
+    }
+    objs.binary_search_by(|o| (o.object, o.handle).cmp(&(object, handle)))
+        .ok()
+        .map(|i| &objs[i].total)
+}
+
 const FILTER_CHAIN: Family = Family::gauge(
     "tcmon_filter_chain_rules",
     None,
@@ -716,9 +888,21 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
     let mut counted = Vec::new();
     let mut classes: Vec<(String, &Class)> = Vec::new();
     let mut chains = Vec::new();
+    // (index in qdiscs or classes, what was measured)
+    let mut measured_qdiscs: Vec<(usize, &Histogram)> = Vec::new();
+    let mut measured_classes: Vec<(usize, &Histogram)> = Vec::new();
+    let sojourn = s.sojourn.as_ref().filter(|_| groups.sojourn);
     for i in &s.interfaces {
         let topo = i.topology();
+        let objs = sojourn.map_or(&[][..], |s| measured_on(s, i.ifindex));
         for (qi, q) in i.qdiscs.iter().enumerate() {
+            // a measured qdisc is a root (or an HTB under mq); the kernel's own leaf queues
+            // all have handle 0:
+            if q.handle != Handle::UNSPEC || q.parent == Handle::ROOT {
+                if let Some(h) = measured(objs, ObjectType::Qdisc, q.handle) {
+                    measured_qdiscs.push((qdiscs.len(), h));
+                }
+            }
             let under_leaf = matches!(
                 topo.parent(Obj::Qdisc(qi)),
                 Some(Obj::Class(c)) if topo.child_classes(Obj::Class(c)).next().is_none()
@@ -734,6 +918,9 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
             qdiscs.push((l, q));
         }
         for c in &i.classes {
+            if let Some(h) = measured(objs, ObjectType::Class, c.handle) {
+                measured_classes.push((classes.len(), h));
+            }
             let l = object_labels(
                 base,
                 &i.name,
@@ -789,6 +976,17 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
             + htb_classes * (classes.first().map_or(0, |(l, _)| l.len()) + 48) * htb_class.len()
             + room(&chains, 1),
     );
+    let measured_qdiscs: Vec<(&str, &Histogram)> = measured_qdiscs
+        .into_iter()
+        .map(|(n, h)| (qdiscs[n].0.as_str(), h))
+        .collect();
+    let measured_classes: Vec<(&str, &Histogram)> = measured_classes
+        .into_iter()
+        .map(|(n, h)| (classes[n].0.as_str(), h))
+        .collect();
+    e.reserve(
+        (room(&measured_qdiscs, SOJOURN_SERIES) + room(&measured_classes, SOJOURN_SERIES)) * 5 / 4,
+    );
     for (qf, _, get) in &stats {
         e.family(qf, &counted_qdiscs, |q| {
             (q.kind != tcmon_core::rates::NO_COUNTERS).then(|| Value::Int(get(&q.stats)))
@@ -819,6 +1017,11 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
     }
     if groups.filter_chains {
         e.family(&FILTER_CHAIN, &chains, |n| Some(Value::Int(u64::from(*n))));
+    }
+    if !(measured_qdiscs.is_empty() && measured_classes.is_empty()) {
+        let bounds = sojourn_bounds();
+        sojourn_family(e, &SOJOURN_QDISC, &bounds, &measured_qdiscs);
+        sojourn_family(e, &SOJOURN_CLASS, &bounds, &measured_classes);
     }
 }
 

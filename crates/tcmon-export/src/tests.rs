@@ -6,6 +6,8 @@ use tcmon_core::model::{
     Class, ClassDetail, Fifo, FilterChain, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail,
     Stats, Tbf, Undecoded,
 };
+use tcmon_core::rates::ObjectType;
+use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState};
 use tcmon_core::{Handle, Snapshot};
 use tcmon_diag::{Evidence, Finding, Severity};
 use tcmon_probe::{ProbeKind, TargetStatus};
@@ -316,53 +318,59 @@ fn prometheus_text_golden() {
 #[test]
 fn every_family_is_declared_once_with_help_and_every_series_is_unique() {
     for format in [Format::OpenMetrics, Format::Prometheus] {
-        let text = render_fixture(format);
-        let om = format == Format::OpenMetrics;
-        assert_eq!(text.ends_with("# EOF\n"), om, "{format:?}");
-        let mut typed = HashSet::new();
-        let mut helped = HashSet::new();
-        let mut series = HashSet::new();
-        let mut current: Option<(String, String)> = None;
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("# TYPE ") {
-                let (name, ty) = rest.split_once(' ').unwrap();
-                assert!(
-                    typed.insert(name.to_owned()),
-                    "{format:?}: {name} typed twice"
-                );
-                current = Some((name.to_owned(), ty.to_owned()));
-            } else if let Some(rest) = line.strip_prefix("# HELP ") {
-                helped.insert(rest.split_once(' ').unwrap().0.to_owned());
-            } else if let Some(rest) = line.strip_prefix("# UNIT ") {
-                assert!(om, "UNIT in 0.0.4");
-                let (name, unit) = rest.split_once(' ').unwrap();
-                assert!(name.ends_with(&format!("_{unit}")), "{line}");
-            } else if line != "# EOF" {
-                let (name_labels, value) = line.rsplit_once(' ').unwrap();
-                assert!(
-                    value.parse::<f64>().is_ok() || value == "+Inf" || value == "NaN",
-                    "{line}"
-                );
-                assert!(
-                    series.insert(name_labels.to_owned()),
-                    "{format:?}: duplicate {line}"
-                );
-                let name = name_labels.split('{').next().unwrap();
-                let (family, ty) = current.as_ref().expect("sample before TYPE");
-                let ok = match ty.as_str() {
-                    "counter" if om => name == format!("{family}_total"),
-                    "info" => name == format!("{family}_info"),
-                    "histogram" => ["_bucket", "_sum", "_count"]
-                        .iter()
-                        .any(|s| name == format!("{family}{s}")),
-                    _ => name == family,
-                };
-                assert!(ok, "{format:?}: {name} under # TYPE {family} {ty}");
-                assert!(name.starts_with("tcmon_"), "{name}");
-            }
+        assert_well_formed(&render_fixture(format), format);
+        for sojourn in [measured(), Sojourn::off("not root")] {
+            assert_well_formed(&render_sojourn(sojourn, format), format);
         }
-        assert_eq!(typed, helped, "{format:?}: HELP on everything");
     }
+}
+
+fn assert_well_formed(text: &str, format: Format) {
+    let om = format == Format::OpenMetrics;
+    assert_eq!(text.ends_with("# EOF\n"), om, "{format:?}");
+    let mut typed = HashSet::new();
+    let mut helped = HashSet::new();
+    let mut series = HashSet::new();
+    let mut current: Option<(String, String)> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, ty) = rest.split_once(' ').unwrap();
+            assert!(
+                typed.insert(name.to_owned()),
+                "{format:?}: {name} typed twice"
+            );
+            current = Some((name.to_owned(), ty.to_owned()));
+        } else if let Some(rest) = line.strip_prefix("# HELP ") {
+            helped.insert(rest.split_once(' ').unwrap().0.to_owned());
+        } else if let Some(rest) = line.strip_prefix("# UNIT ") {
+            assert!(om, "UNIT in 0.0.4");
+            let (name, unit) = rest.split_once(' ').unwrap();
+            assert!(name.ends_with(&format!("_{unit}")), "{line}");
+        } else if line != "# EOF" {
+            let (name_labels, value) = line.rsplit_once(' ').unwrap();
+            assert!(
+                value.parse::<f64>().is_ok() || value == "+Inf" || value == "NaN",
+                "{line}"
+            );
+            assert!(
+                series.insert(name_labels.to_owned()),
+                "{format:?}: duplicate {line}"
+            );
+            let name = name_labels.split('{').next().unwrap();
+            let (family, ty) = current.as_ref().expect("sample before TYPE");
+            let ok = match ty.as_str() {
+                "counter" if om => name == format!("{family}_total"),
+                "info" => name == format!("{family}_info"),
+                "histogram" => ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .any(|s| name == format!("{family}{s}")),
+                _ => name == family,
+            };
+            assert!(ok, "{format:?}: {name} under # TYPE {family} {ty}");
+            assert!(name.starts_with("tcmon_"), "{name}");
+        }
+    }
+    assert_eq!(typed, helped, "{format:?}: HELP on everything");
 }
 
 #[test]
@@ -522,7 +530,314 @@ fn groups_choose_the_per_object_families() {
             "htb_rates",
             "htb_xstats",
             "qdisc_kinds",
-            "filter_chains"
+            "filter_chains",
+            "sojourn"
         ]
     );
+}
+
+/// A made-up measurement of the fixture's veth0 (ifindex 2) and wan"0 (3): class 1:10 with
+/// delays from 800 us to 12 s, class 1:20 with a few microseconds, the HTB root's direct queue,
+/// the cake root (classless), and a class no longer in the tree.
+fn measured() -> Sojourn {
+    let hist = |samples: &[(u64, usize)]| {
+        let mut h = Histogram::default();
+        for &(ns, n) in samples {
+            for _ in 0..n {
+                h.record(ns);
+            }
+        }
+        h
+    };
+    let object = |ifindex, device: &str, object, handle: &str, total: Histogram| {
+        // the last poll's window: the slowest of the total's packets
+        let window = hist(&[(40_000_000, 2)]);
+        ObjectSojourn::new(
+            ifindex,
+            device.into(),
+            object,
+            handle.parse().unwrap(),
+            window,
+            Some(41_000_000),
+            total,
+        )
+    };
+    let mut objects = vec![
+        object(
+            2,
+            "veth0",
+            ObjectType::Class,
+            "1:10",
+            // 1.2 ms is in (1, 1.5] ms and 3 ms in (2, 3] ms: buckets the export folds into
+            // the next bound it keeps (2 ms, 5 ms); 12 s is above the last bound
+            hist(&[
+                (800_000, 3),
+                (1_200_000, 5),
+                (3_000_000, 1),
+                (40_000_000, 2),
+                (12_000_000_000, 1),
+            ]),
+        ),
+        object(2, "veth0", ObjectType::Class, "1:20", hist(&[(3_000, 4)])),
+        object(2, "veth0", ObjectType::Class, "1:99", hist(&[(3_000, 1)])),
+        object(2, "veth0", ObjectType::Qdisc, "1:", hist(&[(2_000, 1)])),
+        object(
+            3,
+            "wan\"0",
+            ObjectType::Qdisc,
+            "8001:",
+            hist(&[(150_000, 7)]),
+        ),
+    ];
+    objects.sort_by_key(|o| (o.ifindex, o.object, o.handle));
+    Sojourn {
+        state: SojournState::On,
+        window_ns: 1_000_000_000,
+        sample_every: 1,
+        objects,
+        unattributed_window: 0,
+        flows: 12,
+        flows_capacity: 65_536,
+        map_bytes: 9_437_184,
+    }
+}
+
+/// The fixture's veth0 and wan"0 with `sojourn`, no findings or probes.
+fn render_sojourn_with(sojourn: Sojourn, format: Format, groups: Groups) -> String {
+    let (mut s, _, _) = fixture();
+    s.interfaces.truncate(2);
+    s.sojourn = Some(sojourn);
+    let findings = Findings::default();
+    let mut i = input(&s, &findings, &[]);
+    i.groups = groups;
+    String::from_utf8(render(&i, format)).unwrap()
+}
+
+fn render_sojourn(sojourn: Sojourn, format: Format) -> String {
+    render_sojourn_with(sojourn, format, Groups::default())
+}
+
+/// The lines about the measurement: its families' headers and samples.
+fn sojourn_lines(text: &str) -> String {
+    let mut out = String::new();
+    for l in text.lines().filter(|l| l.contains("sojourn")) {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn sojourn_openmetrics() {
+    insta::assert_snapshot!(sojourn_lines(&render_sojourn(
+        measured(),
+        Format::OpenMetrics
+    )));
+}
+
+#[test]
+fn sojourn_prometheus_text() {
+    insta::assert_snapshot!(sojourn_lines(&render_sojourn(
+        measured(),
+        Format::Prometheus
+    )));
+}
+
+/// Asked for but unable to run: 0, and the reason in one info series; no histograms.
+#[test]
+fn sojourn_off() {
+    let om = render_sojourn(
+        Sojourn::off("not root (needs CAP_BPF)"),
+        Format::OpenMetrics,
+    );
+    let prom = render_sojourn(Sojourn::off("not root (needs CAP_BPF)"), Format::Prometheus);
+    for text in [&om, &prom] {
+        assert!(
+            text.contains("tcmon_sojourn_enabled{netns=\"lab\"} 0\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "tcmon_sojourn_info{netns=\"lab\",state=\"off\",reason=\"not root (needs CAP_BPF)\"} 1\n"
+        ));
+        assert!(!text.contains("_sojourn_seconds"));
+        assert!(!text.contains("tcmon_sojourn_flows"));
+    }
+    insta::assert_snapshot!(format!(
+        "{}---\n{}",
+        sojourn_lines(&om),
+        sojourn_lines(&prom)
+    ));
+    // not asked for: nothing at all
+    let text = render_fixture(Format::OpenMetrics);
+    assert!(!text.contains("sojourn"));
+}
+
+/// The value of the sample `name{labels}` (labels as written, `le` last).
+fn sample(text: &str, name_labels: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name_labels)?.strip_prefix(' '))
+        .map(|v| v.parse().unwrap())
+}
+
+/// Each measured object's buckets count everything at or below their bound, the skipped
+/// bounds' packets in the next one kept, and +Inf is the count.
+#[test]
+fn sojourn_buckets_are_cumulative_and_end_with_the_count() {
+    let text = render_sojourn(measured(), Format::OpenMetrics);
+    let class = r#"{netns="lab",device="veth0",kind="htb",handle="1:10",parent="1:1""#;
+    let bucket = |le: &str| {
+        sample(
+            &text,
+            &format!("tcmon_class_sojourn_seconds_bucket{class},le=\"{le}\"}}"),
+        )
+        .unwrap_or_else(|| panic!("le {le} in\n{text}"))
+    };
+    assert_eq!(bucket("0.0005"), 0);
+    assert_eq!(bucket("0.001"), 3);
+    // 1.2 ms, in the 1.5 ms bucket that is not exported
+    assert_eq!(bucket("0.002"), 8);
+    // 3 ms
+    assert_eq!(bucket("0.005"), 9);
+    assert_eq!(bucket("0.05"), 11);
+    assert_eq!(bucket("10.0"), 11);
+    // 12 s: only in +Inf
+    assert_eq!(bucket("+Inf"), 12);
+    assert_eq!(
+        sample(
+            &text,
+            &format!("tcmon_class_sojourn_seconds_count{class}}}")
+        ),
+        Some(12)
+    );
+    let sum = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("tcmon_class_sojourn_seconds_sum{class}}} ")))
+        .unwrap();
+    assert_eq!(sum, "12.0914");
+    // every object: 22 bounds from 1e-06 to 10.0, non-decreasing, +Inf equal to _count
+    let mut objects = 0;
+    for family in ["tcmon_class_sojourn_seconds", "tcmon_qdisc_sojourn_seconds"] {
+        let mut les = Vec::new();
+        let mut last: Option<(String, u64)> = None;
+        for l in text.lines() {
+            let Some(rest) = l.strip_prefix(&format!("{family}_")) else {
+                continue;
+            };
+            let (part, rest) = rest.split_once('{').unwrap();
+            let (labels, value) = rest.rsplit_once("} ").unwrap();
+            match part {
+                "bucket" => {
+                    let (object, le) = labels.rsplit_once(",le=").unwrap();
+                    let n: u64 = value.parse().unwrap();
+                    match &last {
+                        Some((o, prev)) if o == object => assert!(n >= *prev, "{l}"),
+                        _ => {
+                            objects += 1;
+                            les.clear();
+                        }
+                    }
+                    les.push(le.trim_matches('"').to_owned());
+                    last = Some((object.to_owned(), n));
+                }
+                "count" => {
+                    let (o, inf) = last.as_ref().unwrap();
+                    assert_eq!((o.as_str(), *inf), (labels, value.parse().unwrap()), "{l}");
+                    assert_eq!(les.len(), 23, "{les:?}");
+                    assert_eq!(les[0], "1e-06");
+                    assert_eq!(les[21], "10.0");
+                    assert_eq!(les[22], "+Inf");
+                }
+                "sum" => {}
+                other => panic!("{other} in {l}"),
+            }
+        }
+    }
+    // 1:10, 1:20, the HTB root's direct queue and cake's root; not 1:99, which is gone
+    assert_eq!(objects, 4);
+    assert!(!text.contains("handle=\"1:99\""));
+    assert!(text.contains(
+        r#"tcmon_qdisc_sojourn_seconds_count{netns="lab",device="veth0",kind="htb",handle="1:",parent="root"} 1"#
+    ));
+    assert!(text.contains(
+        r#"tcmon_qdisc_sojourn_seconds_count{netns="lab",device="wan\"0",kind="cake",handle="8001:",parent="root"} 7"#
+    ));
+    // classes without measured packets have none
+    assert!(!text.contains(
+        r#"tcmon_class_sojourn_seconds_count{netns="lab",device="veth0",kind="htb",handle="1:1","#
+    ));
+}
+
+/// The histograms are the `sojourn` group (on by default); the state of the measurement is
+/// exported whatever the groups.
+#[test]
+fn the_sojourn_group_switches_the_histograms_only() {
+    let off = Groups {
+        sojourn: false,
+        ..Groups::default()
+    };
+    let text = render_sojourn_with(measured(), Format::Prometheus, off);
+    assert!(!text.contains("_sojourn_seconds"));
+    assert!(text.contains("tcmon_sojourn_enabled{netns=\"lab\"} 1\n"));
+    assert!(text.contains("tcmon_sojourn_flows{netns=\"lab\"} 12\n"));
+    assert!(text.contains("tcmon_sojourn_flows_capacity{netns=\"lab\"} 65536\n"));
+    assert!(text.contains("tcmon_sojourn_map_bytes{netns=\"lab\"} 9437184\n"));
+    assert!(!text.contains("tcmon_sojourn_info{"));
+    let all = render_sojourn_with(measured(), Format::Prometheus, Groups::all());
+    assert_eq!(
+        all.lines()
+            .filter(|l| l.starts_with("tcmon_class_sojourn_seconds"))
+            .count(),
+        2 * 25
+    );
+    assert_eq!(
+        Groups::from_names(["sojourn"]).unwrap().names(),
+        ["sojourn"]
+    );
+}
+
+/// promtool (Debian's prometheus package) finds nothing to say about the Prometheus text of
+/// the fixture, with the measurement on and off.
+#[test]
+fn promtool_accepts_the_fixture_and_the_measurement() {
+    if std::process::Command::new("promtool")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!(
+            "SKIPPED promtool_accepts_the_fixture_and_the_measurement: no promtool (Debian \
+             package prometheus)"
+        );
+        return;
+    }
+    for text in [
+        render_fixture(Format::Prometheus),
+        render_sojourn(measured(), Format::Prometheus),
+        render_sojourn(Sojourn::off("no BTF"), Format::Prometheus),
+    ] {
+        use std::io::Write;
+        let mut child = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "promtool check metrics:\n{said}\n{text}"
+        );
+    }
 }

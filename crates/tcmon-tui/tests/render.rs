@@ -728,3 +728,184 @@ fn the_waiting_screen_says_what_it_reads_and_that_q_quits() {
     );
     insta::assert_snapshot!(text);
 }
+
+/// [`on_1_10`] with the measurement from packets as given.
+fn on_1_10_measured(sojourn: Option<tcmon_core::sojourn::Sojourn>) -> App {
+    let mut a = App::new(
+        common::with_sojourn(&shaped_state(false), sojourn),
+        "router1".into(),
+        true,
+    );
+    a.on_key(ch('j'));
+    a.on_key(ch('j'));
+    a.history = history();
+    a
+}
+
+/// The tree row of `handle` (its first cells, not the detail's title beside it).
+fn row_of<'t>(text: &'t str, handle: &str) -> &'t str {
+    text.lines()
+        .find(|l| {
+            l.chars()
+                .skip(1)
+                .collect::<String>()
+                .trim_start_matches([' ', '▾', '▸'])
+                .starts_with(&format!("{handle} "))
+        })
+        .unwrap_or_else(|| panic!("a row for {handle}:\n{text}"))
+}
+
+/// Where the delay of a class is measured from its packets (eBPF), the tree shows the
+/// window's median marked `=` instead of the backlog/rate estimate, whose `~` stays on the
+/// rows without a measurement; the detail shows p50, p99 and max against the estimate.
+#[test]
+fn measured_delay_80x24() {
+    let mut a = on_1_10_measured(Some(common::sojourn_on(1)));
+    let text = screen(&mut a, 80, 24);
+    // 1:10: 150 kB queued, 611 ms measured where the estimate says ~857 ms.
+    let row = row_of(&text, "1:10");
+    assert!(row.contains("150kB =611ms") && !row.contains('~'), "{row}");
+    // The idle sibling measured near zero; the leaf qdisc 10: and the HTB root (whose
+    // measurement is its direct queue, not the tree) keep the estimate.
+    assert!(row_of(&text, "1:20").contains("0B =2.5µs"), "{text}");
+    assert!(row_of(&text, "10:").contains("150kB ~857ms"), "{text}");
+    assert!(row_of(&text, "1:").contains("150kB ~632ms"), "{text}");
+    assert!(!row_of(&text, "1:1").contains('='), "{text}");
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("measured delay on"), "{header}");
+    let detail = pane_lines(&text, "Detail").join("\n");
+    for want in [
+        "~857ms at the current rate",
+        "delay measured from packets (eBPF): p50 611 ms  p99 1.45 s  max 1.48 s",
+        "last 1 s: 100 pkt measured",
+    ] {
+        assert!(detail.contains(want), "{want}:\n{text}");
+    }
+    assert!(
+        !detail.contains("timestamped"),
+        "every packet measured: {text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+/// At 200x50 the same marks and figures, and the columns keep their widths: the header row
+/// is the one without a measurement.
+#[test]
+fn measured_delay_keeps_the_columns_at_200x50_and_50_columns() {
+    let header_row = |text: &str| {
+        text.lines()
+            .find(|l| l.contains("HANDLE"))
+            .expect("a header row")
+            .to_owned()
+    };
+    for (w, h) in [(200, 50), (80, 24), (50, 20)] {
+        let mut measured = on_1_10_measured(Some(common::sojourn_on(1)));
+        let mut estimated = on_1_10(false);
+        let (m, e) = (screen(&mut measured, w, h), screen(&mut estimated, w, h));
+        assert_eq!(header_row(&m), header_row(&e), "{w}x{h}");
+        assert!(m.contains("~DELAY"), "{m}");
+        let row = row_of(&m, "1:10");
+        assert!(row.contains("150kB =611ms"), "{w}x{h}: {row}");
+        // The cells line up: each row as long as the estimate's.
+        assert_eq!(
+            row.chars().count(),
+            row_of(&e, "1:10").chars().count(),
+            "{row}"
+        );
+    }
+    let text = screen(&mut on_1_10_measured(Some(common::sojourn_on(1))), 200, 50);
+    let detail = pane_lines(&text, "Detail").join("\n");
+    for want in [
+        "delay measured from packets (eBPF): p50 611 ms  p99 1.45 s  max 1.48 s",
+        "  last 1 s: 100 pkt measured",
+        "  since start: 1100 pkt  p50 ",
+    ] {
+        assert!(detail.contains(want), "{want}:\n{text}");
+    }
+    assert!(
+        text.lines().next().unwrap().contains("measured delay on"),
+        "{text}"
+    );
+}
+
+/// One packet in N timestamped: the detail says so beside the counts, which are of those.
+#[test]
+fn sampled_measurement_says_one_in_n() {
+    let mut a = on_1_10_measured(Some(common::sojourn_on(8)));
+    let text = screen(&mut a, 200, 50);
+    let detail = pane_lines(&text, "Detail").join("\n");
+    assert!(
+        detail.contains("last 1 s: 100 pkt measured  1 in 8 pkt timestamped"),
+        "{text}"
+    );
+}
+
+/// The measurement cannot run: the header says why (cut to fit 80 columns), the detail has
+/// the reason whole, and every delay in the tree is the estimate.
+#[test]
+fn an_off_measurement_says_why_in_the_header_and_the_detail() {
+    use tcmon_core::sojourn::Sojourn;
+    let mut a = on_1_10_measured(Some(Sojourn::off("not root")));
+    for (w, h) in [(80, 24), (200, 50)] {
+        let text = screen(&mut a, w, h);
+        let header = text.lines().next().unwrap();
+        assert!(header.contains("measured delay off: not root"), "{header}");
+        assert!(!text.contains('='), "nothing measured: {text}");
+        assert!(row_of(&text, "1:10").contains("150kB ~857ms"), "{text}");
+        let detail = pane_lines(&text, "Detail").join("\n");
+        assert!(
+            detail.contains("delay not measured from packets (eBPF): not root"),
+            "{text}"
+        );
+    }
+    let reason = "no BTF: /sys/kernel/btf/vmlinux is missing (a kernel without \
+                  CONFIG_DEBUG_INFO_BTF)";
+    let mut a = on_1_10_measured(Some(Sojourn::off(reason)));
+    let text = screen(&mut a, 80, 24);
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.contains("netns tcmon-lab-router  measured delay off: no BTF"),
+        "{header}"
+    );
+    assert!(header.trim_end().ends_with('…'), "cut to fit: {header}");
+    assert_eq!(header.chars().count(), 80);
+    let detail = pane_lines(&text, "Detail").join(" ");
+    assert!(
+        detail.contains("CONFIG_DEBUG_INFO_BTF"),
+        "whole here: {text}"
+    );
+    // Not asked for: nothing said about it.
+    let text = screen(&mut on_1_10_measured(None), 200, 50);
+    assert!(!text.contains("measured"), "{text}");
+}
+
+/// HTB's root measures its direct queue, a leaf qdisc holds its class's packets: the detail
+/// names what the figures are of.
+#[test]
+fn the_detail_names_what_a_measurement_is_of() {
+    let mut a = on_1_10_measured(Some(common::sojourn_on(1)));
+    a.on_key(ch('g'));
+    assert_eq!(a.selected().unwrap().handle, Handle::new(1, 0));
+    let text = screen(&mut a, 200, 50);
+    let detail = pane_lines(&text, "Detail").join("\n");
+    assert!(
+        detail.contains("direct queue (packets no class took), measured (eBPF): p50 17.5 µs"),
+        "{text}"
+    );
+    a.on_key(ch('j'));
+    let text = screen(&mut a, 200, 50);
+    let detail = pane_lines(&text, "Detail").join("\n");
+    assert!(
+        detail.contains("delay measured from packets (eBPF): in the classes under this one"),
+        "{text}"
+    );
+    a.on_key(ch('j'));
+    a.on_key(ch('j'));
+    assert_eq!(a.selected().unwrap().handle, Handle::new(0x10, 0));
+    let text = screen(&mut a, 200, 50);
+    let detail = pane_lines(&text, "Detail").join("\n");
+    assert!(
+        detail.contains("delay measured from packets (eBPF) of class 1:10: p50 611 ms"),
+        "{text}"
+    );
+}

@@ -4,9 +4,10 @@
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use tcmon_core::model::Interface;
+use tcmon_core::sojourn::Sojourn;
 use tcmon_diag::{Severity, Status};
 
-use super::text::compact_ns;
+use super::text::{compact_ns, fit};
 use super::Theme;
 use crate::app::App;
 
@@ -57,8 +58,22 @@ pub(super) fn header_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     }
     // Whole fields only, as many as fit: a cut-off unit would be worse than none.
     let mut used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    let netns = format!("  netns {}", snap.netns.as_deref().unwrap_or("(current)"));
+    if used + netns.chars().count() <= width as usize {
+        used += netns.chars().count();
+        spans.push(Span::raw(netns));
+    }
+    // Whether the delays are measured, after what the screen is of: the reason it is off
+    // may be cut (the detail pane has it whole).
+    if let Some((field, style)) = snap
+        .sojourn
+        .as_ref()
+        .and_then(|sj| sojourn_field(sj, t, (width as usize).saturating_sub(used)))
+    {
+        used += field.chars().count();
+        spans.push(Span::styled(field, style));
+    }
     for field in [
-        format!("  netns {}", snap.netns.as_deref().unwrap_or("(current)")),
         match app.state().stretched {
             // polls slower than half the interval: the agent waits twice a poll's time
             Some(p) => format!("  every {} (slow polls)", compact_ns(p.as_nanos() as i64)),
@@ -74,6 +89,31 @@ pub(super) fn header_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
         }
     }
     Line::from(spans)
+}
+
+/// `  measured delay on`, or `  measured delay off: REASON` cut to `room` columns (without
+/// the reason when too little of it would show), or nothing when even that does not fit.
+fn sojourn_field(sj: &Sojourn, t: &Theme, room: usize) -> Option<(String, Style)> {
+    const OFF: &str = "  measured delay off";
+    /// Characters of a reason worth showing cut.
+    const SOME_OF_IT: usize = 8;
+    let (text, style) = match sj.off_reason() {
+        None => ("  measured delay on".to_owned(), Style::new()),
+        Some(reason) => {
+            // One line of it: the header has one.
+            let reason = reason.lines().next().unwrap_or_default().trim();
+            let full = format!("{OFF}: {reason}");
+            let text = if reason.is_empty() || room < OFF.len() + 2 + SOME_OF_IT {
+                OFF.to_owned()
+            } else if full.chars().count() > room {
+                fit(&full, room, false)
+            } else {
+                full
+            };
+            (text, t.dim())
+        }
+    };
+    (text.chars().count() <= room).then_some((text, style))
 }
 
 pub(super) fn tabs_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {

@@ -11,12 +11,14 @@ use ratatui::Frame;
 use serde_json::Value;
 use tcmon_agent::Sample;
 use tcmon_core::model::{ClassDetail, Filter, Interface};
+use tcmon_core::rates::ObjectType;
+use tcmon_core::sojourn::{ObjectSojourn, Sojourn};
 use tcmon_core::units::Handle;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns};
 use tcmon_render::Obj;
 
 use super::text::{compact_ns, fit, fmt_count, fmt_duration, hanging, sparkline};
-use super::tree::{observe, queue_delay_ns, Obs};
+use super::tree::{at_most_max, observe, queue_delay_ns, Obs};
 use super::Theme;
 use crate::app::{App, Pane};
 
@@ -138,12 +140,15 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
         );
     } else {
         counter_lines(&mut lines, app, t, &o, width);
+        // Under the estimate from the backlog, to be read against it.
+        measured_lines(&mut lines, app, t, (iface, row.obj), &o, width);
+        rate_lines(&mut lines, t, &o, width);
     }
     options_lines(&mut lines, iface, row.obj, t, &o, width);
     lines
 }
 
-/// The sparklines, counters and per-second rates of an object that has counters.
+/// The sparklines, counters and backlog of an object that has counters.
 fn counter_lines(lines: &mut Vec<Line<'_>>, app: &App, t: &Theme, o: &Obs<'_>, width: usize) {
     if let (Some(q), Some(c)) = (o.counters_of, o.class) {
         push_wrapped(
@@ -241,6 +246,11 @@ fn counter_lines(lines: &mut Vec<Line<'_>>, app: &App, t: &Theme, o: &Obs<'_>, w
         )
     };
     push_wrapped(lines, &backlog, width, raw);
+}
+
+/// The kernel's rate estimator and the per-second rates of an object that has counters.
+fn rate_lines(lines: &mut Vec<Line<'_>>, t: &Theme, o: &Obs<'_>, width: usize) {
+    let (s, r, raw) = (o.stats, o.rates, Style::new());
     if let Some(est) = s.rate_estimator {
         push_wrapped(
             lines,
@@ -288,6 +298,148 @@ fn counter_lines(lines: &mut Vec<Line<'_>>, app: &App, t: &Theme, o: &Obs<'_>, w
             push_wrapped(lines, &l, width, raw);
         }
         None => lines.push(Line::styled("rates from the second poll on", t.dim())),
+    }
+}
+
+/// How the measurement from packets is named in the detail, apart from the estimate above it.
+const MEASURED: &str = "delay measured from packets (eBPF)";
+
+/// The queueing delay measured from packets (eBPF) for the selection, or why there is none;
+/// nothing when the measurement was not asked for.
+fn measured_lines(
+    lines: &mut Vec<Line<'_>>,
+    app: &App,
+    t: &Theme,
+    (iface, obj): (&Interface, Obj),
+    o: &Obs<'_>,
+    width: usize,
+) {
+    let Some(sj) = app.state().snapshot.sojourn.as_ref() else {
+        return;
+    };
+    let note = |lines: &mut Vec<Line<'_>>, text: String| {
+        push_wrapped(lines, &text, width, t.dim());
+    };
+    if let Some(reason) = sj.off_reason() {
+        note(
+            lines,
+            format!("delay not measured from packets (eBPF): {reason}"),
+        );
+        return;
+    }
+    if let Some(m) = o.measured {
+        measured_figures(lines, sj, m, MEASURED, width);
+        return;
+    }
+    let under = |h: Handle| iface.classes.iter().any(|c| c.parent == h);
+    match obj {
+        Obj::Class(i) => {
+            let c = &iface.classes[i];
+            if under(c.handle) {
+                note(
+                    lines,
+                    format!("{MEASURED}: in the classes under this one, where packets queue"),
+                );
+            } else {
+                note(lines, format!("{MEASURED}: no packet of this class yet"));
+            }
+        }
+        Obj::Qdisc(i) => {
+            let q = &iface.qdiscs[i];
+            let classful = iface.classes.iter().any(|c| c.handle.qdisc() == q.handle);
+            // The class a leaf qdisc holds the packets of.
+            let of_class = iface
+                .classes
+                .iter()
+                .find(|c| c.handle == q.parent && c.leaf_qdisc == Some(q.handle));
+            if q.parent == Handle::INGRESS {
+                // ingress and clsact queue nothing
+            } else if q.kind == "htb" {
+                // What HTB's root measures is its direct queue, not the tree under it.
+                match sj.get(iface.ifindex, ObjectType::Qdisc, q.handle) {
+                    Some(m) => measured_figures(
+                        lines,
+                        sj,
+                        m,
+                        "direct queue (packets no class took), measured (eBPF)",
+                        width,
+                    ),
+                    None => note(lines, format!("{MEASURED}: per class, under this qdisc")),
+                }
+            } else if let Some(c) = of_class {
+                match sj.get(iface.ifindex, ObjectType::Class, c.handle) {
+                    Some(m) => measured_figures(
+                        lines,
+                        sj,
+                        m,
+                        &format!("{MEASURED} of class {}", c.handle),
+                        width,
+                    ),
+                    None => note(
+                        lines,
+                        format!("{MEASURED}: no packet of class {} yet", c.handle),
+                    ),
+                }
+            } else if classful {
+                note(
+                    lines,
+                    format!("{MEASURED}: in the classes under this qdisc"),
+                );
+            } else {
+                note(lines, format!("{MEASURED}: no packet of this qdisc yet"));
+            }
+        }
+    }
+}
+
+/// `label: p50 640 ms  p99 1.2 s  max 1.21 s`, then the packets they are of, in the window and
+/// since the start.
+fn measured_figures(
+    lines: &mut Vec<Line<'_>>,
+    sj: &Sojourn,
+    m: &ObjectSojourn,
+    label: &str,
+    width: usize,
+) {
+    let d = |ns: u64| fmt_duration(i64::try_from(ns).unwrap_or(i64::MAX));
+    let window = if sj.window_ns > 0 {
+        format!("last {}", d(sj.window_ns))
+    } else {
+        "this poll".to_owned()
+    };
+    let n = m.window.count();
+    let raw = Style::new();
+    let head = match (
+        at_most_max(m.window_p50_ns, m),
+        at_most_max(m.window_p99_ns, m),
+    ) {
+        (Some(p50), Some(p99)) if n > 0 => {
+            let mut s = format!("{label}: p50 {}  p99 {}", d(p50), d(p99));
+            if let Some(max) = m.window_max_ns {
+                let _ = write!(s, "  max {}", d(max));
+            }
+            s
+        }
+        _ => format!("{label}: no packet in the {window}"),
+    };
+    push_wrapped(lines, &head, width, raw);
+    let mut counts = format!("  {window}: {n} pkt measured");
+    if sj.sample_every > 1 {
+        let _ = write!(counts, "  1 in {} pkt timestamped", sj.sample_every);
+    }
+    push_wrapped(lines, &counts, width, raw);
+    let total = &m.total;
+    if let (Some(p50), Some(p99)) = (total.quantile_ns(0.5), total.quantile_ns(0.99)) {
+        let mut s = format!(
+            "  since start: {} pkt  p50 {}  p99 {}",
+            total.count(),
+            d(p50),
+            d(p99)
+        );
+        if let Some(mean) = total.mean_ns() {
+            let _ = write!(s, "  mean {}", d(mean));
+        }
+        push_wrapped(lines, &s, width, raw);
     }
 }
 

@@ -8,7 +8,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use tcmon_core::model::{Class, Interface, Qdisc, QdiscDetail, Stats};
-use tcmon_core::rates::{ObjectKey, ObjectRates, NO_COUNTERS};
+use tcmon_core::rates::{ObjectKey, ObjectRates, ObjectType, NO_COUNTERS};
+use tcmon_core::sojourn::ObjectSojourn;
 use tcmon_core::units::{fmt_bits_per_sec, Handle};
 use tcmon_diag::Severity;
 use tcmon_render::Obj;
@@ -214,6 +215,24 @@ pub(super) struct Obs<'a> {
     /// The qdisc whose counters and rates stand in for this class's (see
     /// [`counters_owner`]).
     pub(super) counters_of: Option<Handle>,
+    /// The queueing delay measured from this object's packets (eBPF), when the measurement
+    /// runs and has this object: a class, or a classless qdisc. Not an HTB root: what is
+    /// measured there is its direct queue only, not the tree under it.
+    pub(super) measured: Option<&'a ObjectSojourn>,
+}
+
+/// The measurement of `handle`'s own queue in this poll's snapshot, if any.
+fn measured_of<'a>(
+    app: &'a App,
+    iface: &Interface,
+    object: ObjectType,
+    handle: Handle,
+) -> Option<&'a ObjectSojourn> {
+    let sj = app.state().snapshot.sojourn.as_ref()?;
+    if !sj.is_on() {
+        return None;
+    }
+    sj.get(iface.ifindex, object, handle)
 }
 
 pub(super) fn observe<'a>(app: &'a App, iface: &'a Interface, row: &Row) -> Obs<'a> {
@@ -236,6 +255,11 @@ pub(super) fn observe<'a>(app: &'a App, iface: &'a Interface, row: &Row) -> Obs<
                 class: None,
                 no_counters: q.kind == NO_COUNTERS,
                 counters_of: None,
+                measured: if q.kind == "htb" {
+                    None
+                } else {
+                    measured_of(app, iface, ObjectType::Qdisc, q.handle)
+                },
             }
         }
         Obj::Class(i) => {
@@ -253,6 +277,7 @@ pub(super) fn observe<'a>(app: &'a App, iface: &'a Interface, row: &Row) -> Obs<
                 class: Some(c),
                 no_counters: false,
                 counters_of: None,
+                measured: measured_of(app, iface, ObjectType::Class, c.handle),
             };
             if let Some(q) = counters_owner(iface, c) {
                 o.stats = &q.stats;
@@ -333,13 +358,22 @@ fn cell(t: &Theme, o: &Obs<'_>, col: Col, w: usize) -> (String, Style) {
         },
         Col::Backlog => {
             let b = o.stats.backlog_bytes;
-            let text = match queue_delay_ns(b, r.and_then(|r| r.bits_per_sec)) {
+            // What packets of this poll's window waited, measured, stands in for the
+            // estimate; `=` marks it apart from the estimate's `~`.
+            let measured = o.measured.and_then(|m| at_most_max(m.window_p50_ns, m));
+            let text = match (measured, queue_delay_ns(b, r.and_then(|r| r.bits_per_sec))) {
+                (Some(p50), _) => format!("{} ={}", compact_bytes(b), compact_ns(p50 as i64)),
                 _ if b == 0 => "0B".to_owned(),
                 // Units without their space: `1.44kB ~5.76ms` fits the column at any size.
-                Some(d) => format!("{} ~{}", compact_bytes(b), compact_ns(d as i64)),
-                None => format!("{} ~?", compact_bytes(b)),
+                (None, Some(d)) => format!("{} ~{}", compact_bytes(b), compact_ns(d as i64)),
+                (None, None) => format!("{} ~?", compact_bytes(b)),
             };
-            let style = if b > 0 { t.warn() } else { Style::new() };
+            // A queue that drained by the poll but held packets during the window counts.
+            let style = if b > 0 || measured.is_some_and(|d| d >= MEASURED_WARN_NS) {
+                t.warn()
+            } else {
+                Style::new()
+            };
             (fit(&text, w, true), style)
         }
         Col::Drops => {
@@ -357,6 +391,19 @@ fn cell(t: &Theme, o: &Obs<'_>, col: Col, w: usize) -> (String, Style) {
         ),
     }
 }
+
+/// A quantile of `m`'s window, no longer than the window's longest wait: the histogram
+/// interpolates within a bucket (±25%), the longest wait is exact.
+pub(super) fn at_most_max(quantile_ns: Option<u64>, m: &ObjectSojourn) -> Option<u64> {
+    match (quantile_ns, m.window_max_ns) {
+        (Some(q), Some(max)) => Some(q.min(max)),
+        (q, _) => q,
+    }
+}
+
+/// A measured median delay from which the cell is colored as a queue: a millisecond, the
+/// time 1514 B take at 12 Mbit/s.
+const MEASURED_WARN_NS: u64 = 1_000_000;
 
 /// Queueing delay of `backlog_bytes` drained at the rate the object sends now.
 pub(super) fn queue_delay_ns(backlog_bytes: u64, bits_per_sec: Option<f64>) -> Option<u64> {
@@ -470,10 +517,51 @@ mod tests {
                 class: None,
                 no_counters: false,
                 counters_of: None,
+                measured: None,
             };
             cell(&t, &o, Col::Backlog, 14).0
         };
         assert_eq!(backlog(1442, 2e6), "1.44kB ~5.77ms");
+        // Measured: `=` and the window's median instead of the estimate, even with nothing
+        // queued at the poll; never above the window's longest wait.
+        let measured = |b: u64, samples: &[u64], max: u64| {
+            let mut window = tcmon_core::sojourn::Histogram::default();
+            for &ns in samples {
+                window.record(ns);
+            }
+            let m = ObjectSojourn::new(
+                3,
+                "eth1".into(),
+                ObjectType::Class,
+                Handle::new(1, 0x10),
+                window.clone(),
+                Some(max),
+                window,
+            );
+            let o = Obs {
+                kind: "htb",
+                stats: &Stats {
+                    backlog_bytes: b,
+                    ..Stats::default()
+                },
+                rates: Some(&ObjectRates {
+                    bits_per_sec: Some(2e6),
+                    ..ObjectRates::default()
+                }),
+                limits: None,
+                class: None,
+                no_counters: false,
+                counters_of: None,
+                measured: Some(&m),
+            };
+            cell(&t, &o, Col::Backlog, 14).0
+        };
+        assert_eq!(measured(1442, &[2_500], 2_600), " 1.44kB =2.6µs");
+        assert_eq!(measured(0, &[40_000_000; 3], 45_000_000), "    0B =43.3ms");
+        assert_eq!(
+            measured(1_514_000, &[1_200_000_000], 1_200_000_000),
+            "  1.51MB =1.2s"
+        );
         assert_eq!(backlog(1_514_000, 2e6), " 1.51MB ~6.06s");
         assert_eq!(backlog(0, 0.0), "            0B");
         assert_eq!(fmt_count(0.5), "0.5");

@@ -13,7 +13,8 @@ use tcmon_core::model::{
     sort_interface, Class, ClassDetail, Fifo, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail,
     RawAttr, Snapshot, Stats, Undecoded,
 };
-use tcmon_core::rates::Rates;
+use tcmon_core::rates::{ObjectType, Rates};
+use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState};
 use tcmon_core::units::Handle;
 use tcmon_diag::{Evidence, Finding, Findings, Severity, Status};
 use tcmon_probe::{ProbeKind, TargetStatus};
@@ -356,6 +357,72 @@ pub fn history() -> Vec<Sample> {
             queue_delay_ms: Some(f64::from(n) * 10.0),
         })
         .collect()
+}
+
+/// `n` packets of `ns` each, per pair.
+pub fn histogram(samples: &[(u64, u64)]) -> Histogram {
+    let mut h = Histogram::default();
+    for &(n, ns) in samples {
+        for _ in 0..n {
+            h.record(ns);
+        }
+    }
+    h
+}
+
+/// The measurement from packets, on, for [`shaped`]'s `eth1` (ifindex 3): in a 1 s window
+/// class 1:10 had 90 packets wait about 600 ms and 10 from 1.2 s to 1.48 s (p50 611 ms, p99
+/// 1.45 s, the longest 1.48 s), its idle sibling 1:20 50 packets of 3 µs, and HTB's direct queue 4.
+pub fn sojourn_on(sample_every: u32) -> Sojourn {
+    let obj = |object, handle, window: Histogram, max, earlier: &[(u64, u64)]| {
+        let mut total = histogram(earlier);
+        total.add(&window);
+        ObjectSojourn::new(3, "eth1".into(), object, handle, window, Some(max), total)
+    };
+    let mut objects = vec![
+        obj(
+            ObjectType::Class,
+            Handle::new(1, 0x10),
+            histogram(&[(90, 600_000_000), (9, 1_200_000_000), (1, 1_480_000_000)]),
+            1_480_000_000,
+            &[(900, 550_000_000), (100, 1_100_000_000)],
+        ),
+        obj(
+            ObjectType::Class,
+            Handle::new(1, 0x20),
+            histogram(&[(50, 3_000)]),
+            4_100,
+            &[(500, 3_000)],
+        ),
+        obj(
+            ObjectType::Qdisc,
+            Handle::new(1, 0),
+            histogram(&[(4, 20_000)]),
+            25_000,
+            &[],
+        ),
+    ];
+    objects.sort_by_key(|o| (o.ifindex, o.object, o.handle));
+    Sojourn {
+        state: SojournState::On,
+        window_ns: 1_000_000_000,
+        sample_every,
+        objects,
+        unattributed_window: 0,
+        flows: 12,
+        flows_capacity: 65_536,
+        map_bytes: 1 << 20,
+    }
+}
+
+/// `st` with the measurement from packets set as given.
+pub fn with_sojourn(st: &State, sojourn: Option<Sojourn>) -> Arc<State> {
+    let mut snap = (*st.snapshot).clone();
+    snap.sojourn = sojourn;
+    Arc::new(State {
+        snapshot: Arc::new(snap),
+        ..st.clone()
+    })
 }
 
 /// One HTB root, `n` leaf classes under one parent, each with a pfifo: the benchmark's tree.

@@ -224,7 +224,10 @@ pub const RULES: &[Rule] = &[
         numbers: "capacity = limit x (MTU + 14) bytes for packet FIFOs, limit bytes for bfifo; \
              predicted delay = capacity / class ceil. Warning at queue_delay_warning_ms \
              (100 ms), critical at queue_delay_critical_ms (1 s). The fix sizes the queue for \
-             target_queue_delay_ms (50 ms) at the ceil, or replaces it with fq_codel.",
+             target_queue_delay_ms (50 ms) at the ceil, or replaces it with fq_codel. What \
+             the configuration allows, so it does not change with traffic: where queueing \
+             delay is measured from real packets, what the class's packets waited is \
+             standing-queue's evidence (measured_sojourn), and a long wait is that finding.",
     },
     Rule {
         code: Code::StandingQueue,
@@ -232,11 +235,20 @@ pub const RULES: &[Rule] = &[
         phase: Phase::Traffic,
         severity: "warning",
         title: "A queue stayed full through the sampling window",
-        meaning: "The backlog of a leaf queue was non-zero at both ends of the window.",
-        why: "A standing queue is delay every packet pays right now, not a burst.",
-        numbers:
-            "delay = min(backlog at start, backlog at end) x 8 / sending rate (or the ceil when \
-             nothing was sent); reported above standing_queue_ms (100 ms).",
+        meaning: "The backlog of a leaf queue was non-zero at both ends of the window; or, where \
+             queueing delay is measured from real packets (eBPF), the queue's packets waited \
+             long in the window.",
+        why: "A standing queue is delay every packet pays right now, not a burst. The backlog \
+             is read at two instants, and a queue that drains at one of them and fills again \
+             between them escapes it; the packets' own waits do not.",
+        numbers: "Estimated: delay = min(backlog at start, backlog at end) x 8 / sending rate \
+             (or the ceil when nothing was sent), as queue_delay_ms. Measured: the waits, from \
+             entering the tree at the root qdisc to leaving it, of the packets of the queue's \
+             class (or of a classless root qdisc) in the poll's window, as measured_sojourn \
+             (packets, p50_ms, p99_ms: read from buckets 1.5x apart, within 25%; max_ms: \
+             exact). Reported when the estimate or the measured p99 is at least \
+             standing_queue_ms (100 ms); the measurement alone is enough where the backlog at \
+             the polls missed the queue.",
     },
     Rule {
         code: Code::OffloadOnShapedLink,
@@ -266,7 +278,10 @@ pub const RULES: &[Rule] = &[
              its source: GRO or LRO on there and one 64 KB merged packet at the IFB's slowest \
              leaf ceil longer than target_queue_delay_ms is a warning (unknown features: \
              info), fixed by `ethtool -K SOURCE gro off` (lro off) and never by settings on \
-             the IFB, which act after the merge.",
+             the IFB, which act after the merge. Where queueing delay is measured from real \
+             packets, a seen finding carries what the queue's packets waited in the window \
+             (measured_sojourn, as for standing-queue) beside queue_delay_ms, the estimate \
+             from its backlog.",
     },
     Rule {
         code: Code::HtbDefaultClassMissing,

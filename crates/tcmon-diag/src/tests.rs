@@ -8,7 +8,8 @@ use tcmon_core::model::{
     sort_interface, Class, ClassDetail, Fifo, Filter, HtbClass, HtbQdisc, Interface, Qdisc,
     QdiscDetail, Snapshot, Stats, Tbf, Undecoded,
 };
-use tcmon_core::rates::Rates;
+use tcmon_core::rates::{ObjectType, Rates};
+use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState};
 use tcmon_core::units::Handle;
 
 use super::*;
@@ -1125,7 +1126,12 @@ fn configuration_rules_read_no_counters() {
         let mut b = i.clone();
         scramble(&mut a, seed);
         scramble(&mut b, seed * 7919);
-        let (before, now) = (snap(t0, a), snap(t0 + Duration::from_secs(1), b));
+        let (before, mut now) = (snap(t0, a), snap(t0 + Duration::from_secs(1), b));
+        // nor the queueing delay measured from packets
+        now.sojourn = Some(sojourn(&[
+            (ObjectType::Class, "1:10", 2_000_000_000 + seed, 500),
+            (ObjectType::Class, "1:30", seed * 1_000_000, 50),
+        ]));
         let rates = Rates::between(&before, &now);
         assert_eq!(
             config(&now, Some(&before), Some(&rates)),
@@ -1915,4 +1921,229 @@ mod filter_chains {
             assert_eq!(Status::of(&f), Status::Ok, "{f:#?}");
         }
     }
+}
+
+/// A measurement on eth1 (ifindex 3, as [`iface`] makes it): for each object, `packets`
+/// packets that each waited `ns` in this poll's window (and the same since start).
+fn sojourn(objects: &[(ObjectType, &str, u64, usize)]) -> Sojourn {
+    let mut objects: Vec<ObjectSojourn> = objects
+        .iter()
+        .map(|&(object, handle, ns, packets)| {
+            let mut window = Histogram::default();
+            for _ in 0..packets {
+                window.record(ns);
+            }
+            ObjectSojourn::new(
+                3,
+                "eth1".into(),
+                object,
+                h(handle),
+                window.clone(),
+                Some(ns),
+                window,
+            )
+        })
+        .collect();
+    objects.sort_by_key(|o| (o.ifindex, o.object, o.handle));
+    Sojourn {
+        state: SojournState::On,
+        window_ns: 2_000_000_000,
+        sample_every: 1,
+        objects,
+        unattributed_window: 0,
+        flows: 4,
+        flows_capacity: 65_536,
+        map_bytes: 1 << 20,
+    }
+}
+
+/// The 2 Mbit lab with `pfifo limit 20` as 10:, whose backlog was full at the window's start
+/// and empty at its end: no standing queue by the backlog.
+fn drained_at_the_poll() -> (Snapshot, Snapshot) {
+    let t0 = Instant::now();
+    let mut a = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
+    let mut b = a.clone();
+    *leaf(&mut a) = Stats {
+        backlog_bytes: 30_000,
+        backlog_packets: 20,
+        ..Stats::default()
+    };
+    *leaf(&mut b) = Stats {
+        bytes: 500_000,
+        packets: 330,
+        ..Stats::default()
+    };
+    (snap(t0, a), snap(t0 + Duration::from_secs(2), b))
+}
+
+fn standing(f: &[Finding]) -> Option<&Finding> {
+    f.iter().find(|f| f.code == "standing-queue")
+}
+
+/// The backlog was empty at the poll, but the class's packets waited 300 ms in the window:
+/// measured, it is a standing queue, with the same fix as the estimate's.
+#[test]
+fn a_measured_wait_raises_a_standing_queue_the_backlog_missed() {
+    let (sa, mut sb) = drained_at_the_poll();
+    assert!(standing(&check_window(&sa, &sb)).is_none());
+    sb.sojourn = Some(sojourn(&[(ObjectType::Class, "1:10", 300_000_000, 200)]));
+    let f = check_window(&sa, &sb);
+    let s = standing(&f).expect("measured standing queue");
+    assert_eq!((s.severity, s.object.as_str()), (Severity::Warning, "10:"));
+    let m = &s.evidence["measured_sojourn"];
+    assert_eq!(m["packets"], 200);
+    assert_eq!(m["max_ms"], 300.0);
+    assert!(
+        (200.0..=300.0).contains(&m["p99_ms"].as_f64().unwrap()),
+        "{m}"
+    );
+    assert!(m["p50_ms"].as_f64().unwrap() <= m["p99_ms"].as_f64().unwrap());
+    // the estimate is not passed off as measured: there was none to make
+    assert_eq!(s.evidence["queue_delay_ms"], Value::Null);
+    assert!(
+        s.message.contains("measured from real packets")
+            && s.message.contains("longest 300 ms")
+            && s.message.contains("200 packets")
+            && s.message.contains("empty at one end of the window"),
+        "{}",
+        s.message
+    );
+    assert_eq!(
+        s.fix,
+        vec!["tc qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 8"]
+    );
+    // on the first poll (no window yet) the measurement alone is enough
+    let f = check(&sb);
+    let s = standing(&f).expect("measured without a window");
+    assert!(s.message.contains("no window"), "{}", s.message);
+    assert_eq!(s.evidence["sending_bits_per_sec"], Value::Null);
+}
+
+/// Short waits, another class's waits, a measurement that is off: no finding.
+#[test]
+fn only_a_long_measured_wait_of_the_queue_itself_counts() {
+    let (sa, mut sb) = drained_at_the_poll();
+    for measured in [
+        // 5 ms at the 99th percentile: below standing_queue_ms (100 ms)
+        sojourn(&[(ObjectType::Class, "1:10", 5_000_000, 200)]),
+        // one packet in a hundred waited long: the 99th percentile is still short
+        {
+            let mut s = sojourn(&[(ObjectType::Class, "1:10", 2_000_000, 990)]);
+            let o = &mut s.objects[0];
+            for _ in 0..9 {
+                o.window.record(900_000_000);
+            }
+            *o = ObjectSojourn::new(
+                3,
+                "eth1".into(),
+                ObjectType::Class,
+                h("1:10"),
+                o.window.clone(),
+                Some(900_000_000),
+                o.total.clone(),
+            );
+            s
+        },
+        // the parent's, and a class that does not exist
+        sojourn(&[
+            (ObjectType::Class, "1:1", 300_000_000, 200),
+            (ObjectType::Class, "1:99", 300_000_000, 200),
+        ]),
+        Sojourn::off("not root"),
+    ] {
+        sb.sojourn = Some(measured);
+        assert!(standing(&check_window(&sa, &sb)).is_none());
+    }
+}
+
+/// Where the backlog shows the queue, the measurement is evidence beside the estimate, each
+/// named apart.
+#[test]
+fn a_standing_queue_carries_its_measured_wait_beside_the_estimate() {
+    let t0 = Instant::now();
+    let mut a = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 20)));
+    let mut b = a.clone();
+    leaf(&mut a).backlog_bytes = 30_000;
+    *leaf(&mut b) = Stats {
+        bytes: 500_000,
+        packets: 330,
+        backlog_bytes: 28_000,
+        backlog_packets: 19,
+        ..Stats::default()
+    };
+    let (sa, mut sb) = (snap(t0, a), snap(t0 + Duration::from_secs(2), b));
+    sb.sojourn = Some(sojourn(&[(ObjectType::Class, "1:10", 110_000_000, 330)]));
+    let f = check_window(&sa, &sb);
+    let s = standing(&f).unwrap();
+    assert_eq!(s.evidence["queue_delay_ms"], 112.0);
+    assert_eq!(s.evidence["measured_sojourn"]["max_ms"], 110.0);
+    assert!(
+        s.message
+            .starts_with("pfifo 10: under 1:10 kept at least 28 kB queued")
+            && s.message.contains("; measured from its packets: p99 "),
+        "{}",
+        s.message
+    );
+    assert!(
+        s.evidence.human().contains("measured_sojourn={"),
+        "{}",
+        s.evidence.human()
+    );
+}
+
+/// A classless root (here a TBF) is measured as a qdisc.
+#[test]
+fn a_classless_root_is_measured_as_itself() {
+    let tbf = Qdisc {
+        stab: None,
+        handle: h("1:"),
+        parent: Handle::ROOT,
+        kind: "tbf".into(),
+        stats: Stats::default(),
+        detail: Some(QdiscDetail::Tbf(Tbf {
+            rate_bytes_per_sec: MBIT,
+            burst_bytes: 1514,
+            burst_ns: 12_112_000,
+            limit_bytes: 10_000,
+            latency_ns: 68_000_000,
+            linklayer: "ethernet",
+            ..Tbf::default()
+        })),
+        undecoded: Undecoded::default(),
+    };
+    let mut s = snap(Instant::now(), iface(vec![tbf], vec![]));
+    assert!(standing(&check(&s)).is_none());
+    s.sojourn = Some(sojourn(&[(ObjectType::Qdisc, "1:", 150_000_000, 50)]));
+    let f = check(&s);
+    let st = standing(&f).expect("measured at the root");
+    assert_eq!(st.object, "1:");
+    assert!(st.fix.is_empty(), "a TBF is bounded by its own finding");
+}
+
+/// The GSO finding seen in the backlog shows what its queue's packets waited.
+#[test]
+fn super_packets_seen_queued_show_the_measured_wait() {
+    let mut i = gso_lab();
+    super_packets_queued(&mut i);
+    let mut s = snap(Instant::now(), i);
+    s.sojourn = Some(sojourn(&[(ObjectType::Class, "1:10", 850_000_000, 40)]));
+    let f = check(&s);
+    let o = f
+        .iter()
+        .find(|f| f.code == "offload-on-shaped-link")
+        .unwrap();
+    assert_eq!(o.evidence["queue_delay_ms"], 866.01);
+    assert_eq!(o.evidence["measured_sojourn"]["packets"], 40);
+    assert_eq!(o.evidence["measured_sojourn"]["max_ms"], 850.0);
+}
+
+/// The explanation says where the measurement goes.
+#[test]
+fn explain_names_the_measured_evidence() {
+    let r = explain("standing-queue").unwrap();
+    assert!(r.numbers.contains("measured_sojourn"), "{}", r.numbers);
+    assert!(explain("queue-too-deep")
+        .unwrap()
+        .numbers
+        .contains("standing-queue"));
 }

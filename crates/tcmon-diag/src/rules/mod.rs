@@ -15,9 +15,11 @@ pub use measured::bufferbloat;
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::OnceCell;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tcmon_core::model::{Class, HtbClass, Interface, Qdisc, QdiscDetail};
-use tcmon_core::units::Handle;
+use tcmon_core::rates::ObjectType;
+use tcmon_core::sojourn::ObjectSojourn;
+use tcmon_core::units::{fmt_ns, Handle};
 
 use crate::merge::Sink;
 use crate::plan::{self, packet_bytes, Plan};
@@ -32,6 +34,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) before: Option<&'a Interface>,
     /// A full-size packet as the shaper accounts it ([`packet_bytes`]), computed once.
     pub(crate) pkt: u64,
+    /// What was measured from real packets on this interface (`Snapshot::sojourn`), sorted as
+    /// there; empty when nothing was.
+    pub(crate) sojourn: &'a [ObjectSojourn],
 }
 
 impl<'a> Ctx<'a> {
@@ -44,6 +49,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             plan: OnceCell::new(),
             pkt: packet_bytes(iface),
+            sojourn: measured_on(facts.snapshot, iface.ifindex),
             facts,
             iface,
             t,
@@ -85,6 +91,63 @@ fn ms(ns: f64) -> f64 {
 /// Rates in evidence to a tenth: `260.9739324882664` drops/s says no more than `261.0`.
 fn tenths(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
+}
+
+/// The measured objects of one interface: the snapshot's are sorted by ifindex first.
+fn measured_on(s: &tcmon_core::model::Snapshot, ifindex: u32) -> &[ObjectSojourn] {
+    let Some(objects) = s.sojourn.as_ref().map(|s| &s.objects[..]) else {
+        return &[];
+    };
+    let lo = objects.partition_point(|o| o.ifindex < ifindex);
+    let hi = lo + objects[lo..].partition_point(|o| o.ifindex == ifindex);
+    &objects[lo..hi]
+}
+
+/// The queueing delay measured from real packets, in this poll's window, of what `q` queues:
+/// its class's packets (a queue under a class), or its own (a classless root qdisc). Only
+/// with packets measured in the window. A binary search: linear in the tree over a poll.
+fn measured<'a>(c: &Ctx<'a>, q: &Qdisc) -> Option<&'a ObjectSojourn> {
+    if c.sojourn.is_empty() {
+        return None;
+    }
+    let key = if c.iface.class(q.parent).is_some() {
+        (ObjectType::Class, q.parent)
+    } else if q.parent == Handle::ROOT {
+        (ObjectType::Qdisc, q.handle)
+    } else {
+        return None;
+    };
+    let i = c
+        .sojourn
+        .binary_search_by(|o| (o.object, o.handle).cmp(&key))
+        .ok()?;
+    Some(&c.sojourn[i]).filter(|o| o.window.count() > 0 && o.window_p99_ns.is_some())
+}
+
+/// The evidence of a measurement: the window's quantiles, apart from any estimate a rule made
+/// from backlog and rate.
+fn measured_evidence(m: &ObjectSojourn) -> Value {
+    let ms_of = |ns: Option<u64>| ns.map(|n| ms(n as f64));
+    json!({
+        "packets": m.window.count(),
+        "p50_ms": ms_of(m.window_p50_ns),
+        "p99_ms": ms_of(m.window_p99_ns),
+        "max_ms": ms_of(m.window_max_ns),
+    })
+}
+
+/// `p99 1.2 s (median 800 ms, longest 1.3 s; 7606 packets)`.
+fn measured_text(m: &ObjectSojourn) -> String {
+    let t = |ns: Option<u64>| ns.map_or_else(|| "?".to_owned(), |n| fmt_ns(n as i64));
+    let longest = m
+        .window_max_ns
+        .map_or(String::new(), |n| format!(", longest {}", fmt_ns(n as i64)));
+    format!(
+        "p99 {} (median {}{longest}; {} packets)",
+        t(m.window_p99_ns),
+        t(m.window_p50_ns),
+        m.window.count()
+    )
 }
 
 /// Qdiscs by (handle, parent), for finding each one in the poll before without a scan per

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use tcmon_core::model::{Qdisc, QdiscDetail};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
-use super::{by_key, ev, htb_parent, inside_tbf, ms, Ctx};
+use super::{by_key, ev, htb_parent, inside_tbf, measured, measured_evidence, ms, Ctx};
 use crate::merge::Sink;
 use crate::{Code, Evidence, Finding, Severity};
 
@@ -64,6 +64,22 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
         } else {
             q.handle
         };
+        let mut evidence = offload_evidence(
+            c,
+            link,
+            [
+                ("backlog_bytes", json!(bytes)),
+                ("backlog_packets", json!(packets)),
+                ("avg_packet_bytes", json!(avg)),
+                ("packet_bytes", json!(pkt)),
+                ("one_packet_ms", json!(ms(one_ns))),
+                ("queue_delay_ms", json!(ms(queue_ns))),
+            ],
+        );
+        // what the queue's packets waited, beside the estimate from its backlog
+        if let Some(m) = measured(c, q) {
+            evidence.insert("measured_sojourn", measured_evidence(m));
+        }
         out.push(Finding {
             code: Code::OffloadOnShapedLink,
             severity: Severity::Warning,
@@ -79,14 +95,7 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
                 fmt_bits_per_sec(rate as f64 * 8.0),
                 fmt_ns(one_ns as i64)
             ),
-            evidence: offload_evidence(c, link, [
-                ("backlog_bytes", json!(bytes)),
-                ("backlog_packets", json!(packets)),
-                ("avg_packet_bytes", json!(avg)),
-                ("packet_bytes", json!(pkt)),
-                ("one_packet_ms", json!(ms(one_ns))),
-                ("queue_delay_ms", json!(ms(queue_ns))),
-            ]),
+            evidence,
             fix: offload_fix(c),
             ..Finding::default()
         });

@@ -1,17 +1,20 @@
 //! Queues under a shaper: how deep they are (`queue-too-deep`) and how full they stay
 //! (`standing-queue`).
 
+use std::cell::OnceCell;
+
 use serde_json::json;
-use tcmon_core::model::QdiscDetail;
+use tcmon_core::model::{Qdisc, QdiscDetail};
 use tcmon_core::topology::Obj;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{
-    aqm_alternative, by_key, ev, htb_parent, inside_tbf, ms, shaper_rate, shorter_queue, Ctx,
+    aqm_alternative, by_key, ev, htb_parent, inside_tbf, measured, measured_evidence,
+    measured_text, ms, shaper_rate, shorter_queue, Ctx,
 };
 use crate::merge::Sink;
 use crate::plan;
-use crate::{Code, Finding, Severity};
+use crate::{Code, Evidence, Finding, Severity};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     queue_depth(c, out);
@@ -104,16 +107,24 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
     }
 }
 
-/// `standing-queue`: backlog that stayed through the sampling window.
+/// `standing-queue`: backlog that stayed through the sampling window, or, where queueing
+/// delay is measured from real packets, a window whose packets waited long at the 99th
+/// percentile though the backlog at the polls did not show it (a queue that drained at one end
+/// of the window, or refilled between polls).
 pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    let (Some(before), Some(rates)) = (c.before, c.facts.rates) else {
-        return;
-    };
-    // Most polls have no backlog anywhere: skip building the lookups.
-    if !c.iface.qdiscs.iter().any(|q| q.stats.backlog_bytes > 0) {
+    let window = c.before.zip(c.facts.rates);
+    let backlog = window.is_some() && c.iface.qdiscs.iter().any(|q| q.stats.backlog_bytes > 0);
+    // Most polls have no backlog anywhere and nothing measured: skip building the lookups.
+    if !backlog && c.sojourn.is_empty() {
         return;
     }
-    let old_qdiscs = by_key(&before.qdiscs);
+    // built on first use: most measured queues are short, and need no poll before
+    let old_qdiscs = OnceCell::new();
+    let old_of = |q: &Qdisc| {
+        let (before, _) = window?;
+        let old = old_qdiscs.get_or_init(|| by_key(&before.qdiscs));
+        old.get(&(q.handle, q.parent)).copied()
+    };
     let topo = c.iface.topology();
     for (qi, q) in c.iface.qdiscs.iter().enumerate() {
         // Only queues a shaper drains: the leaf under an HTB class, or a TBF. (Unshaped queues
@@ -125,15 +136,17 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
         if !(shaped_leaf || is_tbf) || inside_tbf(c.iface, q) {
             continue;
         }
-        let Some(&old) = old_qdiscs.get(&(q.handle, q.parent)) else {
-            continue;
-        };
-        let standing = old.stats.backlog_bytes.min(q.stats.backlog_bytes);
-        if standing == 0 {
+        // The measurement: how long its packets waited in the window.
+        let measured = measured(c, q);
+        let p99_ns = measured.and_then(|m| m.window_p99_ns).map(|ns| ns as f64);
+        let measured_long = p99_ns.is_some_and(|ns| ns / 1e6 >= c.t.standing_queue_ms);
+        if q.stats.backlog_bytes == 0 && !measured_long {
             continue;
         }
-        let sending = rates
-            .qdisc(c.iface, q)
+        let old = old_of(q);
+        let standing = old.map(|old| old.stats.backlog_bytes.min(q.stats.backlog_bytes));
+        let sending = window
+            .and_then(|(_, rates)| rates.qdisc(c.iface, q))
             .and_then(|r| r.bits_per_sec)
             .unwrap_or(0.0);
         // Nothing sent in the window: the queue drains at most at the shaper's rate.
@@ -142,11 +155,12 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
         } else {
             shaper_rate(c, q).map_or(0.0, |b| b as f64 * 8.0)
         };
-        if drain_bits <= 0.0 {
-            continue;
-        }
-        let delay_ns = standing as f64 * 8.0 * 1e9 / drain_bits;
-        if delay_ns / 1e6 < c.t.standing_queue_ms {
+        // The estimate: what stayed queued through the window, at the rate it drains.
+        let estimate_ns = standing
+            .filter(|&b| b > 0 && drain_bits > 0.0)
+            .map(|b| b as f64 * 8.0 * 1e9 / drain_bits);
+        let seen = estimate_ns.filter(|ns| ns / 1e6 >= c.t.standing_queue_ms);
+        if seen.is_none() && !measured_long {
             continue;
         }
         let object = if q.handle == Handle::UNSPEC {
@@ -154,27 +168,57 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
         } else {
             q.handle
         };
+        let mut evidence = Evidence::new();
+        if let Some(old) = old {
+            evidence.insert("backlog_bytes_before", json!(old.stats.backlog_bytes));
+            evidence.insert("backlog_bytes_now", json!(q.stats.backlog_bytes));
+        }
+        if window.is_some() {
+            evidence.insert("sending_bits_per_sec", json!(sending.round()));
+        }
+        if let Some(ns) = estimate_ns {
+            evidence.insert("queue_delay_ms", json!(ms(ns)));
+        }
+        if let Some(m) = measured {
+            evidence.insert("measured_sojourn", measured_evidence(m));
+        }
+        let message = match (seen, measured) {
+            (Some(delay_ns), m) => format!(
+                "{} {} under {} kept at least {} queued through the window: about {} of delay \
+                 for every packet right now (draining at {}){}",
+                q.kind,
+                q.handle,
+                q.parent,
+                fmt_bytes(standing.unwrap_or(0) as f64),
+                fmt_ns(delay_ns as i64),
+                fmt_bits_per_sec(drain_bits),
+                m.map_or(String::new(), |m| format!(
+                    "; measured from its packets: {}",
+                    measured_text(m)
+                ))
+            ),
+            (None, Some(m)) => format!(
+                "{} {} under {}: its packets waited {} in the window, measured from real \
+                 packets, though the backlog at the polls {}",
+                q.kind,
+                q.handle,
+                q.parent,
+                measured_text(m),
+                match (estimate_ns, standing) {
+                    (Some(ns), _) => format!("means only {} of delay", fmt_ns(ns as i64)),
+                    (None, Some(0)) => "was empty at one end of the window".to_owned(),
+                    (None, _) => "gives no window to estimate from".to_owned(),
+                }
+            ),
+            (None, None) => unreachable!("one of them is long"),
+        };
         out.push(Finding {
             code: Code::StandingQueue,
             severity: Severity::Warning,
             interface: c.iface.name.clone(),
             object: object.to_string(),
-            message: format!(
-                "{} {} under {} kept at least {} queued through the window: about {} of delay \
-                 for every packet right now (draining at {})",
-                q.kind,
-                q.handle,
-                q.parent,
-                fmt_bytes(standing as f64),
-                fmt_ns(delay_ns as i64),
-                fmt_bits_per_sec(drain_bits)
-            ),
-            evidence: ev([
-                ("backlog_bytes_before", json!(old.stats.backlog_bytes)),
-                ("backlog_bytes_now", json!(q.stats.backlog_bytes)),
-                ("sending_bits_per_sec", json!(sending.round())),
-                ("queue_delay_ms", json!(ms(delay_ns))),
-            ]),
+            message,
+            evidence,
             // A FIFO can be shortened; an AQM or a TBF is left as the user chose it (the TBF's
             // own finding says how to bound it).
             fix: match (c.iface.class(q.parent), &q.detail) {
@@ -195,7 +239,7 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
                 ),
                 _ => Vec::new(),
             },
-            weight: delay_ns,
+            weight: seen.unwrap_or(0.0).max(p99_ns.unwrap_or(0.0)),
             ..Finding::default()
         });
     }

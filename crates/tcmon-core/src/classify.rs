@@ -32,7 +32,7 @@ use crate::units::Handle;
 
 /// The packet to classify. Fields left out are unknown: a filter that looks at one stops the
 /// walk (undetermined) rather than matching a made-up value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Packet {
     pub src: Option<IpAddr>,
     pub dst: IpAddr,
@@ -168,6 +168,58 @@ pub fn classify(
         None => e.egress(ii),
     };
     Ok(end.finish(std::mem::take(&mut e.path)))
+}
+
+/// Classifies many packets against one snapshot, indexing each qdisc's u32 tables once for all
+/// of them (a big tree's index costs as much as thousands of walks).
+pub struct Classifier<'a> {
+    snap: &'a Snapshot,
+    u32s: HashMap<(usize, u16), Rc<U32Index>>,
+}
+
+impl fmt::Debug for Classifier<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Classifier")
+            .field("u32_indexes", &self.u32s.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Classifier<'a> {
+    pub fn new(snap: &'a Snapshot) -> Self {
+        Classifier {
+            snap,
+            u32s: HashMap::default(),
+        }
+    }
+
+    /// Where `pkt` goes from the qdisc `qdisc` attached to a TX queue of interface `ifindex`,
+    /// as that qdisc sees it: after the egress hook, with `skb->priority` (`priority`) and the
+    /// mark as they are then (what the eBPF measurement reads at the root's enqueue). `None`
+    /// when the interface or qdisc is not in the snapshot.
+    pub fn at_tx_qdisc(
+        &mut self,
+        ifindex: u32,
+        qdisc: Handle,
+        pkt: &Packet,
+        priority: u32,
+    ) -> Option<Classification> {
+        let ii = self
+            .snap
+            .interfaces
+            .binary_search_by_key(&ifindex, |i| i.ifindex)
+            .ok()?;
+        let qi = self.snap.interfaces[ii].topology().qdisc(qdisc)?;
+        if pkt.src.is_some_and(|s| s.is_ipv4() != pkt.dst.is_ipv4()) {
+            return None;
+        }
+        let mut e = Engine::new(self.snap, pkt);
+        e.skb.priority = Some(priority);
+        e.u32s = std::mem::take(&mut self.u32s);
+        let end = e.enqueue(ii, qi);
+        self.u32s = std::mem::take(&mut e.u32s);
+        Some(end.finish(std::mem::take(&mut e.path)))
+    }
 }
 
 /// `TC_U32_MAXDEPTH`: links one u32 walk may follow before the kernel calls it a dead loop.

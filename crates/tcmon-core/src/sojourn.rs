@@ -9,8 +9,11 @@
 //! 1.5x apart, so a quantile read from them is within ±25% of the true one, and the 1-2-5
 //! subset gives Prometheus `le` bounds that read well (`0.001`, `0.002`, `0.005`, ...).
 
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Serialize, Serializer};
 
+use crate::classify::{Classifier, Outcome, Packet};
+use crate::model::Snapshot;
 use crate::rates::ObjectType;
 use crate::units::Handle;
 
@@ -136,6 +139,7 @@ pub struct ObjectSojourn {
     pub total: Histogram,
 }
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's serialize_with passes a reference
 fn object_name<S: Serializer>(o: &ObjectType, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(match o {
         ObjectType::Qdisc => "qdisc",
@@ -154,14 +158,21 @@ impl ObjectSojourn {
         window_max_ns: Option<u64>,
         total: Histogram,
     ) -> Self {
+        let max = window_max_ns.filter(|_| window.count() > 0);
+        // A quantile interpolated within its bucket may pass the exact maximum.
+        let q = |q: f64| {
+            window
+                .quantile_ns(q)
+                .map(|v| max.map_or(v, |m: u64| v.min(m)))
+        };
         ObjectSojourn {
             ifindex,
             device,
             object,
             handle,
-            window_p50_ns: window.quantile_ns(0.5),
-            window_p99_ns: window.quantile_ns(0.99),
-            window_max_ns: window_max_ns.filter(|_| window.count() > 0),
+            window_p50_ns: q(0.5),
+            window_p99_ns: q(0.99),
+            window_max_ns: max,
             window,
             total,
         }
@@ -233,13 +244,162 @@ impl Sojourn {
     }
 }
 
+/// What the kernel measured for one flow since the previous read: the packets of the flow
+/// that left the qdisc `qdisc` of a TX queue of `ifindex`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowSample {
+    pub ifindex: u32,
+    pub qdisc: Handle,
+    /// `None` when the packets were not IP: nothing but the priority is known then.
+    pub packet: Option<Packet>,
+    /// `skb->priority` as that qdisc saw it.
+    pub priority: u32,
+    pub window: Histogram,
+    pub window_max_ns: Option<u64>,
+}
+
+/// Where a flow's packets are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Object(ObjectType, Handle),
+    Unattributed,
+}
+
+type FlowId = (u32, Handle, u32, Option<Packet>);
+
+/// Turns flow samples into per-object histograms, poll after poll: it keeps the cumulative
+/// histograms, and the class of each flow until the tree's configuration changes (classifying
+/// every flow of a big tree at every poll would cost more than the poll).
+#[derive(Debug, Default)]
+pub struct Attributor {
+    generation: Option<u64>,
+    targets: HashMap<FlowId, Target>,
+    totals: HashMap<(u32, ObjectType, Handle), Histogram>,
+}
+
+/// About the reading that [`Attributor::attribute`] turns into a [`Sojourn`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadingMeta {
+    pub window_ns: u64,
+    pub sample_every: u32,
+    pub flows: u64,
+    pub flows_capacity: u64,
+    pub map_bytes: u64,
+}
+
+impl Attributor {
+    /// Forgets everything (the namespace was replaced: its objects are new ones).
+    pub fn reset(&mut self) {
+        *self = Attributor::default();
+    }
+
+    /// `generation` changes whenever qdiscs, classes or filters may have (the collector's
+    /// configuration generation): the flows' classes are worked out again then.
+    pub fn attribute(
+        &mut self,
+        snap: &Snapshot,
+        generation: u64,
+        flows: &[FlowSample],
+        meta: ReadingMeta,
+    ) -> Sojourn {
+        if self.generation != Some(generation) {
+            self.targets.clear();
+            self.generation = Some(generation);
+        }
+        let mut classifier = Classifier::new(snap);
+        let mut window: HashMap<(u32, ObjectType, Handle), (Histogram, Option<u64>)> =
+            HashMap::default();
+        let mut unattributed = 0;
+        for f in flows {
+            let id: FlowId = (f.ifindex, f.qdisc, f.priority, f.packet.clone());
+            let target = *self
+                .targets
+                .entry(id)
+                .or_insert_with(|| target(&mut classifier, f));
+            match target {
+                Target::Object(o, h) => {
+                    let w = window.entry((f.ifindex, o, h)).or_default();
+                    w.0.add(&f.window);
+                    w.1 = w.1.max(f.window_max_ns);
+                    self.totals
+                        .entry((f.ifindex, o, h))
+                        .or_default()
+                        .add(&f.window);
+                }
+                Target::Unattributed => unattributed += f.window.count(),
+            }
+        }
+        // Objects no longer in the tree are dropped with their totals; live ones that measured
+        // nothing this window keep theirs.
+        let mut objects = Vec::with_capacity(self.totals.len());
+        self.totals.retain(|&(ifindex, o, h), total| {
+            let Ok(ii) = snap
+                .interfaces
+                .binary_search_by_key(&ifindex, |i| i.ifindex)
+            else {
+                return false;
+            };
+            let ifc = &snap.interfaces[ii];
+            let t = ifc.topology();
+            let live = match o {
+                ObjectType::Class => t.class(h).is_some(),
+                ObjectType::Qdisc => t.qdisc(h).is_some(),
+            };
+            if live {
+                let (w, max) = window.remove(&(ifindex, o, h)).unwrap_or_default();
+                objects.push(ObjectSojourn::new(
+                    ifindex,
+                    ifc.name.clone(),
+                    o,
+                    h,
+                    w,
+                    max,
+                    total.clone(),
+                ));
+            }
+            live
+        });
+        objects.sort_by_key(|o| (o.ifindex, o.object, o.handle));
+        Sojourn {
+            state: SojournState::On,
+            window_ns: meta.window_ns,
+            sample_every: meta.sample_every.max(1),
+            objects,
+            unattributed_window: unattributed,
+            flows: meta.flows,
+            flows_capacity: meta.flows_capacity,
+            map_bytes: meta.map_bytes,
+        }
+    }
+}
+
+/// The object a flow's packets wait in, by the offline classifier.
+fn target(classifier: &mut Classifier<'_>, f: &FlowSample) -> Target {
+    // Not IP: the classifier replays IP packets only.
+    let Some(pkt) = &f.packet else {
+        return Target::Unattributed;
+    };
+    let Some(c) = classifier.at_tx_qdisc(f.ifindex, f.qdisc, pkt, f.priority) else {
+        return Target::Unattributed;
+    };
+    match (&c.outcome, c.class) {
+        (Outcome::Class, Some(h)) => Target::Object(ObjectType::Class, h),
+        // unshaped through an HTB's direct queue, or a classless qdisc at the TX queue
+        (Outcome::Direct | Outcome::Qdisc, _) => Target::Object(ObjectType::Qdisc, f.qdisc),
+        _ => Target::Unattributed,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn bounds_are_the_series_from_a_microsecond_to_ten_seconds() {
-        assert_eq!(&BOUNDS_NS[..7], &[1_000, 1_500, 2_000, 3_000, 5_000, 7_000, 10_000]);
+        assert_eq!(
+            &BOUNDS_NS[..7],
+            &[1_000, 1_500, 2_000, 3_000, 5_000, 7_000, 10_000]
+        );
         assert_eq!(BOUNDS_NS[41], 7_000_000_000);
         assert_eq!(BOUNDS_NS[42], 10_000_000_000);
         assert!(BOUNDS_NS.windows(2).all(|w| w[0] < w[1]));

@@ -115,6 +115,25 @@ fn set_int_opt(
     }
 }
 
+/// `setsockopt(TCP_CONGESTION)`.
+fn set_congestion(fd: &impl AsRawFd, cc: &str) -> io::Result<()> {
+    // SAFETY: a valid socket fd, and the name's bytes with their length.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr().cast(),
+            cc.len() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Opens a UDP socket inside `netns` whose send buffer holds `sndbuf_bytes` (root may exceed
 /// wmem_max), so that one sender can fill a deep queue: a default-sized buffer blocks the
 /// sender after ~140 packets in flight, long before a 1000-packet FIFO is full.
@@ -329,6 +348,17 @@ pub struct TcpLoad {
 
 impl TcpLoad {
     pub fn start(netns: &str, dst: SocketAddr, streams: usize) -> Result<Self, LabError> {
+        Self::start_with(netns, dst, streams, None)
+    }
+
+    /// With the congestion control `cc` (`"cubic"`: the loss-based upload that fills a FIFO;
+    /// a namespace's default may be bbr). A privileged process may set any loaded one.
+    pub fn start_with(
+        netns: &str,
+        dst: SocketAddr,
+        streams: usize,
+        cc: Option<&str>,
+    ) -> Result<Self, LabError> {
         let mut bg = Background::default();
         // Every connection before any data: a stream already sending fills the shaper's queue,
         // and the next one's SYN waits behind it (seconds, with super-packets) or is dropped.
@@ -339,6 +369,9 @@ impl TcpLoad {
             })?;
             conn.set_write_timeout(Some(Duration::from_millis(200)))
                 .map_err(traffic_err(netns))?;
+            if let Some(cc) = cc {
+                set_congestion(&conn, cc).map_err(traffic_err(netns))?;
+            }
             conns.push(conn);
         }
         for mut conn in conns {

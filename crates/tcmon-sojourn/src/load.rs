@@ -1,0 +1,293 @@
+//! Loading the program with aya and reading its maps.
+
+use std::os::fd::{AsFd, AsRawFd};
+use std::time::Instant;
+
+use aya::maps::{Array, HashMap as BpfHashMap, Map, MapData, PerCpuArray};
+use aya::programs::BtfTracePoint;
+use aya::{Btf, Ebpf, EbpfLoader, Pod};
+use rustc_hash::FxHashMap as HashMap;
+use tcmon_core::sojourn::BOUNDS_NS;
+
+use crate::{sample, Error, FlowKey, FlowVal, Options, Reading};
+
+const OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/sojourn.bpf.o"));
+
+/// `struct config` of the program.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct Config {
+    netns_cookie: u64,
+    epoch: u32,
+    pad: u32,
+}
+
+// SAFETY: plain old data of the program's layout, no padding left uninitialised.
+unsafe impl Pod for Config {}
+
+const KEY_BYTES: usize = 56;
+const VAL_BYTES: usize = std::mem::size_of::<FlowVal>();
+
+/// The program, loaded and attached, and what the previous read saw. Dropping it detaches
+/// the program and frees its maps.
+#[derive(Debug)]
+pub struct Measurer {
+    ebpf: Ebpf,
+    opts: Options,
+    netns: Option<String>,
+    config: Config,
+    last: HashMap<FlowKey, FlowVal>,
+    last_read: Instant,
+    map_bytes: u64,
+}
+
+/// An aya error with its sources, which say what the kernel refused.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    if s.contains("Operation not permitted") || s.contains("EPERM") {
+        s.push_str(" (needs root: CAP_BPF and CAP_PERFMON)");
+    }
+    s
+}
+
+/// The net cookie of a namespace: what the program compares each device's namespace with.
+fn netns_cookie(netns: Option<&str>) -> Result<u64, Error> {
+    let read = || -> std::io::Result<u64> {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0")
+            .or_else(|_| std::net::UdpSocket::bind("[::1]:0"))?;
+        let mut cookie = 0u64;
+        let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+        // SAFETY: a valid socket, and a u64 with its length for the kernel to fill.
+        let rc = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_NETNS_COOKIE,
+                (&raw mut cookie).cast(),
+                &raw mut len,
+            )
+        };
+        if rc == 0 {
+            Ok(cookie)
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    let name = netns.unwrap_or("of tcmon");
+    let res = match netns {
+        Some(n) => tcmon_netlink::in_netns(n, read).map_err(|e| Error::Netns {
+            netns: name.into(),
+            error: e.to_string(),
+        })?,
+        None => read(),
+    };
+    res.map_err(|e| Error::Netns {
+        netns: name.into(),
+        error: format!("its cookie (SO_NETNS_COOKIE, Linux 5.14+): {e}"),
+    })
+}
+
+fn map_data(m: &Map) -> Option<&MapData> {
+    match m {
+        Map::Array(d) | Map::LruHashMap(d) | Map::HashMap(d) | Map::PerCpuArray(d) => Some(d),
+        _ => None,
+    }
+}
+
+/// `memlock` of a map, from its fdinfo.
+fn memlock(d: &MapData) -> u64 {
+    let fd = d.fd().as_fd().as_raw_fd();
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("memlock:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+impl Measurer {
+    /// Loads and attaches the program, measuring the devices of `netns` (or tcmon's own).
+    pub fn start(netns: Option<&str>, opts: &Options) -> Result<Measurer, Error> {
+        if OBJECT.is_empty() {
+            return Err(Error::NotBuilt("the program was not compiled"));
+        }
+        let cookie = netns_cookie(netns)?;
+        let sample_every = opts.sample_every.max(1);
+        let ebpf = EbpfLoader::new()
+            .set_global("bounds_ns", &BOUNDS_NS, true)
+            .set_global("sample_every", &sample_every, true)
+            .set_max_entries("flows", opts.flows_capacity.max(1))
+            .set_max_entries("inflight", opts.inflight_capacity.max(1))
+            .load(OBJECT)
+            .map_err(|e| Error::Load(chain(&e)))?;
+        let btf = Btf::from_sys_fs()
+            .map_err(|e| Error::Load(format!("the kernel's BTF: {}", chain(&e))))?;
+        let mut m = Measurer {
+            map_bytes: ebpf
+                .maps()
+                .filter_map(|(_, m)| map_data(m))
+                .map(memlock)
+                .sum(),
+            ebpf,
+            opts: *opts,
+            netns: netns.map(str::to_owned),
+            config: Config {
+                netns_cookie: cookie,
+                epoch: 0,
+                pad: 0,
+            },
+            last: HashMap::default(),
+            last_read: Instant::now(),
+        };
+        m.write_config()?;
+        for (prog, hook) in [
+            ("on_dequeue", "qdisc_dequeue"),
+            ("on_enqueue", "qdisc_enqueue"),
+        ] {
+            let attach = |e: &dyn std::error::Error| Error::Attach {
+                hook,
+                error: chain(e),
+            };
+            let p: &mut BtfTracePoint = m
+                .ebpf
+                .program_mut(prog)
+                .ok_or_else(|| Error::Load(format!("no program {prog} in the object")))?
+                .try_into()
+                .map_err(|e| attach(&e))?;
+            p.load(hook, &btf).map_err(|e| attach(&e))?;
+            p.attach().map_err(|e| attach(&e))?;
+        }
+        m.last_read = Instant::now();
+        Ok(m)
+    }
+
+    pub fn options(&self) -> Options {
+        self.opts
+    }
+
+    /// After the namespace was replaced: measure the new one (its cookie differs), and forget
+    /// the flows of the old.
+    pub fn follow_netns(&mut self, netns: Option<&str>) -> Result<(), Error> {
+        let cookie = netns_cookie(netns)?;
+        if cookie != self.config.netns_cookie {
+            self.config.netns_cookie = cookie;
+            self.netns = netns.map(str::to_owned);
+            self.last.clear();
+            self.write_config()?;
+        }
+        Ok(())
+    }
+
+    fn write_config(&mut self) -> Result<(), Error> {
+        let read = |e: &dyn std::error::Error| Error::Read {
+            map: "config",
+            error: chain(e),
+        };
+        let mut a: Array<&mut MapData, Config> = Array::try_from(
+            self.ebpf
+                .map_mut("config")
+                .ok_or_else(|| Error::Load("no map config in the object".into()))?,
+        )
+        .map_err(|e| read(&e))?;
+        a.set(0, self.config, 0).map_err(|e| read(&e))
+    }
+
+    /// Packets timestamped and not yet measured, by a walk of the table (for tests and
+    /// debugging: packets dropped inside the tree stay until evicted).
+    pub fn in_flight(&self) -> Result<u64, Error> {
+        let err = |e: &dyn std::error::Error| Error::Read {
+            map: "inflight",
+            error: chain(e),
+        };
+        let map: BpfHashMap<&MapData, u64, u64> = BpfHashMap::try_from(
+            self.ebpf
+                .map("inflight")
+                .ok_or_else(|| Error::Load("no map inflight in the object".into()))?,
+        )
+        .map_err(|e| err(&e))?;
+        let limit = 2 * self.opts.inflight_capacity as usize + 16;
+        Ok(map.keys().take(limit).flatten().count() as u64)
+    }
+
+    /// What each flow measured since the previous read.
+    pub fn read(&mut self) -> Result<Reading, Error> {
+        let now = Instant::now();
+        let window_ns = u64::try_from((now - self.last_read).as_nanos()).unwrap_or(u64::MAX);
+        let epoch = self.config.epoch;
+        let flows_err = |e: &dyn std::error::Error| Error::Read {
+            map: "flows",
+            error: chain(e),
+        };
+        let mut current: HashMap<FlowKey, FlowVal> = HashMap::default();
+        {
+            let map: BpfHashMap<&MapData, [u8; KEY_BYTES], [u8; VAL_BYTES]> = BpfHashMap::try_from(
+                self.ebpf
+                    .map("flows")
+                    .ok_or_else(|| Error::Load("no map flows in the object".into()))?,
+            )
+            .map_err(|e| flows_err(&e))?;
+            // A key evicted while the walk stands on it restarts the walk: bounded, and
+            // duplicates fold into the map.
+            let limit = 2 * self.opts.flows_capacity as usize + 16;
+            for item in map.iter().take(limit) {
+                let (k, v) = match item {
+                    Ok(kv) => kv,
+                    // gone between the key and its value
+                    Err(aya::maps::MapError::KeyNotFound) => continue,
+                    Err(e) => return Err(flows_err(&e)),
+                };
+                current.insert(FlowKey::from_bytes(&k), FlowVal::from_bytes(&v));
+            }
+        }
+        // Maxima from now on belong to the next read.
+        self.config.epoch = epoch.wrapping_add(1);
+        self.write_config()?;
+        self.last_read = now;
+
+        let mut flows = Vec::with_capacity(current.len());
+        for (k, v) in &current {
+            let prev = self.last.get(k);
+            let window = v.since(prev);
+            if window.count() == 0 {
+                continue;
+            }
+            let max = (v.max_epoch == epoch).then_some(v.max_ns);
+            flows.push(sample(k, window, max));
+        }
+        let flows_in_table = current.len() as u64;
+        self.last = current;
+
+        let counters: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(
+            self.ebpf
+                .map("counters")
+                .ok_or_else(|| Error::Load("no map counters in the object".into()))?,
+        )
+        .map_err(|e| Error::Read {
+            map: "counters",
+            error: chain(&e),
+        })?;
+        let total = |i: u32| -> u64 {
+            counters
+                .get(&i, 0)
+                .map_or(0, |v| v.iter().copied().sum())
+        };
+        Ok(Reading {
+            flows,
+            window_ns,
+            flows_in_table,
+            flows_capacity: u64::from(self.opts.flows_capacity),
+            map_bytes: self.map_bytes,
+            timestamped_total: total(0),
+            measured_total: total(1),
+            lost_total: total(2),
+        })
+    }
+}

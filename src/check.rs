@@ -68,9 +68,17 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         },
     };
     let mut collector = Collector::open(args.target.netns.as_deref(), opts)?;
+    let mut sojourn = tcmon_sojourn::Session::start(
+        args.target.netns.as_deref(),
+        &cfg.sojourn_mode(args.target.no_bpf),
+    );
     let before = collector.poll()?;
+    // the measured window is the window between the two polls
+    let _ = sojourn.measure(&before, collector.config_generation());
     std::thread::sleep(args.window);
-    let now = collector.poll()?;
+    let mut now = collector.poll()?;
+    now.sojourn = Some(sojourn.measure(&now, collector.config_generation()));
+    drop(sojourn);
     let rates = Rates::between(&before, &now);
     let links = facts::links(&now, collector.link_names(), args.target.netns.as_deref());
     let facts = Facts {

@@ -19,6 +19,51 @@ pub(crate) struct Config {
     pub(crate) check: tcmon_diag::Thresholds,
     /// `tcmon serve`.
     pub(crate) serve: ServeConfig,
+    /// The queueing delay of real packets, measured in the kernel (eBPF).
+    pub(crate) sojourn: SojournConfig,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct SojournConfig {
+    pub(crate) enabled: bool,
+    /// Timestamp one packet in this many.
+    pub(crate) sample_every: u32,
+    /// Flows the kernel keeps (least recently used evicted).
+    pub(crate) flows: u32,
+    /// Packets in the tree at once that can be timestamped.
+    pub(crate) in_flight: u32,
+}
+
+impl Default for SojournConfig {
+    fn default() -> Self {
+        let o = tcmon_sojourn::Options::default();
+        SojournConfig {
+            enabled: true,
+            sample_every: o.sample_every,
+            flows: o.flows_capacity,
+            in_flight: o.inflight_capacity,
+        }
+    }
+}
+
+impl Config {
+    /// Whether and how to measure: `--no-bpf` and `[sojourn] enabled = false` turn it off,
+    /// and say so as the reason.
+    pub(crate) fn sojourn_mode(&self, no_bpf: bool) -> tcmon_sojourn::SojournMode {
+        use tcmon_sojourn::SojournMode;
+        if no_bpf {
+            SojournMode::Off("turned off by --no-bpf".into())
+        } else if !self.sojourn.enabled {
+            SojournMode::Off("turned off by the config ([sojourn] enabled = false)".into())
+        } else {
+            SojournMode::Measure(tcmon_sojourn::Options {
+                sample_every: self.sojourn.sample_every,
+                flows_capacity: self.sojourn.flows,
+                inflight_capacity: self.sojourn.in_flight,
+            })
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -141,6 +186,7 @@ impl Config {
         &self,
         netns: Option<String>,
         devices: Vec<String>,
+        no_bpf: bool,
     ) -> tcmon_agent::AgentOptions {
         tcmon_agent::AgentOptions {
             netns,
@@ -157,6 +203,7 @@ impl Config {
                 recent: self.probes.recent,
                 netns: None,
             }),
+            sojourn: self.sojourn_mode(no_bpf),
         }
     }
 }
@@ -240,6 +287,15 @@ fn validate(cfg: &Config) -> Result<(), String> {
     }
     if cfg.serve.header_timeout < Duration::from_millis(100) {
         return Err("serve.header_timeout must be at least 100ms".into());
+    }
+    if cfg.sojourn.sample_every == 0 {
+        return Err("sojourn.sample_every must be at least 1".into());
+    }
+    if !(64..=16_777_216).contains(&cfg.sojourn.flows) {
+        return Err("sojourn.flows must be between 64 and 16777216".into());
+    }
+    if !(64..=16_777_216).contains(&cfg.sojourn.in_flight) {
+        return Err("sojourn.in_flight must be between 64 and 16777216".into());
     }
     if let Err(name) =
         tcmon_export::Groups::from_names(cfg.serve.metrics.iter().map(String::as_str))

@@ -31,7 +31,18 @@ pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
 
     let watch_every = args.watch.then_some(Duration::from_secs(1));
     let Some(interval) = args.interval.or(watch_every) else {
-        let snap = collector.poll()?;
+        let snap = match args.sojourn {
+            Some(window) => {
+                let mode = cfg.sojourn_mode(args.target.no_bpf);
+                let mut session =
+                    tcmon_sojourn::Session::start(args.target.netns.as_deref(), &mode);
+                std::thread::sleep(window);
+                let mut snap = collector.poll()?;
+                snap.sojourn = Some(session.measure(&snap, collector.config_generation()));
+                snap
+            }
+            None => collector.poll()?,
+        };
         if args.json {
             serde_json::to_writer(&mut out, &snap)?;
             out.write_all(b"\n")?;

@@ -153,6 +153,9 @@ struct Target {
     /// Config file (default: none; see config.toml for every key and its default).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`).
+    #[arg(long)]
+    no_bpf: bool,
 }
 
 #[derive(Debug, Args)]
@@ -218,6 +221,10 @@ struct DumpArgs {
     /// Skip filters (one dump per parent; the slow part on trees with thousands of classes).
     #[arg(long)]
     no_filters: bool,
+    /// Measure the queueing delay of real packets (eBPF) for this long first, and include it
+    /// per class (`sojourn` in the JSON; `=` delays in the tree).
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, conflicts_with_all = ["interval", "watch"])]
+    sojourn: Option<Duration>,
 }
 
 #[derive(Debug, Args)]

@@ -50,7 +50,11 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
     listener
         .set_nonblocking(true)
         .context("set the listening socket non-blocking")?;
-    let mut opts = cfg.agent_options(args.target.netns.clone(), args.target.devices.clone());
+    let mut opts = cfg.agent_options(
+        args.target.netns.clone(),
+        args.target.devices.clone(),
+        args.target.no_bpf,
+    );
     // No sparklines here: nobody draws them (minutes of samples of 20,000 objects are tens of
     // MB).
     opts.history_len = 0;
@@ -461,6 +465,8 @@ impl App {
 struct Said {
     error: Option<String>,
     warnings: std::collections::HashSet<String>,
+    /// The measurement's state last said.
+    sojourn: Option<Measured>,
 }
 
 impl Said {
@@ -474,6 +480,25 @@ impl Said {
             _ => {}
         }
         self.error.clone_from(&s.last_error);
+        if let Some(m) = &s.snapshot.sojourn {
+            let now = match m.off_reason() {
+                None => Measured::On,
+                Some(why) => Measured::Off(why.to_owned()),
+            };
+            if self.sojourn.as_ref() != Some(&now) {
+                match &now {
+                    Measured::On => eprintln!(
+                        "tcmon serve: measuring the queueing delay of real packets (eBPF): \
+                         tcmon_class_sojourn_seconds"
+                    ),
+                    Measured::Off(why) => eprintln!(
+                        "tcmon serve: the queueing delay of real packets is not measured: {why} \
+                         (tcmon_sojourn_enabled 0; delays are estimated from backlog and rate)"
+                    ),
+                }
+                self.sojourn = Some(now);
+            }
+        }
         if s.last_error.is_none() {
             for w in &s.snapshot.warnings {
                 if !self.warnings.contains(w) {
@@ -484,6 +509,12 @@ impl Said {
             self.warnings = s.snapshot.warnings.iter().cloned().collect();
         }
     }
+}
+
+#[derive(PartialEq)]
+enum Measured {
+    On,
+    Off(String),
 }
 
 /// Whole milliseconds, for messages.

@@ -14,7 +14,7 @@ pub(crate) struct UsageError(pub(crate) String);
 
 pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
     let cfg = config::load(args.target.config.as_deref())?;
-    let mut opts = cfg.agent_options(args.target.netns, args.target.devices);
+    let mut opts = cfg.agent_options(args.target.netns, args.target.devices, args.target.no_bpf);
     if let Some(i) = args.interval {
         if i < Duration::from_millis(100) {
             return Err(UsageError("--interval must be at least 100ms".into()).into());

@@ -21,6 +21,8 @@ use tcmon_diag::{
 };
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 use tcmon_probe::{Continuous, ContinuousOptions, TargetStatus};
+use tcmon_sojourn::Session;
+pub use tcmon_sojourn::SojournMode;
 use tokio::sync::watch;
 
 pub use history::{History, Sample};
@@ -38,6 +40,8 @@ pub struct AgentOptions {
     pub history_len: usize,
     /// Continuous latency probes; `None` or no targets: none. They run in `netns` too.
     pub probes: Option<ContinuousOptions>,
+    /// The queueing delay of real packets, measured in the kernel (eBPF), or why not.
+    pub sojourn: SojournMode,
 }
 
 impl Default for AgentOptions {
@@ -50,6 +54,7 @@ impl Default for AgentOptions {
             thresholds: Thresholds::default(),
             history_len: 180,
             probes: None,
+            sojourn: SojournMode::Measure(tcmon_sojourn::Options::default()),
         }
     }
 }
@@ -160,6 +165,7 @@ impl Agent {
                 },
             },
         )?;
+        let sojourn = Session::start(opts.netns.as_deref(), &opts.sojourn);
         let first = collector.poll()?;
         let continuous = start_probes(&opts)?;
         let history = Arc::new(Mutex::new(History::new(opts.history_len)));
@@ -181,6 +187,7 @@ impl Agent {
             history: Arc::clone(&history),
             continuous,
             config_findings: None,
+            sojourn,
         };
         let state = poller.step(first);
         let (tx, rx) = watch::channel(Arc::new(state));
@@ -260,6 +267,7 @@ struct Poller {
     /// they were computed at; dropped when the link facts change. On big trees they are
     /// thousands of findings that stay the same from poll to poll.
     config_findings: Option<(u64, Arc<Vec<Finding>>)>,
+    sojourn: Session,
 }
 
 impl Poller {
@@ -362,7 +370,11 @@ impl Poller {
             if self.probes_follow_netns() {
                 self.continuous = None;
             }
+            self.sojourn.follow_netns(self.opts.netns.as_deref());
         }
+        let generation = self.collector.config_generation();
+        let sojourn = self.sojourn.measure(&snap, generation);
+        snap.sojourn = Some(sojourn);
         if self.continuous.is_none() && self.probes_follow_netns() {
             match start_probes(&self.opts) {
                 Ok(c) => self.continuous = c,

@@ -32,10 +32,64 @@ pub fn tree(snap: &Snapshot) -> String {
         }
         interface_tree(&mut out, iface);
     }
+    if let Some(m) = &snap.sojourn {
+        sojourn(&mut out, m);
+    }
     for w in &snap.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
     out
+}
+
+/// The measured queueing delay, one line per measured object, in tree order.
+fn sojourn(out: &mut String, m: &tcmon_core::sojourn::Sojourn) {
+    out.push('\n');
+    if let Some(why) = m.off_reason() {
+        let _ = writeln!(out, "queueing delay of real packets: not measured ({why})");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "queueing delay of real packets (eBPF, {} window{}):",
+        fmt_ns(m.window_ns as i64),
+        if m.sample_every > 1 {
+            format!(", 1 packet in {} timestamped", m.sample_every)
+        } else {
+            String::new()
+        }
+    );
+    let opt = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| fmt_ns(v as i64));
+    for o in &m.objects {
+        let what = match o.object {
+            tcmon_core::rates::ObjectType::Class => "class",
+            tcmon_core::rates::ObjectType::Qdisc => "qdisc",
+        };
+        let _ = writeln!(
+            out,
+            "  {} {what} {}: p50 {} p99 {} max {} ({} packets; {} since start)",
+            o.device,
+            o.handle,
+            opt(o.window_p50_ns),
+            opt(o.window_p99_ns),
+            opt(o.window_max_ns),
+            o.window.count(),
+            o.total.count()
+        );
+    }
+    if m.objects.is_empty() {
+        // A packet is measured only when it both entered and left during the measurement.
+        out.push_str(
+            "  no packet entered and left a measured queue in the window (a queue holding \
+             longer than the window shows nothing: measure longer)\n",
+        );
+    }
+    if m.unattributed_window > 0 {
+        let _ = writeln!(
+            out,
+            "  {} packets of flows whose class cannot be worked out offline",
+            m.unattributed_window
+        );
+    }
 }
 
 fn interface_tree(out: &mut String, iface: &Interface) {

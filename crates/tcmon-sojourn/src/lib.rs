@@ -27,6 +27,9 @@ use tcmon_core::Handle;
 
 #[cfg(tcmon_bpf)]
 mod load;
+mod session;
+
+pub use session::{Session, SojournMode};
 
 #[cfg(tcmon_bpf)]
 pub use load::Measurer;

@@ -274,11 +274,7 @@ impl Measurer {
             map: "counters",
             error: chain(&e),
         })?;
-        let total = |i: u32| -> u64 {
-            counters
-                .get(&i, 0)
-                .map_or(0, |v| v.iter().copied().sum())
-        };
+        let total = |i: u32| -> u64 { counters.get(&i, 0).map_or(0, |v| v.iter().copied().sum()) };
         Ok(Reading {
             flows,
             window_ns,

@@ -366,6 +366,26 @@ mod tests {
         assert_eq!(wrapped.since(Some(&b)).counts[5], 3);
     }
 
+    /// Runs in a build without clang (tests/build_without_bpf.rs makes one).
+    #[cfg(not(tcmon_bpf))]
+    #[test]
+    fn without_the_program_start_says_why() {
+        assert!(!BUILT);
+        let why = not_built_reason().unwrap();
+        let err = Measurer::start(None, &Options::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("this tcmon was built without it ({why})")
+        );
+        let mut s = Session::start(None, &SojournMode::Measure(Options::default()));
+        assert_eq!(s.off_reason(), Some(err.to_string().as_str()));
+        let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
+        assert_eq!(
+            s.measure(&snap, 0).off_reason(),
+            Some(err.to_string().as_str())
+        );
+    }
+
     proptest! {
         #[test]
         fn random_key_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 56)) {

@@ -169,6 +169,7 @@ fn load_args(args: &CheckArgs, sink: std::net::SocketAddr, target: String) -> cr
         cc: args.cc.clone(),
         devices: args.target.devices.clone(),
         netns: args.target.netns.clone(),
+        no_bpf: args.target.no_bpf,
         json: false,
     }
 }

@@ -299,6 +299,10 @@ struct ProbeArgs {
     /// routes and shapes this one's traffic). Probes and load still use this one.
     #[arg(long, value_name = "NAME")]
     netns: Option<String>,
+    /// Do not measure the queueing delay of real packets with eBPF: the bottleneck is then
+    /// estimated from backlog / rate.
+    #[arg(long)]
+    no_bpf: bool,
     /// `{"phases": [...], "latency_increase_ms", "grade", "rpm", "bottleneck"}`.
     #[arg(long)]
     json: bool,

@@ -3,11 +3,13 @@
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tcmon_core::units::fmt_bits_per_sec;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 use tcmon_probe::{Bottleneck, LoadOptions, Report, Sink, SinkOptions, Target, TestOptions};
+use tcmon_sojourn::SojournMode;
 
 use crate::{ProbeArgs, SinkArgs};
 
@@ -26,11 +28,13 @@ pub(crate) fn test(args: &ProbeArgs) -> Result<Report> {
     prepare(args)?.run()
 }
 
-/// A test whose options were checked and whose sink answers, with the collector open: what
-/// can be known before it runs is known.
+/// A test whose options were checked and whose sink answers, with the collector open and the
+/// queueing delay measured from packets (or off, with the reason): what can be known before it
+/// runs is known.
 pub(crate) struct Prepared {
     opts: TestOptions,
     collector: Collector,
+    sojourn: tcmon_sojourn::Session,
 }
 
 /// Everything but the test itself, for `check --load` to do before its window: a bad `--cc`
@@ -58,16 +62,38 @@ pub(crate) fn prepare(args: &ProbeArgs) -> Result<Prepared> {
     if let Some(l) = &opts.load {
         tcmon_probe::sink_answers(l.sink)?;
     }
+    // The queueing delay of real packets, measured from before the first phase: a packet is
+    // measured when it entered and left the tree while the program ran.
+    let sojourn = tcmon_sojourn::Session::start(
+        args.netns.as_deref(),
+        &if args.no_bpf {
+            SojournMode::Off("turned off by --no-bpf".into())
+        } else {
+            SojournMode::Measure(tcmon_sojourn::Options::default())
+        },
+    );
     // The collector reads this host while the test runs; opened before any load is sent, so a
-    // bad --dev is reported first.
+    // bad --dev is reported first. The measurement attributes flows to classes with the
+    // filters (read again when they change); without it they are not needed.
+    let filters = if sojourn.off_reason().is_none() {
+        FilterMode::Cached {
+            max_age: Duration::from_secs(3600),
+        }
+    } else {
+        FilterMode::Off
+    };
     let collector = Collector::open(
         args.netns.as_deref(),
         CollectorOptions {
             devices: args.devices.clone(),
-            filters: FilterMode::Off,
+            filters,
         },
     )?;
-    Ok(Prepared { opts, collector })
+    Ok(Prepared {
+        opts,
+        collector,
+        sojourn,
+    })
 }
 
 impl Prepared {
@@ -75,6 +101,7 @@ impl Prepared {
         let Prepared {
             mut opts,
             mut collector,
+            mut sojourn,
         } = self;
         // Said while the test runs: otherwise a target that never answers shows only at the end.
         let (silent_tx, silent_rx) = std::sync::mpsc::channel::<String>();
@@ -87,8 +114,12 @@ impl Prepared {
             }
         });
         opts.silent = Some(silent_tx);
-        let report =
-            tcmon_probe::run(&opts, move || collector.poll().ok()).context("latency test")?;
+        let poll = move || {
+            let mut snap = collector.poll().ok()?;
+            snap.sojourn = Some(sojourn.measure(&snap, collector.config_generation()));
+            Some(snap)
+        };
+        let report = tcmon_probe::run(&opts, poll).context("latency test")?;
         drop(opts);
         let _ = teller.join();
         Ok(report)
@@ -196,6 +227,8 @@ fn human(r: &Report) -> String {
             phase,
             phase_latency_increase_ms,
             download_of,
+            measured,
+            not_measured,
         }) => {
             let role = if download_of.is_empty() {
                 String::new()
@@ -209,20 +242,66 @@ fn human(r: &Report) -> String {
                 }
                 _ => "`tcmon check` says how to fix it",
             };
+            let risen = format!("the {phase} phase rose {}", ms(*phase_latency_increase_ms));
+            let holds = match measured {
+                Some(m) => format!(
+                    "holds the delay ({risen}), measured from packets: p50 {}, p99 {} over {} \
+                     packets",
+                    ms(m.p50_ms),
+                    ms(m.p99_ms),
+                    m.packets
+                ),
+                None => format!(
+                    "holds {} of queue at the rate it sends ({risen})",
+                    ms(*queue_delay_ms)
+                ),
+            };
             let _ = writeln!(
                 s,
-                "bottleneck: on this host, {interface} {object} ({kind}{role}) holds {} of queue at \
-                 the rate it sends (the {phase} phase rose {}); {advice}",
-                ms(*queue_delay_ms),
-                ms(*phase_latency_increase_ms)
+                "bottleneck: on this host, {interface} {object} ({kind}{role}) {holds}; {advice}"
             );
+            estimated(&mut s, not_measured.as_deref());
         }
-        Some(Bottleneck::Upstream { advice, .. }) => {
+        Some(Bottleneck::Upstream {
+            advice,
+            measured,
+            not_measured,
+            ..
+        }) => {
             let _ = writeln!(s, "bottleneck: upstream; {advice}");
+            match measured {
+                Some(m) if m.packets > 0 => {
+                    let _ = writeln!(
+                        s,
+                        "measured from packets: the deepest queue on this host held them p50 {}, \
+                         p99 {}",
+                        ms(m.p50_ms),
+                        ms(m.p99_ms)
+                    );
+                }
+                Some(_) => {
+                    let _ = writeln!(
+                        s,
+                        "measured from packets: none waited in a queue on this host"
+                    );
+                }
+                None => estimated(&mut s, not_measured.as_deref()),
+            }
         }
         None => {}
     }
     s
+}
+
+/// Says that the bottleneck was estimated from backlog / rate, and why it was not measured.
+fn estimated(s: &mut String, not_measured: Option<&str>) {
+    if let Some(why) = not_measured {
+        let _ = writeln!(
+            s,
+            "queueing delay not measured from packets ({why}): the bottleneck is estimated from \
+             backlog / rate"
+        );
+    }
 }
 
 pub(crate) fn sink(args: &SinkArgs) -> Result<ExitCode> {
@@ -241,4 +320,81 @@ pub(crate) fn sink(args: &SinkArgs) -> Result<ExitCode> {
     );
     sink.wait();
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tcmon_probe::{Grade, MeasuredDelay};
+
+    fn report(bottleneck: Bottleneck) -> Report {
+        Report {
+            targets: vec!["icmp:10.99.1.2".into()],
+            phases: Vec::new(),
+            latency_increase_ms: Some(1_500.0),
+            grade: Some(Grade::F),
+            loss_under_load: 0.0,
+            grade_by_latency: None,
+            rpm: Some(30.0),
+            bottleneck: Some(bottleneck),
+        }
+    }
+
+    fn local(measured: Option<MeasuredDelay>, not_measured: Option<&str>) -> Bottleneck {
+        Bottleneck::Local {
+            interface: "r1".into(),
+            object: "1:10".into(),
+            kind: "htb".into(),
+            queue_delay_ms: 3_130.0,
+            phase: "upload",
+            phase_latency_increase_ms: 2_940.0,
+            download_of: Vec::new(),
+            measured,
+            not_measured: not_measured.map(str::to_owned),
+        }
+    }
+
+    /// The bottleneck line gives what the packets waited when they were measured, and the
+    /// estimate with the reason it was not measured otherwise.
+    #[test]
+    fn the_bottleneck_says_whether_it_was_measured_or_estimated() {
+        let m = MeasuredDelay {
+            p50_ms: 2_920.0,
+            p99_ms: 3_700.0,
+            max_ms: 3_710.0,
+            packets: 497,
+        };
+        let out = human(&report(local(Some(m.clone()), None)));
+        assert!(
+            out.ends_with(
+                "bottleneck: on this host, r1 1:10 (htb) holds the delay (the upload phase rose \
+                 2.94 s), measured from packets: p50 2.92 s, p99 3.70 s over 497 packets; \
+                 `tcmon check` says how to fix it\n"
+            ),
+            "{out}"
+        );
+        let out = human(&report(local(None, Some("turned off by --no-bpf"))));
+        assert!(
+            out.ends_with(
+                "bottleneck: on this host, r1 1:10 (htb) holds 3.13 s of queue at the rate it \
+                 sends (the upload phase rose 2.94 s); `tcmon check` says how to fix it\n\
+                 queueing delay not measured from packets (turned off by --no-bpf): the \
+                 bottleneck is estimated from backlog / rate\n"
+            ),
+            "{out}"
+        );
+        let upstream = |measured| Bottleneck::Upstream {
+            phase: "download",
+            phase_latency_increase_ms: 300.0,
+            local_queue_delay_ms: 0.0,
+            advice: "no queue on this host holds the delay".into(),
+            measured,
+            not_measured: None,
+        };
+        let out = human(&report(upstream(Some(MeasuredDelay { packets: 0, ..m }))));
+        assert!(
+            out.ends_with("measured from packets: none waited in a queue on this host\n"),
+            "{out}"
+        );
+    }
 }

@@ -20,7 +20,9 @@ pub use sink::{Sink, SinkOptions};
 pub use stats::{RttMs, TargetStats};
 pub use status::{ProbeKind, TargetStatus};
 pub use target::Target;
-pub use verdict::{verdict, Bottleneck, Grade, PhaseData, PhaseReport, Report, TargetPhase};
+pub use verdict::{
+    verdict, Bottleneck, Grade, MeasuredDelay, PhaseData, PhaseReport, Report, TargetPhase,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {

@@ -53,11 +53,14 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     // before the diagnosis: the fix plan then sets nothing for an accepted risk
     cfg.check.ignore.extend(args.ignore.iter().cloned());
     // Before the window: a bad --cc or a sink that is not there is said at once.
+    // the probe measures with the defaults, or not at all when the config turns it off
+    let no_bpf = args.target.no_bpf || !cfg.sojourn.enabled;
     let load = match args.load {
         Some(sink) => Some(crate::probe::prepare(&load_args(
             args,
             sink,
             sink.ip().to_string(),
+            no_bpf,
         ))?),
         None => None,
     };
@@ -91,7 +94,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     };
     let mut findings = diagnose(&facts, &cfg.check);
     let load = match (load, args.load) {
-        (Some(test), Some(sink)) => Some(load_test(args, sink, test)?),
+        (Some(test), Some(sink)) => Some(load_test(args, sink, test, no_bpf)?),
         _ => None,
     };
     if let Some(report) = &load {
@@ -157,7 +160,12 @@ struct WithLoad<'a> {
 }
 
 /// The latency-under-load test of `check --load` against `sink`, probing `target`.
-fn load_args(args: &CheckArgs, sink: std::net::SocketAddr, target: String) -> crate::ProbeArgs {
+fn load_args(
+    args: &CheckArgs,
+    sink: std::net::SocketAddr,
+    target: String,
+    no_bpf: bool,
+) -> crate::ProbeArgs {
     crate::ProbeArgs {
         targets: vec![target],
         load: Some(sink),
@@ -169,7 +177,7 @@ fn load_args(args: &CheckArgs, sink: std::net::SocketAddr, target: String) -> cr
         cc: args.cc.clone(),
         devices: args.target.devices.clone(),
         netns: args.target.netns.clone(),
-        no_bpf: args.target.no_bpf,
+        no_bpf,
         json: false,
     }
 }
@@ -180,6 +188,7 @@ fn load_test(
     args: &CheckArgs,
     sink: std::net::SocketAddr,
     test: crate::probe::Prepared,
+    no_bpf: bool,
 ) -> Result<tcmon_probe::Report> {
     match test.run() {
         Err(e)
@@ -190,7 +199,7 @@ fn load_test(
                 )
             }) =>
         {
-            crate::probe::test(&load_args(args, sink, format!("udp:{sink}")))
+            crate::probe::test(&load_args(args, sink, format!("udp:{sink}"), no_bpf))
         }
         other => other,
     }

@@ -1437,6 +1437,8 @@ fn evidence_prints_rounded_and_json_keeps_full_precision() {
             phase: "upload",
             phase_latency_increase_ms: 1_888.777_777,
             download_of: Vec::new(),
+            measured: None,
+            not_measured: None,
         }),
     };
     let mut findings = check(&snap(Instant::now(), tree));
@@ -1454,6 +1456,55 @@ fn evidence_prints_rounded_and_json_keeps_full_precision() {
     );
     findings.push(bloat);
     assert_rounded_for_people(&findings);
+}
+
+/// A load test whose bottleneck was measured from packets says the measured wait, not the
+/// backlog estimate.
+#[test]
+fn bufferbloat_names_the_measured_wait_when_there_is_one() {
+    use tcmon_probe::{Bottleneck, Grade, MeasuredDelay};
+    let local = |measured| Bottleneck::Local {
+        interface: "eth1".into(),
+        object: "1:10".into(),
+        kind: "pfifo".into(),
+        queue_delay_ms: 3_130.0,
+        phase: "upload",
+        phase_latency_increase_ms: 2_940.0,
+        download_of: Vec::new(),
+        measured,
+        not_measured: None,
+    };
+    let report = |b| tcmon_probe::Report {
+        targets: vec!["icmp:10.99.1.2".into()],
+        phases: Vec::new(),
+        latency_increase_ms: Some(1_490.0),
+        grade: Some(Grade::F),
+        loss_under_load: 0.0,
+        grade_by_latency: None,
+        rpm: None,
+        bottleneck: Some(b),
+    };
+    let findings = check(&snap(Instant::now(), seed_2mbit(None)));
+    let est = bufferbloat(&report(local(None)), &findings).unwrap();
+    assert!(
+        est.message.contains("holds 3130 ms of it"),
+        "{}",
+        est.message
+    );
+    let m = MeasuredDelay {
+        p50_ms: 2_920.0,
+        p99_ms: 3_700.0,
+        max_ms: 3_720.0,
+        packets: 497,
+    };
+    let measured = bufferbloat(&report(local(Some(m))), &findings).unwrap();
+    assert!(
+        measured
+            .message
+            .contains("packets waited 2920 ms there (median, measured; p99 3700 ms)"),
+        "{}",
+        measured.message
+    );
 }
 
 /// Two leaves of `rate` (ceil = the parent's `parent_rate`) under 1:1, made with `r2q`, each

@@ -28,6 +28,7 @@ pub fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Find
             object,
             queue_delay_ms,
             download_of,
+            measured,
             ..
         }) => {
             // that queue's own commands, not those of every object a merged finding names
@@ -43,9 +44,14 @@ pub fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Find
             } else {
                 format!(" (the download queue of {})", download_of.join(", "))
             };
-            let place = format!(
-                "{interface} {object}{role} holds {queue_delay_ms:.0} ms of it (see its other findings)"
-            );
+            let held = match measured {
+                Some(m) => format!(
+                    "packets waited {:.0} ms there (median, measured; p99 {:.0} ms)",
+                    m.p50_ms, m.p99_ms
+                ),
+                None => format!("holds {queue_delay_ms:.0} ms of it"),
+            };
+            let place = format!("{interface} {object}{role} {held} (see its other findings)");
             (interface.clone(), object.clone(), place, fix)
         }
         Some(Bottleneck::Upstream { advice, .. }) => {

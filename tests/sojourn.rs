@@ -220,3 +220,19 @@ fn dump_check_and_serve_say_why_when_it_is_off() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A namespace whose loopback was never brought up (no address to bind to, as `ip netns add`
+/// leaves it) is still measured: its cookie is read from an unbound socket.
+#[test]
+fn a_namespace_with_its_loopback_down_is_measured() {
+    if skipped("a_namespace_with_its_loopback_down_is_measured") {
+        return;
+    }
+    let ns = tcmon_lab::Netns::create("sjlo").unwrap();
+    ns.ip(&["link", "set", "lo", "down"]).unwrap();
+    ns.ip(&["addr", "flush", "dev", "lo"]).unwrap();
+    let o = common::tcmon(&["dump", "--json", "--netns", &ns.name, "--sojourn", "100ms"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sojourn"]["state"], "on", "{}", v["sojourn"]);
+}

@@ -1,6 +1,6 @@
 //! Loading the program with aya and reading its maps.
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::time::Instant;
 
 use aya::maps::{Array, HashMap as BpfHashMap, Map, MapData, PerCpuArray};
@@ -59,8 +59,14 @@ fn chain(e: &dyn std::error::Error) -> String {
 /// The net cookie of a namespace: what the program compares each device's namespace with.
 fn netns_cookie(netns: Option<&str>) -> Result<u64, Error> {
     let read = || -> std::io::Result<u64> {
-        let s = std::net::UdpSocket::bind("127.0.0.1:0")
-            .or_else(|_| std::net::UdpSocket::bind("[::1]:0"))?;
+        // an unbound socket: a namespace's loopback may be down (nothing to bind to)
+        // SAFETY: socket(2) with constant arguments; the fd is owned at once.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a new fd that nothing else owns.
+        let s = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
         let mut cookie = 0u64;
         let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
         // SAFETY: a valid socket, and a u64 with its length for the kernel to fill.

@@ -8,6 +8,7 @@
 #   none     no tcmon
 #   no-bpf   `tcmon serve --no-bpf` polling the namespace every second (the agent's own cost)
 #   bpf      `tcmon serve` measuring (the program on both qdisc tracepoints)
+#   bpf/8    the same with `[sojourn] sample_every = 8`
 # twice: with GSO (64 kB super-packets, what a host sends) and with GSO/TSO off (full-size
 # packets: the most packets per byte, the program's worst case).
 # Printed per setup: throughput (Gbit/s), CPU busy (cores, from /proc/stat, the whole
@@ -43,7 +44,8 @@ tc -n "$A" qdisc add dev v0 root handle 1: htb default 10
 tc -n "$A" class add dev v0 parent 1: classid 1:10 htb rate "$RATE"
 tc -n "$A" qdisc add dev v0 parent 1:10 handle 10: pfifo limit 1000
 
-RECV=$(mktemp); SEND=$(mktemp)
+RECV=$(mktemp); SEND=$(mktemp); S8=$(mktemp)
+printf '[sojourn]\nsample_every = 8\n' > "$S8"
 cat > "$RECV" <<'PY'
 import socket, sys, threading
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -72,6 +74,7 @@ run() {
   case $setup in
     no-bpf) "$TCMON" serve --netns "$A" --no-bpf --listen 127.0.0.1:29311 2>/dev/null & serve=$! ;;
     bpf) "$TCMON" serve --netns "$A" --listen 127.0.0.1:29311 2>/dev/null & serve=$! ;;
+    bpf/8) "$TCMON" serve --netns "$A" --listen 127.0.0.1:29311 --config "$S8" 2>/dev/null & serve=$! ;;
   esac
   [ -n "$serve" ] && { for _ in $(seq 50); do curl -sf http://127.0.0.1:29311/healthz >/dev/null 2>&1 && break; sleep 0.1; done; sleep 1; }
   read -r b0 p0 < <(bytes_sent); read -r u0 t0 < <(busy)
@@ -90,7 +93,7 @@ for mode in gso mtu; do
   if [ $mode = mtu ]; then ip netns exec "$A" ethtool -K v0 gso off tso off >/dev/null; fi
   declare -A G C P
   for r in $(seq "$ROUNDS"); do
-    for setup in none no-bpf bpf; do
+    for setup in none no-bpf bpf bpf/8; do
       read -r g c p < <(run $setup)
       G[$setup]+="$g "; C[$setup]+="$c "; P[$setup]+="$p "
     done
@@ -98,15 +101,17 @@ for mode in gso mtu; do
   med() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   echo "== $mode: $STREAMS cubic streams through an HTB at $RATE, ${SECS}s x $ROUNDS rounds (medians) =="
   printf "%-7s %9s %9s %12s %12s\n" setup Gbit/s cores cores/Gbit packets/s
-  for setup in none no-bpf bpf; do
+  for setup in none no-bpf bpf bpf/8; do
     g=$(echo "${G[$setup]}" | med); c=$(echo "${C[$setup]}" | med); p=$(echo "${P[$setup]}" | med)
     printf "%-7s %9s %9s %12s %12s\n" $setup "$g" "$c" "$(awk -v c="$c" -v g="$g" 'BEGIN{printf "%.3f", c/g}')" "$p"
   done
-  gb=$(echo "${G[bpf]}" | med); cb=$(echo "${C[bpf]}" | med)
   gn=$(echo "${G[no-bpf]}" | med); cn=$(echo "${C[no-bpf]}" | med)
-  awk -v gb="$gb" -v gn="$gn" -v cb="$cb" -v cn="$cn" 'BEGIN {
-    printf "bpf/no-bpf: throughput %.3fx, CPU per Gbit %.3fx (%+.1f%%)\n", gb/gn, (cb/gb)/(cn/gn), ((cb/gb)/(cn/gn)-1)*100 }'
+  for setup in bpf bpf/8; do
+    gb=$(echo "${G[$setup]}" | med); cb=$(echo "${C[$setup]}" | med)
+    awk -v s="$setup" -v gb="$gb" -v gn="$gn" -v cb="$cb" -v cn="$cn" 'BEGIN {
+      printf "%s against no-bpf: throughput %.3fx, CPU per Gbit %.3fx (%+.1f%%)\n", s, gb/gn, (cb/gb)/(cn/gn), ((cb/gb)/(cn/gn)-1)*100 }'
+  done
   unset G C P
 done
 echo "== the program's state and map memory (defaults: 65,536 flows, 131,072 packets in flight) =="
-cat /tmp/sojourn_cost_state.$$; rm -f /tmp/sojourn_cost_state.$$ "$RECV" "$SEND"
+cat /tmp/sojourn_cost_state.$$; rm -f /tmp/sojourn_cost_state.$$ "$RECV" "$SEND" "$S8"

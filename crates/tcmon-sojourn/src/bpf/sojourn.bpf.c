@@ -211,10 +211,20 @@ static void flow_of(struct sk_buff *skb, struct flow_key *k)
 	}
 }
 
+// Sampled by address, not at random: an address is always or never timestamped, so a packet
+// never meets the stale timestamp of an earlier one that was dropped in the tree, and the
+// dequeue skips the table for the packets not sampled.
+static int sampled(__u64 addr)
+{
+	return sample_every <= 1 || ((addr >> 8) * 0x9e3779b97f4a7c15ULL >> 40) % sample_every == 0;
+}
+
 static void measured(struct Qdisc *q, const struct netdev_queue *txq, struct sk_buff *skb,
 		     __u64 now, __u32 e)
 {
 	__u64 addr = (__u64)skb;
+	if (!sampled(addr))
+		return;
 	__u64 *t = bpf_map_lookup_elem(&inflight, &addr);
 	if (!t)
 		return;
@@ -262,9 +272,7 @@ int on_enqueue(__u64 *ctx)
 	if (!skb || !q || (q->flags & TCQ_F_NOLOCK) || !config_of(txq))
 		return 0;
 	__u64 addr = (__u64)skb;
-	// Sampled by address, not at random: an address is always or never timestamped, so a
-	// packet never meets the stale timestamp of an earlier one that was dropped in the tree.
-	if (sample_every > 1 && ((addr >> 8) * 0x9e3779b97f4a7c15ULL >> 40) % sample_every)
+	if (!sampled(addr))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&inflight, &addr, &now, BPF_ANY);
@@ -281,8 +289,11 @@ int on_dequeue(__u64 *ctx)
 	const struct netdev_queue *txq = (void *)ctx[1];
 	int packets = (int)ctx[2];
 	struct sk_buff *skb = (void *)ctx[3];
+	// most dequeues of a shaper find nothing to send: leave before any lookup
+	if (!skb || !q)
+		return 0;
 	struct config *c = config_of(txq);
-	if (!skb || !q || !c)
+	if (!c)
 		return 0;
 	__u32 e = c->epoch;
 	__u64 now = bpf_ktime_get_ns();

@@ -9,10 +9,12 @@
 #   no-bpf   `tcmon serve --no-bpf` polling the namespace every second (the agent's own cost)
 #   bpf      `tcmon serve` measuring (the program on both qdisc tracepoints)
 #   bpf/8    the same with `[sojourn] sample_every = 8`
-# twice: with GSO (64 kB super-packets, what a host sends) and with GSO/TSO off (full-size
+# twice: with GSO (64 kB super-packets, what a host sends) and with gso_max_segs 1 (full-size
 # packets: the most packets per byte, the program's worst case).
 # Printed per setup: throughput (Gbit/s), CPU busy (cores, from /proc/stat, the whole
 # machine), CPU per Gbit/s, packets per second through the shaper; and the ratios bpf/no-bpf.
+# With bpftool, the programs' own run time too (kernel.bpf_stats_enabled): nanoseconds per
+# call and the share of the CPU they took, exact where the CPU figures above are noisy.
 # Then the map memory at the default sizes, and at 50,000 classes (the maps do not grow with
 # classes: they are sized by [sojourn] flows and in_flight).
 #
@@ -44,7 +46,8 @@ tc -n "$A" qdisc add dev v0 root handle 1: htb default 10
 tc -n "$A" class add dev v0 parent 1: classid 1:10 htb rate "$RATE"
 tc -n "$A" qdisc add dev v0 parent 1:10 handle 10: pfifo limit 1000
 
-RECV=$(mktemp); SEND=$(mktemp); S8=$(mktemp)
+RECV=$(mktemp); SEND=$(mktemp); S8=$(mktemp); PSTATS=$(mktemp)
+command -v bpftool >/dev/null && sysctl -q kernel.bpf_stats_enabled=1
 printf '[sojourn]\nsample_every = 8\n' > "$S8"
 cat > "$RECV" <<'PY'
 import socket, sys, threading
@@ -66,6 +69,13 @@ PY
 ip netns exec "$B" python3 "$RECV" "$PORT" & pids+=("$!")
 sleep 0.5
 
+# total run time (ns) and calls of the loaded on_enqueue/on_dequeue programs
+progstats() {
+  command -v bpftool >/dev/null || { echo "0 0"; return; }
+  bpftool prog show 2>/dev/null | awk '/name on_(enqueue|dequeue)/ {
+    for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t += $(i+1); if ($i == "run_cnt") c += $(i+1) } }
+    END { print t + 0, c + 0 }'
+}
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }
 bytes_sent() { tc -n "$A" -s class show dev v0 classid 1:10 | awk '/Sent/{print $2, $4}'; }
 # one run: prints "gbit cores pps"
@@ -77,10 +87,14 @@ run() {
     bpf/8) "$TCMON" serve --netns "$A" --listen 127.0.0.1:29311 --config "$S8" 2>/dev/null & serve=$! ;;
   esac
   [ -n "$serve" ] && { for _ in $(seq 50); do curl -sf http://127.0.0.1:29311/healthz >/dev/null 2>&1 && break; sleep 0.1; done; sleep 1; }
-  read -r b0 p0 < <(bytes_sent); read -r u0 t0 < <(busy)
+  read -r b0 p0 < <(bytes_sent); read -r u0 t0 < <(busy); read -r r0 n0 < <(progstats)
   for _ in $(seq "$STREAMS"); do ip netns exec "$A" python3 "$SEND" "$PORT" "$SECS" & done
   wait $(jobs -p | grep -v -e "${pids[0]}" -e "${serve:-x}") 2>/dev/null || true
-  read -r b1 p1 < <(bytes_sent); read -r u1 t1 < <(busy)
+  read -r b1 p1 < <(bytes_sent); read -r u1 t1 < <(busy); read -r r1 n1 < <(progstats)
+  if [ "$((n1 - n0))" -gt 0 ]; then
+    awk -v r="$((r1 - r0))" -v n="$((n1 - n0))" -v s="$SECS" -v u="$((u1 - u0))" -v t="$((t1 - t0))" -v c="$(nproc)" -v w="$setup" \
+      'BEGIN { printf "%s %.0f %.4f %.2f\n", w, r / n, r / 1e9 / s, (r / 1e9 / s) / (u / t * c) * 100 }' >> "$PSTATS"
+  fi
   if [ -n "$serve" ]; then
     [ "$setup" = bpf ] && curl -s http://127.0.0.1:29311/metrics | grep -E '^tcmon_sojourn_(enabled|map_bytes)' > /tmp/sojourn_cost_state.$$
     kill "$serve"; wait "$serve" 2>/dev/null || true
@@ -90,7 +104,9 @@ run() {
 }
 
 for mode in gso mtu; do
-  if [ $mode = mtu ]; then ip netns exec "$A" ethtool -K v0 gso off tso off >/dev/null; fi
+  # TCP always builds GSO packets (the stack segments them after the qdisc when the device
+  # cannot): only gso_max_segs 1 makes the shaper see full-size packets
+  if [ $mode = mtu ]; then ip -n "$A" link set v0 gso_max_segs 1; fi
   declare -A G C P
   for r in $(seq "$ROUNDS"); do
     for setup in none no-bpf bpf bpf/8; do
@@ -111,7 +127,15 @@ for mode in gso mtu; do
     awk -v s="$setup" -v gb="$gb" -v gn="$gn" -v cb="$cb" -v cn="$cn" 'BEGIN {
       printf "%s against no-bpf: throughput %.3fx, CPU per Gbit %.3fx (%+.1f%%)\n", s, gb/gn, (cb/gb)/(cn/gn), ((cb/gb)/(cn/gn)-1)*100 }'
   done
+  if [ -s "$PSTATS" ]; then
+    echo "the programs' own run time (bpftool; median of the runs): ns per call, cores, % of the CPU used"
+    for setup in bpf bpf/8; do
+      awk -v w="$setup" '$1 == w' "$PSTATS" | sort -k3 -g | awk '{a[NR]=$0} END {split(a[int((NR+1)/2)], f, " "); printf "  %-6s %5d ns/call  %.4f cores  %.2f%% of the CPU used\n", f[1], f[2], f[3], f[4]}'
+    done
+    : > "$PSTATS"
+  fi
   unset G C P
 done
+command -v bpftool >/dev/null && sysctl -q kernel.bpf_stats_enabled=0
 echo "== the program's state and map memory (defaults: 65,536 flows, 131,072 packets in flight) =="
-cat /tmp/sojourn_cost_state.$$; rm -f /tmp/sojourn_cost_state.$$ "$RECV" "$SEND" "$S8"
+cat /tmp/sojourn_cost_state.$$; rm -f /tmp/sojourn_cost_state.$$ "$RECV" "$SEND" "$S8" "$PSTATS"

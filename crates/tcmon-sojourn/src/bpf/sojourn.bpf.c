@@ -269,10 +269,9 @@ int on_enqueue(__u64 *ctx)
 	struct Qdisc *q = (void *)ctx[0];
 	const struct netdev_queue *txq = (void *)ctx[1];
 	struct sk_buff *skb = (void *)ctx[2];
-	if (!skb || !q || (q->flags & TCQ_F_NOLOCK) || !config_of(txq))
-		return 0;
 	__u64 addr = (__u64)skb;
-	if (!sampled(addr))
+	// the cheap tests first: sampling is arithmetic, the namespace a lookup and three loads
+	if (!skb || !q || !sampled(addr) || (q->flags & TCQ_F_NOLOCK) || !config_of(txq))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&inflight, &addr, &now, BPF_ANY);

@@ -91,6 +91,16 @@ fn a_filled_fifo_measures_what_ping_through_it_sees_and_an_idle_sibling_nothing(
         .parse()
         .unwrap();
     let mut m = Measurer::start(Some(router), &Options::default()).unwrap();
+    // and one that timestamps a packet in 8, side by side
+    let mut m8 = Measurer::start(
+        Some(router),
+        &Options {
+            sample_every: 8,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let mut attributor8 = Attributor::default();
     let mut collector = Collector::open(Some(router), CollectorOptions::default()).unwrap();
     let mut attributor = Attributor::default();
 
@@ -122,6 +132,7 @@ fn a_filled_fifo_measures_what_ping_through_it_sees_and_an_idle_sibling_nothing(
     std::thread::sleep(Duration::from_secs(5));
     // the window starts now
     let _ = attribute(&mut collector, &mut attributor, &mut m);
+    let _ = attribute(&mut collector, &mut attributor8, &mut m8);
     let idle_rtts = std::thread::spawn({
         let ns = node2.clone();
         move || {
@@ -144,6 +155,7 @@ fn a_filled_fifo_measures_what_ping_through_it_sees_and_an_idle_sibling_nothing(
     .unwrap();
     let idle_rtts = idle_rtts.join().unwrap().unwrap();
     let s = attribute(&mut collector, &mut attributor, &mut m);
+    let s8 = attribute(&mut collector, &mut attributor8, &mut m8);
     assert!(
         rtts.len() >= 10,
         "most probes through the full FIFO were lost: {rtts:?}"
@@ -168,6 +180,21 @@ fn a_filled_fifo_measures_what_ping_through_it_sees_and_an_idle_sibling_nothing(
     assert!(
         p50 >= added / 2 && p50 <= added * 2,
         "measured p50 {p50:?} against ping's {added:?}"
+    );
+    // one packet in 8: about an eighth of the packets, the same delay
+    let sampled = s8
+        .get(ifindex, ObjectType::Class, Handle(0x10010))
+        .unwrap_or_else(|| panic!("no sampled measurement of 1:10: {s8:#?}"));
+    let share = sampled.window.count() as f64 / loaded.window.count() as f64;
+    let p50_8 = Duration::from_nanos(sampled.window_p50_ns.unwrap());
+    eprintln!("1 in 8: {share:.3} of the packets, p50 {p50_8:?}");
+    assert!(
+        (0.06..0.2).contains(&share),
+        "1 in 8 sampled {share} of the packets"
+    );
+    assert!(
+        p50_8 >= p50 * 3 / 4 && p50_8 <= p50 * 4 / 3,
+        "{p50_8:?} against {p50:?}"
     );
     assert!(idle_rtts.len() >= 15, "{idle_rtts:?}");
     let sibling = s

@@ -23,6 +23,7 @@ static long (*bpf_map_update_elem)(void *map, const void *key, const void *value
                                    __u64 flags) = (void *)2;
 static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
+static __u32 (*bpf_get_prandom_u32)(void) = (void *)7;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)113;
 
 #define BPF_ANY 0
@@ -211,20 +212,10 @@ static void flow_of(struct sk_buff *skb, struct flow_key *k)
 	}
 }
 
-// Sampled by address, not at random: an address is always or never timestamped, so a packet
-// never meets the stale timestamp of an earlier one that was dropped in the tree, and the
-// dequeue skips the table for the packets not sampled.
-static int sampled(__u64 addr)
-{
-	return sample_every <= 1 || ((addr >> 8) * 0x9e3779b97f4a7c15ULL >> 40) % sample_every == 0;
-}
-
 static void measured(struct Qdisc *q, const struct netdev_queue *txq, struct sk_buff *skb,
 		     __u64 now, __u32 e)
 {
 	__u64 addr = (__u64)skb;
-	if (!sampled(addr))
-		return;
 	__u64 *t = bpf_map_lookup_elem(&inflight, &addr);
 	if (!t)
 		return;
@@ -269,10 +260,15 @@ int on_enqueue(__u64 *ctx)
 	struct Qdisc *q = (void *)ctx[0];
 	const struct netdev_queue *txq = (void *)ctx[1];
 	struct sk_buff *skb = (void *)ctx[2];
-	__u64 addr = (__u64)skb;
-	// the cheap tests first: sampling is arithmetic, the namespace a lookup and three loads
-	if (!skb || !q || !sampled(addr) || (q->flags & TCQ_F_NOLOCK) || !config_of(txq))
+	if (!skb || !q || (q->flags & TCQ_F_NOLOCK) || !config_of(txq))
 		return 0;
+	__u64 addr = (__u64)skb;
+	if (sample_every > 1 && bpf_get_prandom_u32() % sample_every) {
+		// an earlier packet at this address that never left (dropped inside the tree) must
+		// not lend this one its timestamp
+		bpf_map_delete_elem(&inflight, &addr);
+		return 0;
+	}
 	__u64 now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&inflight, &addr, &now, BPF_ANY);
 	count(0);

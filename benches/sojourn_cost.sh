@@ -87,6 +87,11 @@ run() {
     bpf/8) "$TCMON" serve --netns "$A" --listen 127.0.0.1:29311 --config "$S8" 2>/dev/null & serve=$! ;;
   esac
   [ -n "$serve" ] && { for _ in $(seq 50); do curl -sf http://127.0.0.1:29311/healthz >/dev/null 2>&1 && break; sleep 0.1; done; sleep 1; }
+  if [ "${setup#bpf}" != "$setup" ] && ! curl -s http://127.0.0.1:29311/metrics | grep -q '^tcmon_sojourn_enabled{.*} 1'; then
+    echo "the measurement is off in setup $setup:" >&2
+    curl -s http://127.0.0.1:29311/metrics | grep '^tcmon_sojourn_info' >&2
+    kill "$serve"; exit 1
+  fi
   read -r b0 p0 < <(bytes_sent); read -r u0 t0 < <(busy); read -r r0 n0 < <(progstats)
   for _ in $(seq "$STREAMS"); do ip netns exec "$A" python3 "$SEND" "$PORT" "$SECS" & done
   wait $(jobs -p | grep -v -e "${pids[0]}" -e "${serve:-x}") 2>/dev/null || true

@@ -99,7 +99,7 @@ fn vm_suite() {
 }
 
 /// Integration tests of the host's suite that the VM runs as they are.
-const SIBLINGS: &[&str] = &["collector", "dump_vs_tc", "filters", "lab"];
+const SIBLINGS: &[&str] = &["collector", "dump_vs_tc", "filters", "lab", "sojourn"];
 
 /// `target/debug/deps/NAME-HASH` built most recently (cargo keeps older hashes around).
 fn newest_test_binary(exe: &std::path::Path, name: &str) -> String {

@@ -71,11 +71,18 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         },
     };
     let mut collector = Collector::open(args.target.netns.as_deref(), opts)?;
-    let mut sojourn = tcmon_sojourn::Session::start(
-        args.target.netns.as_deref(),
-        &cfg.sojourn_mode(args.target.no_bpf),
-    );
+    // Loading the program takes ~0.2 s: beside the first poll, not before it.
+    let loading = {
+        let (netns, mode) = (
+            args.target.netns.clone(),
+            cfg.sojourn_mode(args.target.no_bpf),
+        );
+        std::thread::spawn(move || tcmon_sojourn::Session::start(netns.as_deref(), &mode))
+    };
     let before = collector.poll()?;
+    let mut sojourn = loading.join().unwrap_or_else(|_| {
+        tcmon_sojourn::Session::Off("loading the eBPF program panicked".into())
+    });
     // the measured window is the window between the two polls
     let _ = sojourn.measure(&before, collector.config_generation());
     std::thread::sleep(args.window);

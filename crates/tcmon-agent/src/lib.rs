@@ -165,8 +165,16 @@ impl Agent {
                 },
             },
         )?;
-        let sojourn = Session::start(opts.netns.as_deref(), &opts.sojourn);
+        // Loading the program takes ~0.2 s (two parses of the kernel's BTF): beside the first
+        // poll, not before it.
+        let loading = {
+            let (netns, mode) = (opts.netns.clone(), opts.sojourn.clone());
+            std::thread::spawn(move || Session::start(netns.as_deref(), &mode))
+        };
         let first = collector.poll()?;
+        let sojourn = loading
+            .join()
+            .unwrap_or_else(|_| Session::Off("loading the eBPF program panicked".into()));
         let continuous = start_probes(&opts)?;
         let history = Arc::new(Mutex::new(History::new(opts.history_len)));
         let mut poller = Poller {

@@ -116,7 +116,7 @@ _tcmon() {
 
     case "${cmd}" in
         tcmon)
-            opts="-h -V --dev --netns --config --interval --help --version dump check probe classify sink serve lab completions man help"
+            opts="-h -V --dev --netns --config --no-bpf --interval --help --version dump check probe classify sink serve lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -146,7 +146,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__check)
-            opts="-v -h --dev --netns --config --window --json --ignore --verbose --fix-script --explain --load --load-duration --cc --help"
+            opts="-v -h --dev --netns --config --no-bpf --window --json --ignore --verbose --fix-script --explain --load --load-duration --cc --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -260,7 +260,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__dump)
-            opts="-h --dev --netns --config --json --interval --count --watch --no-filters --help"
+            opts="-h --dev --netns --config --no-bpf --json --interval --count --watch --no-filters --sojourn --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -283,6 +283,10 @@ _tcmon() {
                     return 0
                     ;;
                 --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sojourn)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -634,7 +638,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__probe)
-            opts="-h --load --duration --interval --timeout --streams --dscp --cc --dev --netns --json --help"
+            opts="-h --load --duration --interval --timeout --streams --dscp --cc --dev --netns --no-bpf --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -684,7 +688,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__serve)
-            opts="-h --dev --netns --config --listen --help"
+            opts="-h --dev --netns --config --no-bpf --listen --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_tcmon_global_optspecs
-    string join \n dev= netns= config= interval= h/help V/version
+    string join \n dev= netns= config= no-bpf interval= h/help V/version
 end
 
 function __fish_tcmon_needs_command
@@ -28,6 +28,7 @@ complete -c tcmon -n "__fish_tcmon_needs_command" -l dev -d 'Only this interface
 complete -c tcmon -n "__fish_tcmon_needs_command" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_needs_command" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_needs_command" -l interval -d 'Poll this often (e.g. 500ms, 2s; at least 100ms). Default: `[agent] interval`, 1s' -r
+complete -c tcmon -n "__fish_tcmon_needs_command" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tcmon -n "__fish_tcmon_needs_command" -s V -l version -d 'Print version'
 complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "dump" -d 'Read every qdisc, class and filter once (or sample rates) and print them'
@@ -45,6 +46,8 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l netns -d 'Read the 
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l interval -d 'Sample twice or more, this far apart, and print rates (e.g. 1s, 500ms)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l count -d 'With --interval: how many rate samples to print (default 1)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l sojourn -d 'Measure the queueing delay of real packets (eBPF) for this long first, and include it per class (`sojourn` in the JSON; `=` delays in the tree)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l json -d 'One JSON snapshot (or, with --interval, one JSON object per line)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l watch -d 'Print a rate sample every --interval (default 1s) until stopped, as `watch tc -s` would; with --json, one object per line'
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l no-filters -d 'Skip filters (one dump per parent; the slow part on trees with thousands of classes)'
@@ -58,6 +61,7 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l explain -d 'Say wh
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l load -d 'Also run the latency-under-load test against this `tcmon sink` (HOST:PORT) and add a `bufferbloat` finding graded by it' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l load-duration -d 'With --load: how long the test runs (five phases)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l cc -d 'With --load: congestion control of the load streams (reno, cubic, bbr)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l json -d '`{"status": ..., "findings": [...]}`'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -s v -l verbose -d 'List every object of a finding and every command of its fix (by default: the worst three and the first three commands)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l fix-script -d 'Print the fix plan as a shell script (each command once, `tc -batch` per interface, in the namespace of --netns) instead of the report; the exit status is the check\'s'
@@ -71,6 +75,7 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l dscp -d 'Mark stre
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l cc -d 'Congestion control of the load streams, both ends (reno, cubic, bbr). Default: the hosts\'. Delay-based BBR keeps queues short by itself; cubic is what most traffic uses' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l dev -d 'Only these interfaces are searched for the bottleneck (repeatable). Default: all' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l netns -d 'Search the bottleneck in this network namespace\'s tc state (e.g. the namespace that routes and shapes this one\'s traffic). Probes and load still use this one' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF: the bottleneck is then estimated from backlog / rate'
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l json -d '`{"phases": [...], "latency_increase_ms", "grade", "rpm", "bottleneck"}`'
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l dev -d 'The interface whose egress (or, with --ingress, ingress) the packet takes' -r
@@ -94,6 +99,7 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l dev -d 'Only this 
 complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l listen -d 'Address to listen on (default: [serve] listen in the config, else 127.0.0.1:29110)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -f -a "up" -d 'Build the lab with a scenario (default: default-fifo), replacing any lab already up'

@@ -180,9 +180,25 @@ fn dump_check_and_serve_say_why_when_it_is_off() {
         assert!(why.contains("built without"), "{why}");
     }
     assert!(v["interfaces"].as_array().is_some_and(|i| !i.is_empty()));
-    // the config key
+    // the config key, in dump and in check (whose findings still come)
     let cfg = std::env::temp_dir().join(format!("tcmon-sojourn-off-{}.toml", std::process::id()));
     std::fs::write(&cfg, "[sojourn]\nenabled = false\n").unwrap();
+    let cfg_path = cfg.to_str().unwrap();
+    let o = common::tcmon(&[
+        "dump",
+        "--json",
+        "--netns",
+        &pair.a.name,
+        "--sojourn",
+        "200ms",
+        "--config",
+        cfg_path,
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["sojourn"]["reason"],
+        "turned off by the config ([sojourn] enabled = false)"
+    );
     let o = common::tcmon(&[
         "check",
         "--netns",
@@ -191,7 +207,7 @@ fn dump_check_and_serve_say_why_when_it_is_off() {
         "200ms",
         "--json",
         "--config",
-        cfg.to_str().unwrap(),
+        cfg_path,
     ]);
     let _ = std::fs::remove_file(&cfg);
     assert!(

@@ -84,11 +84,6 @@ pub struct Reading {
     pub flows_capacity: u64,
     /// Kernel memory of the maps (`memlock` of each), bytes.
     pub map_bytes: u64,
-    /// Since the start: packets timestamped, packets measured, and measurements lost because
-    /// no flow entry could be made.
-    pub timestamped_total: u64,
-    pub measured_total: u64,
-    pub lost_total: u64,
 }
 
 /// `struct flow_key` of the program.

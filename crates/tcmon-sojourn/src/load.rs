@@ -3,7 +3,7 @@
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::time::Instant;
 
-use aya::maps::{Array, HashMap as BpfHashMap, Map, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap as BpfHashMap, Map, MapData};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader, Pod};
 use rustc_hash::FxHashMap as HashMap;
@@ -101,7 +101,7 @@ fn netns_cookie(netns: Option<&str>) -> Result<u64, Error> {
 
 fn map_data(m: &Map) -> Option<&MapData> {
     match m {
-        Map::Array(d) | Map::LruHashMap(d) | Map::HashMap(d) | Map::PerCpuArray(d) => Some(d),
+        Map::Array(d) | Map::LruHashMap(d) | Map::HashMap(d) => Some(d),
         _ => None,
     }
 }
@@ -271,25 +271,12 @@ impl Measurer {
         let flows_in_table = current.len() as u64;
         self.last = current;
 
-        let counters: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(
-            self.ebpf
-                .map("counters")
-                .ok_or_else(|| Error::Load("no map counters in the object".into()))?,
-        )
-        .map_err(|e| Error::Read {
-            map: "counters",
-            error: chain(&e),
-        })?;
-        let total = |i: u32| -> u64 { counters.get(&i, 0).map_or(0, |v| v.iter().copied().sum()) };
         Ok(Reading {
             flows,
             window_ns,
             flows_in_table,
             flows_capacity: u64::from(self.opts.flows_capacity),
             map_bytes: self.map_bytes,
-            timestamped_total: total(0),
-            measured_total: total(1),
-            lost_total: total(2),
         })
     }
 }

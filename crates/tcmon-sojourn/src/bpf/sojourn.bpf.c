@@ -29,7 +29,6 @@ static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (
 #define BPF_ANY 0
 #define BPF_NOEXIST 1
 #define BPF_MAP_TYPE_ARRAY 2
-#define BPF_MAP_TYPE_PERCPU_ARRAY 6
 #define BPF_MAP_TYPE_LRU_HASH 9
 
 struct net {
@@ -123,21 +122,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct config);
 } config SEC(".maps");
-
-// Per CPU: [0] packets timestamped, [1] measured, [2] measurements lost (flow table full).
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 3);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-static void count(__u32 i)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &i);
-	if (c)
-		*c += 1;
-}
 
 static struct config *config_of(const struct netdev_queue *txq)
 {
@@ -233,10 +217,8 @@ static void measured(struct Qdisc *q, const struct netdev_queue *txq, struct sk_
 		struct flow_val zero = {};
 		bpf_map_update_elem(&flows, &k, &zero, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&flows, &k);
-		if (!v) {
-			count(2);
-			return;
-		}
+		if (!v)
+			return; // no entry could be made: this sample is lost
 	}
 	__sync_fetch_and_add(&v->count, 1);
 	__sync_fetch_and_add(&v->sum_ns, ns);
@@ -250,7 +232,6 @@ static void measured(struct Qdisc *q, const struct netdev_queue *txq, struct sk_
 	} else if (ns > v->max_ns) {
 		v->max_ns = ns;
 	}
-	count(1);
 }
 
 // dev_qdisc_enqueue, after a successful enqueue into the qdisc of a TX queue.
@@ -271,7 +252,6 @@ int on_enqueue(__u64 *ctx)
 	}
 	__u64 now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&inflight, &addr, &now, BPF_ANY);
-	count(0);
 	return 0;
 }
 

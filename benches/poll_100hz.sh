@@ -23,4 +23,5 @@ for _ in $(seq 20); do tc -n "$NS" -s -d class show dev v0 >/dev/null; tc -n "$N
 t1=$(date +%s%N)
 echo "tc -s -d class show + tc -s qdisc show: $(awk -v d=$((t1 - t0)) 'BEGIN {printf "%.2f", d / 20 / 1e6}') ms each (mean of 20)"
 "$HZBIN" "$NS" v0 "$HZ" "$SECONDS_"
+"$HZBIN" "$NS" v0 "$HZ" "$SECONDS_" no-bpf
 "$HZBIN" "$NS" v0 1 "$SECONDS_"

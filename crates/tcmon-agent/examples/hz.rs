@@ -1,4 +1,5 @@
-//! The agent (poll, rates, diagnosis, history) at a fixed rate: `hz NETNS DEV HZ SECONDS`.
+//! The agent (poll, rates, diagnosis, history, the eBPF measurement) at a fixed rate:
+//! `hz NETNS DEV HZ SECONDS [no-bpf]`.
 //! Prints the polls done, the rate reached, the polls that overran the interval, the median
 //! poll, and the process's CPU over the run. `benches/poll_100hz.sh` runs it.
 
@@ -22,9 +23,13 @@ fn cpu() -> Duration {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [netns, dev, hz, secs] = args.as_slice() else {
-        eprintln!("usage: hz NETNS DEV HZ SECONDS");
-        std::process::exit(2);
+    let (netns, dev, hz, secs, no_bpf) = match args.as_slice() {
+        [n, d, h, s] => (n, d, h, s, false),
+        [n, d, h, s, x] if x == "no-bpf" => (n, d, h, s, true),
+        _ => {
+            eprintln!("usage: hz NETNS DEV HZ SECONDS [no-bpf]");
+            std::process::exit(2);
+        }
     };
     let hz: f64 = hz.parse().expect("HZ");
     let secs: u64 = secs.parse().expect("SECONDS");
@@ -32,6 +37,11 @@ fn main() {
         netns: Some(netns.clone()),
         devices: vec![dev.clone()],
         interval: Duration::from_secs_f64(1.0 / hz),
+        sojourn: if no_bpf {
+            tcmon_agent::SojournMode::Off("no-bpf".into())
+        } else {
+            AgentOptions::default().sojourn
+        },
         ..AgentOptions::default()
     })
     .expect("start the agent");
@@ -55,7 +65,8 @@ fn main() {
         .map(|i| i.qdiscs.len() + i.classes.len())
         .sum();
     println!(
-        "{objects} objects at {hz} Hz for {:.1} s: {} polls ({:.1} Hz), {} overruns, median poll {:.2} ms, CPU {:.0}% of a core",
+        "{objects} objects at {hz} Hz{} for {:.1} s: {} polls ({:.1} Hz), {} overruns, median poll {:.2} ms, CPU {:.0}% of a core",
+        if no_bpf { " (no eBPF measurement)" } else { "" },
         elapsed.as_secs_f64(),
         s.polls_total - p0,
         (s.polls_total - p0) as f64 / elapsed.as_secs_f64(),

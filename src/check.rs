@@ -71,7 +71,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         },
     };
     let mut collector = Collector::open(args.target.netns.as_deref(), opts)?;
-    // Loading the program takes ~0.2 s: beside the first poll, not before it.
+    // Loading the program takes 40-130 ms: beside the first poll, not before it.
     let loading = {
         let (netns, mode) = (
             args.target.netns.clone(),

@@ -165,7 +165,7 @@ impl Agent {
                 },
             },
         )?;
-        // Loading the program takes ~0.2 s (two parses of the kernel's BTF): beside the first
+        // Loading the program takes 40-130 ms (aya parses the kernel's BTF twice): beside the first
         // poll, not before it.
         let loading = {
             let (netns, mode) = (opts.netns.clone(), opts.sojourn.clone());

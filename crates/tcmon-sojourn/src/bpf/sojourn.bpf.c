@@ -24,6 +24,7 @@ static long (*bpf_map_update_elem)(void *map, const void *key, const void *value
 static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static __u32 (*bpf_get_prandom_u32)(void) = (void *)7;
+static long (*bpf_loop)(__u32 nr_loops, void *callback_fn, void *callback_ctx, __u64 flags) = (void *)181;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)113;
 
 #define BPF_ANY 0
@@ -255,8 +256,26 @@ int on_enqueue(__u64 *ctx)
 	return 0;
 }
 
+struct bulk {
+	struct Qdisc *q;
+	const struct netdev_queue *txq;
+	struct sk_buff *skb;
+	__u64 now;
+	__u32 epoch;
+};
+
+static long one_of_bulk(__u32 i, struct bulk *b)
+{
+	struct sk_buff *skb = b->skb;
+	if (!skb)
+		return 1;
+	measured(b->q, b->txq, skb, b->now, b->epoch);
+	b->skb = skb->next;
+	return 0;
+}
+
 // dequeue_skb: `packets` skbs linked by ->next, the first one given (none when empty). A
-// bulk is at most 9 (try_bulk_dequeue_skb_slow) or what BQL allows; 16 are followed.
+// bulk is at most 9 (try_bulk_dequeue_skb_slow) or what BQL allows; up to 1024 are followed.
 SEC("tp_btf/qdisc_dequeue")
 int on_dequeue(__u64 *ctx)
 {
@@ -272,10 +291,9 @@ int on_dequeue(__u64 *ctx)
 		return 0;
 	__u32 e = c->epoch;
 	__u64 now = bpf_ktime_get_ns();
-	for (int i = 0; i < 16 && i < packets && skb; i++) {
-		measured(q, txq, skb, now, e);
-		skb = skb->next;
-	}
+	struct bulk b = {q, txq, skb, now, e};
+	// bpf_loop: the verifier checks the body once, not once per packet of the bulk
+	bpf_loop(packets < 1 ? 1 : packets > 1024 ? 1024 : packets, one_of_bulk, &b, 0);
 	return 0;
 }
 

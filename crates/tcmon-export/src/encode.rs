@@ -61,9 +61,9 @@ pub(crate) enum Value {
     Float(f64),
 }
 
-/// With a sink, text is handed on at a family boundary once this much is buffered, so a big
-/// tree's tens of megabytes never sit in memory at once.
-const SPILL_BYTES: usize = 256 * 1024;
+/// With a sink, text is handed on once this much is buffered, so a big tree's tens of
+/// megabytes never sit in memory at once.
+pub(crate) const SPILL_BYTES: usize = 256 * 1024;
 
 pub(crate) struct Encoder<'w> {
     /// Bytes, not a `String`: numbers are written as ASCII digits without a UTF-8 check each.
@@ -191,6 +191,9 @@ impl Encoder<'_> {
             Value::Float(x) => push_f64(o, x),
         }
         o.push(b'\n');
+        // within a family too: one of 10,000 classes is a megabyte, and a buffer that grows
+        // to that on every scrape is fresh memory (page faults) each time
+        self.spill(SPILL_BYTES);
     }
 
     /// A whole family over `items`, header included, skipped when no item has a value.

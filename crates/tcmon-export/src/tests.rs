@@ -424,11 +424,13 @@ fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
 struct Parts {
     bytes: Vec<u8>,
     writes: usize,
+    largest: usize,
 }
 
 impl std::io::Write for Parts {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         self.writes += 1;
+        self.largest = self.largest.max(b.len());
         self.bytes.extend_from_slice(b);
         Ok(b.len())
     }
@@ -441,7 +443,7 @@ impl std::io::Write for Parts {
 #[test]
 fn render_to_a_writer_gives_the_same_text_in_parts() {
     let (mut s, findings, probes) = fixture();
-    // big enough to be handed on in several parts
+    // big enough to be handed on in several parts, one family (~330 KB) in more than one
     let root = Handle::new(1, 1);
     for minor in 0x100..0x100 + 3000 {
         s.interfaces[0]
@@ -455,9 +457,17 @@ fn render_to_a_writer_gives_the_same_text_in_parts() {
         let mut parts = Parts {
             bytes: Vec::new(),
             writes: 0,
+            largest: 0,
         };
         render_to(&input, format, &mut parts).unwrap();
         assert!(parts.writes > 3, "{} writes", parts.writes);
+        // the buffer is handed on within a family too, so it stays at its size, whatever the
+        // tree's size
+        assert!(
+            parts.largest < crate::encode::SPILL_BYTES + 1024,
+            "a write of {} bytes",
+            parts.largest
+        );
         assert_eq!(parts.bytes, whole);
     }
     // a failing writer's error comes back

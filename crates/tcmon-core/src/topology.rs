@@ -456,6 +456,58 @@ mod tests {
         i
     }
 
+    /// A later snapshot of the same tree takes the earlier one's topology; one whose shape or
+    /// filter targets differ builds its own, which shows the change.
+    #[test]
+    fn an_unchanged_tree_shares_the_topology_of_the_last_snapshot() {
+        use crate::model::{Filter, Snapshot};
+        let snap = |leaf_parent: &str, flowid: &str| {
+            let mut f = Filter::new(h("1:"), 1, "ip", "u32");
+            f.class_id = Some(h(flowid));
+            let mut s = Snapshot::new(std::time::Instant::now(), 0);
+            s.interfaces.push(sorted(Interface {
+                ifindex: 3,
+                qdiscs: vec![q("1:", "root", "htb"), q("10:", leaf_parent, "pfifo")],
+                classes: vec![
+                    c("1:1", "root", "htb"),
+                    c("1:10", "1:1", "htb"),
+                    c("1:20", "1:1", "htb"),
+                ],
+                filters: vec![f],
+                ..Interface::default()
+            }));
+            s
+        };
+        let first = snap("1:10", "1:10");
+        let built = tree(&first.interfaces[0]);
+        // counters differ between polls; the shape does not
+        let mut second = snap("1:10", "1:10");
+        second.interfaces[0].classes[1].stats.bytes = 1000;
+        assert_eq!(second.share_topologies(&first), 1);
+        assert!(std::ptr::eq(
+            second.interfaces[0].topology(),
+            first.interfaces[0].topology()
+        ));
+        assert_eq!(tree(&second.interfaces[0]), built);
+        // nothing to share from a snapshot whose topology was never built
+        assert_eq!(
+            snap("1:10", "1:10").share_topologies(&snap("1:10", "1:10")),
+            0
+        );
+        // a leaf moved to another class
+        let moved = snap("1:20", "1:10");
+        assert_eq!(moved.share_topologies(&first), 0);
+        assert_ne!(tree(&moved.interfaces[0]), built);
+        // a filter that sends elsewhere
+        let retargeted = snap("1:10", "1:20");
+        assert_eq!(retargeted.share_topologies(&first), 0);
+        assert_eq!(retargeted.interfaces[0].filters_to(h("1:20")).count(), 1);
+        // one already built keeps its own
+        let own = snap("1:10", "1:10");
+        own.interfaces[0].topology();
+        assert_eq!(own.share_topologies(&first), 0);
+    }
+
     /// LibreQoS's layout: mq root, an HTB per TX queue whose top classes the kernel dumps with
     /// parent `root`, and the kernel's default `0:` leaves, told apart by their parent.
     #[test]

@@ -161,6 +161,71 @@ fn a_tree_changing_under_the_poll_is_reread() {
     );
 }
 
+/// A snapshot handed back is written over by the next poll, in the same memory, and that poll
+/// reads the tree as a fresh collector does: changed and removed objects included.
+#[test]
+fn a_recycled_snapshot_is_written_over_by_the_next_poll() {
+    if skip_unless_root("a_recycled_snapshot_is_written_over_by_the_next_poll") {
+        return;
+    }
+    let pair = Pair::create("recyc").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    for minor in 0x10..0x30 {
+        pair.tc_a(&format!(
+            "class add parent 1: classid 1:{minor:x} htb rate 1mbit"
+        ))
+        .unwrap();
+        pair.tc_a(&format!(
+            "qdisc add parent 1:{minor:x} handle {minor:x}: pfifo limit {minor}"
+        ))
+        .unwrap();
+    }
+    let config = |s: &tcmon_core::Snapshot| -> Vec<String> {
+        let i = s.interface("veth0").unwrap();
+        let q = i.qdiscs.iter().map(|q| {
+            let detail = q.detail.as_ref().map(|d| format!("{d:?}"));
+            format!("qdisc {} {} {} {detail:?}", q.handle, q.parent, q.kind)
+        });
+        let c = i.classes.iter().map(|c| {
+            let rate = c
+                .htb()
+                .map(|h| (h.rate_bytes_per_sec, h.ceil_bytes_per_sec));
+            format!("class {} {} {} {rate:?}", c.handle, c.parent, c.kind)
+        });
+        q.chain(c).collect()
+    };
+    let mut c = Collector::open(Some(&pair.a.name), opts(Duration::from_secs(3600))).unwrap();
+    let first = c.poll().unwrap();
+    let i = first.interface("veth0").unwrap();
+    let (qdiscs_at, classes_at) = (i.qdiscs.as_ptr() as usize, i.classes.as_ptr() as usize);
+    let before = config(&first);
+    c.recycle(first);
+
+    pair.tc_a("qdisc del parent 1:20").unwrap();
+    pair.tc_a("class del classid 1:20").unwrap();
+    pair.tc_a("class change classid 1:21 parent 1: htb rate 2mbit")
+        .unwrap();
+    let second = c.poll().unwrap();
+    let fresh = Collector::open(Some(&pair.a.name), opts(Duration::from_secs(3600)))
+        .unwrap()
+        .poll()
+        .unwrap();
+    assert_ne!(config(&second), before, "the tree changed");
+    assert_eq!(config(&second), config(&fresh));
+    let i = second.interface("veth0").unwrap();
+    assert_eq!(
+        i.qdiscs.as_ptr() as usize,
+        qdiscs_at,
+        "qdiscs in the same memory"
+    );
+    assert_eq!(
+        i.classes.as_ptr() as usize,
+        classes_at,
+        "classes in the same memory"
+    );
+}
+
 /// Without --dev too, an interface read last time and gone now is named in a warning.
 #[test]
 fn a_vanished_interface_is_named() {

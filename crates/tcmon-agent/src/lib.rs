@@ -181,6 +181,7 @@ impl Agent {
             collector,
             opts,
             prev: None,
+            retired: None,
             links: BTreeMap::new(),
             links_read: None,
             htb_hysteresis: facts::htb_hysteresis(),
@@ -257,6 +258,8 @@ struct Poller {
     collector: Collector,
     opts: AgentOptions,
     prev: Option<Arc<Snapshot>>,
+    /// The snapshot `prev` replaced, handed back to the collector once no view holds it.
+    retired: Option<Arc<Snapshot>>,
     links: BTreeMap<String, LinkFacts>,
     links_read: Option<Instant>,
     htb_hysteresis: Option<bool>,
@@ -311,6 +314,7 @@ impl Poller {
             if self.paused {
                 continue;
             }
+            self.reclaim(true);
             let started = Instant::now();
             next = (next + self.opts.interval).max(started);
             let mut state = match self.collector.poll() {
@@ -335,6 +339,20 @@ impl Poller {
             if tx.send(Arc::new(state)).is_err() {
                 return;
             }
+            self.reclaim(false);
+        }
+    }
+
+    /// Gives the retired snapshot's memory back to the collector if no view still reads it;
+    /// a view that does may let go of it before the next poll, unless this is `last_chance`.
+    fn reclaim(&mut self, last_chance: bool) {
+        let Some(old) = self.retired.take() else {
+            return;
+        };
+        match Arc::try_unwrap(old) {
+            Ok(snap) => self.collector.recycle(snap),
+            Err(old) if !last_chance => self.retired = Some(old),
+            Err(_) => {}
         }
     }
 
@@ -379,6 +397,9 @@ impl Poller {
                 self.continuous = None;
             }
             self.sojourn.follow_netns(self.opts.netns.as_deref());
+        }
+        if let Some(prev) = &self.prev {
+            snap.share_topologies(prev);
         }
         let generation = self.collector.config_generation();
         let sojourn = self.sojourn.measure(&snap, generation);
@@ -441,7 +462,7 @@ impl Poller {
                 .unwrap_or_else(PoisonError::into_inner)
                 .record(&snap, r);
         }
-        self.prev = Some(Arc::clone(&snap));
+        self.retired = self.prev.replace(Arc::clone(&snap));
         State {
             status: findings.status(),
             snapshot: snap,

@@ -182,6 +182,9 @@ impl Agent {
             opts,
             prev: None,
             retired: None,
+            rates: None,
+            retired_rates: None,
+            spare_rates: Rates::default(),
             links: BTreeMap::new(),
             links_read: None,
             htb_hysteresis: facts::htb_hysteresis(),
@@ -260,6 +263,11 @@ struct Poller {
     prev: Option<Arc<Snapshot>>,
     /// The snapshot `prev` replaced, handed back to the collector once no view holds it.
     retired: Option<Arc<Snapshot>>,
+    /// The rates of the last poll; those of the one before, until no view holds them; and the
+    /// memory of older ones, for the next.
+    rates: Option<Arc<Rates>>,
+    retired_rates: Option<Arc<Rates>>,
+    spare_rates: Rates,
     links: BTreeMap<String, LinkFacts>,
     links_read: Option<Instant>,
     htb_hysteresis: Option<bool>,
@@ -346,13 +354,19 @@ impl Poller {
     /// Gives the retired snapshot's memory back to the collector if no view still reads it;
     /// a view that does may let go of it before the next poll, unless this is `last_chance`.
     fn reclaim(&mut self, last_chance: bool) {
-        let Some(old) = self.retired.take() else {
-            return;
-        };
-        match Arc::try_unwrap(old) {
-            Ok(snap) => self.collector.recycle(snap),
-            Err(old) if !last_chance => self.retired = Some(old),
-            Err(_) => {}
+        if let Some(old) = self.retired.take() {
+            match Arc::try_unwrap(old) {
+                Ok(snap) => self.collector.recycle(snap),
+                Err(old) if !last_chance => self.retired = Some(old),
+                Err(_) => {}
+            }
+        }
+        if let Some(old) = self.retired_rates.take() {
+            match Arc::try_unwrap(old) {
+                Ok(rates) => self.spare_rates = rates,
+                Err(old) if !last_chance => self.retired_rates = Some(old),
+                Err(_) => {}
+            }
         }
     }
 
@@ -417,10 +431,11 @@ impl Poller {
         if snap.changed_while_read {
             self.changed_while_read_total += 1;
         }
-        let rates = self
-            .prev
-            .as_deref()
-            .map(|p| Arc::new(Rates::between(p, &snap)));
+        let rates = self.prev.as_deref().map(|p| {
+            let spare = std::mem::take(&mut self.spare_rates);
+            Arc::new(Rates::between_reusing(p, &snap, spare))
+        });
+        self.retired_rates = std::mem::replace(&mut self.rates, rates.clone());
         if self.links_read.is_none_or(|t| t.elapsed() >= FACTS_MAX_AGE)
             || snap
                 .interfaces

@@ -204,29 +204,34 @@ struct Rendered {
     state: Arc<State>,
     groups: tcmon_export::Groups,
     cells: [OnceCell<Bytes>; SLOTS],
-    /// Sizes of the last renderings, shared across polls: buffers start at the right size
-    /// instead of doubling through tens of megabytes.
-    sizes: Arc<[AtomicUsize; SLOTS]>,
+    across: Arc<Across>,
+}
+
+/// What renderings leave to those of later polls.
+#[derive(Debug, Default)]
+struct Across {
+    /// Sizes of the last renderings: buffers start at the right size instead of doubling
+    /// through tens of megabytes.
+    sizes: [AtomicUsize; SLOTS],
+    /// The exposition's working memory (taken by one rendering at a time; another at the same
+    /// moment makes its own).
+    scratch: Mutex<tcmon_export::Scratch>,
 }
 
 impl Rendered {
-    fn new(
-        state: Arc<State>,
-        groups: tcmon_export::Groups,
-        sizes: Arc<[AtomicUsize; SLOTS]>,
-    ) -> Rendered {
+    fn new(state: Arc<State>, groups: tcmon_export::Groups, across: Arc<Across>) -> Rendered {
         Rendered {
             state,
             groups,
             cells: Default::default(),
-            sizes,
+            across,
         }
     }
 
     /// Gzipped straight from the encoder: a 10,000-class exposition is ~30 MB of text and
     /// ~2 MB compressed, and the text is never held whole.
     fn render(&self, doc: Doc, gzip: bool) -> Bytes {
-        let size = &self.sizes[doc.slot(gzip)];
+        let size = &self.across.sizes[doc.slot(gzip)];
         // a little over last time's, as the tree may have grown
         let mut out = Vec::with_capacity(size.load(Ordering::Relaxed) / 16 * 17);
         if gzip {
@@ -243,22 +248,31 @@ impl Rendered {
     fn write(&self, doc: Doc, w: &mut dyn Write) -> std::io::Result<()> {
         let s = &self.state;
         match doc {
-            Doc::Metrics(format) => tcmon_export::render_to(
-                &tcmon_export::Input {
-                    snapshot: &s.snapshot,
-                    findings: &s.findings,
-                    probes: &s.probes,
-                    polls_total: s.polls_total,
-                    poll_errors_total: s.poll_errors_total,
-                    poll_interval: s.effective_interval(),
-                    poll_overruns_total: s.overruns_total,
-                    polls_changed_while_read_total: s.changed_while_read_total,
-                    groups: self.groups,
-                    version: env!("CARGO_PKG_VERSION"),
-                },
-                format,
-                w,
-            ),
+            Doc::Metrics(format) => {
+                let mut own = tcmon_export::Scratch::default();
+                let mut shared = self.across.scratch.try_lock();
+                let scratch = match shared.as_deref_mut() {
+                    Ok(s) => s,
+                    Err(_) => &mut own,
+                };
+                tcmon_export::render_to_reusing(
+                    &tcmon_export::Input {
+                        snapshot: &s.snapshot,
+                        findings: &s.findings,
+                        probes: &s.probes,
+                        polls_total: s.polls_total,
+                        poll_errors_total: s.poll_errors_total,
+                        poll_interval: s.effective_interval(),
+                        poll_overruns_total: s.overruns_total,
+                        polls_changed_while_read_total: s.changed_while_read_total,
+                        groups: self.groups,
+                        version: env!("CARGO_PKG_VERSION"),
+                    },
+                    format,
+                    w,
+                    scratch,
+                )
+            }
             Doc::Snapshot => json(&*s.snapshot, w),
             Doc::Findings => json(
                 &tcmon_diag::Report {
@@ -300,21 +314,21 @@ struct App {
     states: watch::Receiver<Arc<State>>,
     groups: tcmon_export::Groups,
     current: Mutex<Arc<Rendered>>,
-    sizes: Arc<[AtomicUsize; SLOTS]>,
+    across: Arc<Across>,
 }
 
 impl App {
     fn new(agent: &Agent, groups: tcmon_export::Groups) -> App {
-        let sizes = Arc::new(Default::default());
+        let across = Arc::new(Across::default());
         App {
             current: Mutex::new(Arc::new(Rendered::new(
                 agent.state(),
                 groups,
-                Arc::clone(&sizes),
+                Arc::clone(&across),
             ))),
             groups,
             states: agent.subscribe(),
-            sizes,
+            across,
         }
     }
 
@@ -323,7 +337,7 @@ impl App {
         let state = Arc::clone(&self.states.borrow());
         let mut cur = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         if !Arc::ptr_eq(&cur.state, &state) {
-            *cur = Arc::new(Rendered::new(state, self.groups, Arc::clone(&self.sizes)));
+            *cur = Arc::new(Rendered::new(state, self.groups, Arc::clone(&self.across)));
         }
         Arc::clone(&cur)
     }

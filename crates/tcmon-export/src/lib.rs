@@ -22,7 +22,7 @@ use tcmon_core::Snapshot;
 use tcmon_diag::Findings;
 use tcmon_probe::TargetStatus;
 
-use encode::{label, le, Encoder, Family, Type, Value};
+use encode::{escape_into, label, le, Encoder, Family, Type, Value};
 pub use negotiate::Format;
 
 /// What one exposition shows: the parts of the agent's state.
@@ -157,6 +157,13 @@ impl Default for Groups {
     }
 }
 
+/// Memory one rendering leaves to the next: the labels of every object (~2 MB at 10,000
+/// classes), otherwise fresh memory, and so page faults, on every scrape.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    labels: String,
+}
+
 /// The whole exposition in `format` (UTF-8), ending with `# EOF` for OpenMetrics.
 pub fn render(input: &Input<'_>, format: Format) -> Vec<u8> {
     let e = Encoder {
@@ -165,7 +172,9 @@ pub fn render(input: &Input<'_>, format: Format) -> Vec<u8> {
         sink: None,
         error: None,
     };
-    encode(e, input).finish().expect("no sink, so no I/O error")
+    encode(e, input, &mut Scratch::default())
+        .finish()
+        .expect("no sink, so no I/O error")
 }
 
 /// The same text written to `w` a few hundred kilobytes at a time (say, into a compressor), so
@@ -178,16 +187,29 @@ pub fn render_to(
     format: Format,
     w: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
+    render_to_reusing(input, format, w, &mut Scratch::default())
+}
+
+/// [`render_to`] with the memory of an earlier rendering.
+///
+/// # Errors
+/// The first error `w` returns.
+pub fn render_to_reusing(
+    input: &Input<'_>,
+    format: Format,
+    w: &mut dyn std::io::Write,
+    scratch: &mut Scratch,
+) -> std::io::Result<()> {
     let e = Encoder {
         out: Vec::with_capacity(16 * 1024),
         openmetrics: format == Format::OpenMetrics,
         sink: Some(w),
         error: None,
     };
-    encode(e, input).finish().map(drop)
+    encode(e, input, scratch).finish().map(drop)
 }
 
-fn encode<'w>(mut e: Encoder<'w>, input: &Input<'_>) -> Encoder<'w> {
+fn encode<'w>(mut e: Encoder<'w>, input: &Input<'_>, scratch: &mut Scratch) -> Encoder<'w> {
     let ns = input.snapshot.netns.as_deref();
     let mut base = String::new();
     if let Some(n) = ns {
@@ -197,7 +219,7 @@ fn encode<'w>(mut e: Encoder<'w>, input: &Input<'_>) -> Encoder<'w> {
     if let Some(s) = &input.snapshot.sojourn {
         sojourn_status(&mut e, s, &base);
     }
-    tree(&mut e, input.snapshot, &base, input.groups);
+    tree(&mut e, input.snapshot, &base, input.groups, scratch);
     findings(&mut e, input.findings, &base);
     probes(&mut e, input.probes, &base);
     e
@@ -872,21 +894,38 @@ const FILTER_CHAIN: Family = Family::gauge(
     "Filter rules at one (parent, prio, protocol, kind, chain): the kernel tries them in turn.",
 );
 
-fn object_labels(base: &str, device: &str, kind: &str, handle: &str, parent: &str) -> String {
-    let mut l = String::with_capacity(base.len() + device.len() + 48);
-    l.push_str(base);
-    label(&mut l, "device", device);
-    label(&mut l, "kind", kind);
-    label(&mut l, "handle", handle);
-    label(&mut l, "parent", parent);
-    l
+/// Appends an object's labels to `out` and returns where they are in it.
+fn object_labels(
+    out: &mut String,
+    base: &str,
+    device: &str,
+    kind: &str,
+    handle: Handle,
+    parent: Handle,
+) -> std::ops::Range<usize> {
+    use std::fmt::Write as _;
+    let start = out.len();
+    out.push_str(base);
+    if !base.is_empty() {
+        out.push(',');
+    }
+    out.push_str("device=\"");
+    escape_into(out, device);
+    out.push_str("\",kind=\"");
+    escape_into(out, kind);
+    // handles are hex digits, a colon, or a word: nothing to escape
+    let _ = write!(out, "\",handle=\"{handle}\",parent=\"{parent}\"");
+    start..out.len()
 }
 
-fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
-    let mut qdiscs: Vec<(String, &Qdisc)> = Vec::new();
+fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut Scratch) {
+    // every object's labels in one string: one allocation, kept for the next rendering
+    let arena = &mut scratch.labels;
+    arena.clear();
+    let mut qdiscs: Vec<(std::ops::Range<usize>, &Qdisc)> = Vec::new();
     // the qdiscs whose counters and backlog are exported (all, or those not under a leaf)
     let mut counted = Vec::new();
-    let mut classes: Vec<(String, &Class)> = Vec::new();
+    let mut classes: Vec<(std::ops::Range<usize>, &Class)> = Vec::new();
     let mut chains = Vec::new();
     // (index in qdiscs or classes, what was measured)
     let mut measured_qdiscs: Vec<(usize, &Histogram)> = Vec::new();
@@ -908,26 +947,14 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
                 Some(Obj::Class(c)) if topo.child_classes(Obj::Class(c)).next().is_none()
             );
             counted.push(groups.leaf_qdiscs || !under_leaf);
-            let l = object_labels(
-                base,
-                &i.name,
-                &q.kind,
-                &q.handle.to_string(),
-                &q.parent.to_string(),
-            );
+            let l = object_labels(arena, base, &i.name, &q.kind, q.handle, q.parent);
             qdiscs.push((l, q));
         }
         for c in &i.classes {
             if let Some(h) = measured(objs, ObjectType::Class, c.handle) {
                 measured_classes.push((classes.len(), h));
             }
-            let l = object_labels(
-                base,
-                &i.name,
-                &c.kind,
-                &c.handle.to_string(),
-                &c.parent.to_string(),
-            );
+            let l = object_labels(arena, base, &i.name, &c.kind, c.handle, c.parent);
             classes.push((l, c));
         }
         for c in &i.filter_chains {
@@ -941,6 +968,9 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
             chains.push((l, c.rules));
         }
     }
+    let arena = &*arena;
+    let qdiscs: Vec<(&str, &Qdisc)> = qdiscs.into_iter().map(|(l, q)| (&arena[l], q)).collect();
+    let classes: Vec<(&str, &Class)> = classes.into_iter().map(|(l, c)| (&arena[l], c)).collect();
     let htb_classes = classes.iter().filter(|(_, c)| c.htb().is_some()).count();
     let stats: Vec<_> = STATS
         .iter()
@@ -968,7 +998,7 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
         .iter()
         .zip(&counted)
         .filter(|(_, c)| **c)
-        .map(|((l, q), _)| (l.as_str(), *q))
+        .map(|((l, q), _)| (*l, *q))
         .collect();
     e.reserve(
         room(&counted_qdiscs, stats.len() + 1)
@@ -978,11 +1008,11 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
     );
     let measured_qdiscs: Vec<(&str, &Histogram)> = measured_qdiscs
         .into_iter()
-        .map(|(n, h)| (qdiscs[n].0.as_str(), h))
+        .map(|(n, h)| (qdiscs[n].0, h))
         .collect();
     let measured_classes: Vec<(&str, &Histogram)> = measured_classes
         .into_iter()
-        .map(|(n, h)| (classes[n].0.as_str(), h))
+        .map(|(n, h)| (classes[n].0, h))
         .collect();
     e.reserve(
         (room(&measured_qdiscs, SOJOURN_SERIES) + room(&measured_classes, SOJOURN_SERIES)) * 5 / 4,
@@ -998,7 +1028,7 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
     let htb_q: Vec<(&str, &HtbQdisc)> = qdiscs
         .iter()
         .filter_map(|(l, q)| match &q.detail {
-            Some(QdiscDetail::Htb(h)) => Some((l.as_str(), h)),
+            Some(QdiscDetail::Htb(h)) => Some((*l, h)),
             _ => None,
         })
         .collect();
@@ -1007,7 +1037,7 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
     });
     let htb_c: Vec<(&str, &HtbClass)> = classes
         .iter()
-        .filter_map(|(l, c)| c.htb().map(|h| (l.as_str(), h)))
+        .filter_map(|(l, c)| c.htb().map(|h| (*l, h)))
         .collect();
     for (f, get, xstats) in htb_class {
         e.family(f, &htb_c, |h| (!xstats || h.has_xstats).then(|| get(h)));
@@ -1026,11 +1056,11 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups) {
 }
 
 /// tbf, fq_codel and cake families (`qdisc_kinds`), on every qdisc of their kind.
-fn kinds(e: &mut Encoder, qdiscs: &[(String, &Qdisc)]) {
+fn kinds(e: &mut Encoder, qdiscs: &[(&str, &Qdisc)]) {
     let tbf: Vec<(&str, &Tbf)> = qdiscs
         .iter()
         .filter_map(|(l, q)| match &q.detail {
-            Some(QdiscDetail::Tbf(t)) => Some((l.as_str(), t)),
+            Some(QdiscDetail::Tbf(t)) => Some((*l, t)),
             _ => None,
         })
         .collect();
@@ -1040,7 +1070,7 @@ fn kinds(e: &mut Encoder, qdiscs: &[(String, &Qdisc)]) {
     let fq_codel: Vec<(&str, &FqCodelStats)> = qdiscs
         .iter()
         .filter_map(|(l, q)| match &q.detail {
-            Some(QdiscDetail::FqCodel(f)) => f.xstats.as_ref().map(|x| (l.as_str(), x)),
+            Some(QdiscDetail::FqCodel(f)) => f.xstats.as_ref().map(|x| (*l, x)),
             _ => None,
         })
         .collect();
@@ -1050,7 +1080,7 @@ fn kinds(e: &mut Encoder, qdiscs: &[(String, &Qdisc)]) {
     let cake: Vec<(&str, &Cake)> = qdiscs
         .iter()
         .filter_map(|(l, q)| match &q.detail {
-            Some(QdiscDetail::Cake(c)) => Some((l.as_str(), &**c)),
+            Some(QdiscDetail::Cake(c)) => Some((*l, &**c)),
             _ => None,
         })
         .collect();

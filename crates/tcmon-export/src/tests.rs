@@ -470,6 +470,22 @@ fn render_to_a_writer_gives_the_same_text_in_parts() {
         );
         assert_eq!(parts.bytes, whole);
     }
+    // with the memory of a rendering of another tree: the same text
+    let (small, small_findings, _) = fixture();
+    let small_findings = small_findings.into();
+    let mut scratch = crate::Scratch::default();
+    let mut other = Vec::new();
+    crate::render_to_reusing(
+        &self::input(&small, &small_findings, &probes),
+        Format::OpenMetrics,
+        &mut other,
+        &mut scratch,
+    )
+    .unwrap();
+    let mut again = Vec::new();
+    crate::render_to_reusing(&input, Format::OpenMetrics, &mut again, &mut scratch).unwrap();
+    assert_ne!(other, again);
+    assert_eq!(again, render(&input, Format::OpenMetrics));
     // a failing writer's error comes back
     let mut full = [0u8; 10];
     let err = render_to(&input, Format::OpenMetrics, &mut &mut full[..]).unwrap_err();

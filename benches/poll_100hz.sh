@@ -2,8 +2,10 @@
 # The moonshot of issue "the agent at 50,000 classes": 1,000 classes polled at 100 Hz on one
 # core (the rate LibreQoS wanted for queue stats). Builds CLASSES HTB classes with pfifo leaves
 # (benches/big_tree.sh) and runs the agent (poll, rates, diagnosis, history) at HZ for SECONDS,
-# then prints the rate reached and its CPU; for scale, the same at 1 Hz, and one
-# `tc -s -d class show` + `tc -s qdisc show` of the same tree. Needs root.
+# then prints the rate reached and its CPU, and the median of each step of a poll; for scale,
+# the same at 1 Hz, one `tc -s -d class show` + `tc -s qdisc show` of the same tree, and the
+# raw netlink dumps of it (the kernel's floor), to which each median poll is compared. With
+# HZ 1 it is the breakdown of a poll at the agent's default interval. Needs root.
 #
 # Usage: benches/poll_100hz.sh [CLASSES] [HZ] [SECONDS]     (defaults 1000, 100, 10)
 set -euo pipefail
@@ -14,7 +16,9 @@ HZ=${2:-100}
 SECONDS_=${3:-10}
 [ "$(id -u)" = 0 ] || { echo "SKIPPED poll_100hz: needs root"; exit 0; }
 cargo build --release --quiet --example hz -p tcmon-agent
+cargo build --release --quiet --example rawdump -p tcmon-netlink
 HZBIN=$PWD/target/release/examples/hz
+RAW=$PWD/target/release/examples/rawdump
 NS=tcmon-bench-hz-$$
 trap 'ip netns del "$NS" 2>/dev/null || true' EXIT
 big_tree "$NS" "$CLASSES" 2>/dev/null
@@ -22,6 +26,14 @@ t0=$(date +%s%N)
 for _ in $(seq 20); do tc -n "$NS" -s -d class show dev v0 >/dev/null; tc -n "$NS" -s qdisc show dev v0 >/dev/null; done
 t1=$(date +%s%N)
 echo "tc -s -d class show + tc -s qdisc show: $(awk -v d=$((t1 - t0)) 'BEGIN {printf "%.2f", d / 20 / 1e6}') ms each (mean of 20)"
-"$HZBIN" "$NS" v0 "$HZ" "$SECONDS_"
-"$HZBIN" "$NS" v0 "$HZ" "$SECONDS_" no-bpf
-"$HZBIN" "$NS" v0 1 "$SECONDS_"
+IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
+# the same dumps, bytes dropped, at the rate asked (HZ apart), median of 20
+floor=$(ip netns exec "$NS" "$RAW" "$IFINDEX" 20 $((1000 / HZ)) 2>&1 | awk '/^median/ {print $2}')
+echo "raw netlink dumps of the same links, qdiscs and classes (the floor), $((1000 / HZ)) ms apart: $floor ms (median of 20)"
+agent() {
+  "$HZBIN" "$NS" v0 "$@" | tee /dev/stderr |
+    awk -v f="$floor" '/median poll/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12); printf "  median poll / floor: %.2fx\n", p / f}'
+}
+agent "$HZ" "$SECONDS_" 2>&1
+agent "$HZ" "$SECONDS_" no-bpf 2>&1
+[ "$HZ" = 1 ] || agent 1 "$SECONDS_" 2>&1

@@ -1,7 +1,8 @@
 //! The agent (poll, rates, diagnosis, history, the eBPF measurement) at a fixed rate:
 //! `hz NETNS DEV HZ SECONDS [no-bpf]`.
 //! Prints the polls done, the rate reached, the polls that overran the interval, the median
-//! poll, and the process's CPU over the run. `benches/poll_100hz.sh` runs it.
+//! poll, and the process's CPU over the run; then the median of each step of a poll.
+//! `benches/poll_100hz.sh` runs it.
 
 use std::time::{Duration, Instant};
 
@@ -48,10 +49,12 @@ fn main() {
     let mut rx = agent.subscribe();
     let (t0, c0, p0) = (Instant::now(), cpu(), agent.state().polls_total);
     let mut polls_ms = Vec::new();
+    let mut steps: Vec<tcmon_agent::Steps> = Vec::new();
     while t0.elapsed() < Duration::from_secs(secs) {
         if rx.has_changed().unwrap_or(false) {
             let s = rx.borrow_and_update();
             polls_ms.push(s.snapshot.poll_duration_ns as f64 / 1e6);
+            steps.push(s.steps);
         }
         std::thread::sleep(Duration::from_micros(500));
     }
@@ -73,5 +76,19 @@ fn main() {
         s.overruns_total,
         polls_ms.get(polls_ms.len() / 2).copied().unwrap_or(0.0),
         used.as_secs_f64() / elapsed.as_secs_f64() * 100.0
+    );
+    let median = |f: fn(&tcmon_agent::Steps) -> u64| {
+        let mut v: Vec<u64> = steps.iter().map(f).collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0) as f64 / 1e6
+    };
+    println!(
+        "steps, median ms: read {:.2} (dumps, decoding, sorting), topology {:.2}, eBPF measurement {:.2}, rates {:.2}, diagnosis {:.2}, history {:.2}",
+        median(|s| s.read_ns),
+        median(|s| s.topology_ns),
+        median(|s| s.sojourn_ns),
+        median(|s| s.rates_ns),
+        median(|s| s.diagnosis_ns),
+        median(|s| s.history_ns),
     );
 }

@@ -87,6 +87,24 @@ pub struct State {
     /// Polls (with the diagnosis) that took longer than the configured interval.
     pub overruns_total: u64,
     pub paused: bool,
+    /// Where the last good poll's time went.
+    pub steps: Steps,
+}
+
+/// Wall time of each step of the last good poll, in nanoseconds: what `hz` and the README's
+/// figures break a poll down by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Steps {
+    /// Reading the tree ([`Snapshot::poll_duration_ns`]): the netlink dumps, decoding, sorting.
+    pub read_ns: u64,
+    /// Each interface's topology, or the last poll's taken over when the tree kept its shape.
+    pub topology_ns: u64,
+    /// Reading and attributing the eBPF measurement.
+    pub sojourn_ns: u64,
+    pub rates_ns: u64,
+    /// The rules: those on configuration only when it changed, those on counters every poll.
+    pub diagnosis_ns: u64,
+    pub history_ns: u64,
 }
 
 impl State {
@@ -412,12 +430,28 @@ impl Poller {
             }
             self.sojourn.follow_netns(self.opts.netns.as_deref());
         }
+        let mut steps = Steps {
+            read_ns: snap.poll_duration_ns,
+            ..Steps::default()
+        };
+        let mut lap = Instant::now();
+        let mut took = move || {
+            let now = Instant::now();
+            let d = now.duration_since(lap).as_nanos() as u64;
+            lap = now;
+            d
+        };
         if let Some(prev) = &self.prev {
             snap.share_topologies(prev);
         }
+        for i in &snap.interfaces {
+            i.topology();
+        }
+        steps.topology_ns = took();
         let generation = self.collector.config_generation();
         let sojourn = self.sojourn.measure(&snap, generation);
         snap.sojourn = Some(sojourn);
+        steps.sojourn_ns = took();
         if self.continuous.is_none() && self.probes_follow_netns() {
             match start_probes(&self.opts) {
                 Ok(c) => self.continuous = c,
@@ -436,6 +470,7 @@ impl Poller {
             Arc::new(Rates::between_reusing(p, &snap, spare))
         });
         self.retired_rates = std::mem::replace(&mut self.rates, rates.clone());
+        steps.rates_ns = took();
         if self.links_read.is_none_or(|t| t.elapsed() >= FACTS_MAX_AGE)
             || snap
                 .interfaces
@@ -471,12 +506,14 @@ impl Poller {
             }
         };
         let findings = Findings::new(config, diagnose_traffic(&facts, &self.opts.thresholds));
+        steps.diagnosis_ns = took();
         if let Some(r) = &rates {
             self.history
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .record(&snap, r);
         }
+        steps.history_ns = took();
         self.retired = self.prev.replace(Arc::clone(&snap));
         State {
             status: findings.status(),
@@ -490,6 +527,7 @@ impl Poller {
             changed_while_read_total: self.changed_while_read_total,
             interval: self.opts.interval,
             stretched: self.stretched,
+            steps,
             overruns_total: self.overruns_total,
             paused: self.paused,
         }

@@ -105,6 +105,14 @@ fn findings_follow_tree_changes_between_polls() {
     let polls = agent.state().polls_total;
     wait_for(&agent, "three more polls", |s| s.polls_total >= polls + 3);
     assert!(deep(&agent.state()));
+    // where the poll's time went
+    let s = agent.state();
+    assert_eq!(s.steps.read_ns, s.snapshot.poll_duration_ns);
+    assert!(
+        s.steps.read_ns > 0 && s.steps.rates_ns > 0 && s.steps.diagnosis_ns > 0,
+        "{:?}",
+        s.steps
+    );
     // a short FIFO under the class: gone at the next poll
     pair.tc_a("qdisc add parent 1:10 handle 10: pfifo limit 10")
         .unwrap();

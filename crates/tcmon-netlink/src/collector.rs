@@ -398,7 +398,9 @@ impl Collector {
 
         let tick = self.tick;
         let sizes: Vec<(u32, usize)> = self.last_links.iter().map(|(i, _, n)| (*i, *n)).collect();
-        let mut qdiscs: HashMap<u32, Vec<Qdisc>> = HashMap::new();
+        // By interface, as the dump meets them: device after device, so the next message is
+        // nearly always for the last one (a map cost a hash look-up per qdisc).
+        let mut qdiscs: Vec<(u32, Vec<Qdisc>)> = Vec::new();
         // Taken whole: a buffer not used by this read belongs to an interface that is gone.
         let mut spare = std::mem::take(&mut self.spare);
         let mut warnings = Vec::new();
@@ -412,18 +414,18 @@ impl Collector {
             |_, p| match tc::parse(p) {
                 Ok(m) => {
                     let ifindex = m.ifindex as u32;
-                    qdiscs
-                        .entry(ifindex)
-                        .or_insert_with(|| {
-                            let mut v = spare
-                                .get_mut(&ifindex)
-                                .map(|(q, _)| std::mem::take(q))
-                                .unwrap_or_default();
-                            let last = sizes.iter().find(|(i, _)| *i == ifindex);
-                            v.reserve(last.map_or(0, |(_, n)| *n));
-                            v
-                        })
-                        .push(tc::qdisc(m, tick));
+                    let at = qdiscs.iter().rposition(|(i, _)| *i == ifindex);
+                    let at = at.unwrap_or_else(|| {
+                        let mut v = spare
+                            .get_mut(&ifindex)
+                            .map(|(q, _)| std::mem::take(q))
+                            .unwrap_or_default();
+                        let last = sizes.iter().find(|(i, _)| *i == ifindex);
+                        v.reserve(last.map_or(0, |(_, n)| *n));
+                        qdiscs.push((ifindex, v));
+                        qdiscs.len() - 1
+                    });
+                    qdiscs[at].1.push(tc::qdisc(m, tick));
                 }
                 Err(e) => warnings.push(format!("skipped a qdisc message: {e}")),
             },
@@ -431,7 +433,11 @@ impl Collector {
         interrupted |= st.interrupted;
 
         for link in &mut links {
-            link.qdiscs = qdiscs.remove(&link.ifindex).unwrap_or_default();
+            link.qdiscs = qdiscs
+                .iter_mut()
+                .find(|(i, _)| *i == link.ifindex)
+                .map(|(_, q)| std::mem::take(q))
+                .unwrap_or_default();
             link.root_qdisc = link
                 .qdiscs
                 .iter()

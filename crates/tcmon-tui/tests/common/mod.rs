@@ -311,6 +311,7 @@ pub fn state(
         stretched: None,
         overruns_total: 0,
         paused: false,
+        steps: tcmon_agent::Steps::default(),
     })
 }
 
@@ -330,6 +331,7 @@ pub fn first_state(snap: Snapshot) -> Arc<State> {
         stretched: None,
         overruns_total: 0,
         paused: false,
+        steps: tcmon_agent::Steps::default(),
     })
 }
 

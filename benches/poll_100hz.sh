@@ -31,9 +31,11 @@ IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
 floor=$(ip netns exec "$NS" "$RAW" "$IFINDEX" 20 $((1000 / HZ)) 2>&1 | awk '/^median/ {print $2}')
 echo "raw netlink dumps of the same links, qdiscs and classes (the floor), $((1000 / HZ)) ms apart: $floor ms (median of 20)"
 agent() {
-  "$HZBIN" "$NS" v0 "$@" | tee /dev/stderr |
-    awk -v f="$floor" '/median poll/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12); printf "  median poll / floor: %.2fx\n", p / f}'
+  local out
+  out=$("$HZBIN" "$NS" v0 "$@")
+  echo "$out"
+  echo "$out" | awk -v f="$floor" '/median poll/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12); printf "  median poll / floor: %.2fx\n", p / f}'
 }
-agent "$HZ" "$SECONDS_" 2>&1
-agent "$HZ" "$SECONDS_" no-bpf 2>&1
-[ "$HZ" = 1 ] || agent 1 "$SECONDS_" 2>&1
+agent "$HZ" "$SECONDS_"
+agent "$HZ" "$SECONDS_" no-bpf
+[ "$HZ" = 1 ] || agent 1 "$SECONDS_"

@@ -1,6 +1,8 @@
 //! The last few minutes of each object, for sparklines.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use tcmon_core::rates::{ObjectKey, ObjectRates, Rates};
 use tcmon_core::Snapshot;
@@ -53,7 +55,7 @@ impl History {
             len,
             times: VecDeque::with_capacity(len),
             polls: 0,
-            by_object: HashMap::new(),
+            by_object: HashMap::default(),
         }
     }
 

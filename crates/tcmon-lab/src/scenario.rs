@@ -313,11 +313,10 @@ impl Lab {
             self.router.tc(&args)?;
         }
         if let Some((count, rule)) = s.bulk_filters {
-            let path = std::env::temp_dir().join(format!(
-                "tcmon-lab-{}-{}.tc",
-                s.name,
-                std::process::id()
-            ));
+            // named after the router's namespace, unique per lab: two labs of one process
+            // (tests on threads) each write their own
+            let path =
+                std::env::temp_dir().join(format!("tcmon-lab-{}-{}.tc", s.name, self.router.name));
             let batch = |text: String| -> Result<String, LabError> {
                 std::fs::write(&path, text).map_err(|source| LabError::Spawn {
                     cmd: path.display().to_string(),

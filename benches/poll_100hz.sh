@@ -5,15 +5,18 @@
 # then prints the rate reached and its CPU, and the median of each step of a poll; for scale,
 # the same at 1 Hz, one `tc -s -d class show` + `tc -s qdisc show` of the same tree, and the
 # raw netlink dumps of it (the kernel's floor), to which each median poll is compared. With
-# HZ 1 it is the breakdown of a poll at the agent's default interval. Needs root.
+# HZ 1 it is the breakdown of a poll at the agent's default interval. TREE `libreqos` builds
+# LibreQoS's layout instead (benches/big_tree.sh's libreqos_tree, CLASSES circuits over 4 TX
+# queues), `libreqos-u32` the same with a u32 filter per circuit. Needs root.
 #
-# Usage: benches/poll_100hz.sh [CLASSES] [HZ] [SECONDS]     (defaults 1000, 100, 10)
+# Usage: benches/poll_100hz.sh [CLASSES] [HZ] [SECONDS] [TREE]     (defaults 1000, 100, 10, big)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/big_tree.sh
 CLASSES=${1:-1000}
 HZ=${2:-100}
 SECONDS_=${3:-10}
+TREE=${4:-big}
 [ "$(id -u)" = 0 ] || { echo "SKIPPED poll_100hz: needs root"; exit 0; }
 cargo build --release --quiet --example hz -p tcmon-agent
 cargo build --release --quiet --example rawdump -p tcmon-netlink
@@ -21,20 +24,28 @@ HZBIN=$PWD/target/release/examples/hz
 RAW=$PWD/target/release/examples/rawdump
 NS=tcmon-bench-hz-$$
 trap 'ip netns del "$NS" 2>/dev/null || true' EXIT
-big_tree "$NS" "$CLASSES" 2>/dev/null
+case $TREE in
+  big) big_tree "$NS" "$CLASSES" 2>/dev/null ;;
+  libreqos) libreqos_tree "$NS" "$CLASSES" 4 ;;
+  libreqos-u32) libreqos_tree "$NS" "$CLASSES" 4 u32 ;;
+  *) echo "TREE: big, libreqos or libreqos-u32" >&2; exit 2 ;;
+esac
+# fewer rounds where one takes seconds
+ROUNDS=$((CLASSES > 20000 ? 5 : 20))
 t0=$(date +%s%N)
-for _ in $(seq 20); do tc -n "$NS" -s -d class show dev v0 >/dev/null; tc -n "$NS" -s qdisc show dev v0 >/dev/null; done
+for _ in $(seq "$ROUNDS"); do tc -n "$NS" -s -d class show dev v0 >/dev/null; tc -n "$NS" -s qdisc show dev v0 >/dev/null; done
 t1=$(date +%s%N)
-echo "tc -s -d class show + tc -s qdisc show: $(awk -v d=$((t1 - t0)) 'BEGIN {printf "%.2f", d / 20 / 1e6}') ms each (mean of 20)"
+tc_ms=$(awk -v d=$((t1 - t0)) -v n="$ROUNDS" 'BEGIN {printf "%.2f", d / n / 1e6}')
+echo "tc -s -d class show + tc -s qdisc show: $tc_ms ms each (mean of $ROUNDS)"
 IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
-# the same dumps, bytes dropped, at the rate asked (HZ apart), median of 20
-floor=$(ip netns exec "$NS" "$RAW" "$IFINDEX" 20 $((1000 / HZ)) 2>&1 | awk '/^median/ {print $2}')
-echo "raw netlink dumps of the same links, qdiscs and classes (the floor), $((1000 / HZ)) ms apart: $floor ms (median of 20)"
+# the same dumps, bytes dropped, at the rate asked (HZ apart)
+floor=$(ip netns exec "$NS" "$RAW" "$IFINDEX" "$ROUNDS" $((1000 / HZ)) 2>&1 | awk '/^median/ {print $2}')
+echo "raw netlink dumps of the same links, qdiscs and classes (the floor), $((1000 / HZ)) ms apart: $floor ms (median of $ROUNDS)"
 agent() {
   local out
   out=$("$HZBIN" "$NS" v0 "$@")
   echo "$out"
-  echo "$out" | awk -v f="$floor" '/median poll/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12); printf "  median poll / floor: %.2fx\n", p / f}'
+  echo "$out" | awk -v f="$floor" -v t="$tc_ms" '/median poll/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12); printf "  median poll / floor: %.2fx, / tc: %.2fx\n", p / f, p / t}'
 }
 agent "$HZ" "$SECONDS_"
 agent "$HZ" "$SECONDS_" no-bpf

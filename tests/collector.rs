@@ -92,6 +92,75 @@ fn filters_are_reread_only_when_they_change() {
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 }
 
+/// A refresh for hit counters asks only the parents that held filters; a changed tree adds
+/// its new parents; a filter notification has the whole interface read again.
+#[test]
+fn a_refresh_asks_only_the_parents_that_held_filters() {
+    if skip_unless_root("a_refresh_asks_only_the_parents_that_held_filters") {
+        return;
+    }
+    let pair = Pair::create("focc").unwrap();
+    for cmd in [
+        "qdisc add root handle 1: htb default 10",
+        "class add parent 1: classid 1:1 htb rate 10mbit",
+        "class add parent 1:1 classid 1:10 htb rate 1mbit",
+        "class add parent 1: classid 1:2 htb rate 10mbit",
+        "class add parent 1:2 classid 1:20 htb rate 1mbit",
+        "qdisc add parent 1:20 handle 20: htb",
+        "filter add parent 1: protocol ip prio 1 u32 match ip dst 10.77.0.2/32 flowid 1:10",
+    ] {
+        pair.tc_a(cmd).unwrap();
+    }
+    let rules = |s: &tcmon_core::Snapshot| -> Vec<String> {
+        let mut v: Vec<String> = s.interfaces[0]
+            .filters
+            .iter()
+            .filter(|f| f.is_rule)
+            .map(|f| {
+                format!(
+                    "{} {}",
+                    f.parent,
+                    f.class_id.map_or("-".into(), |h| h.to_string())
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // the max age is zero: every poll refreshes
+    let mut c = Collector::open(Some(&pair.a.name), opts(Duration::ZERO)).unwrap();
+    let dumps = |c: &Collector| c.counters().filter_dumps;
+    c.poll().unwrap();
+    assert_eq!(dumps(&c), 4, "1:, 1:1, 1:2 and 20: at first");
+    let s = c.poll().unwrap();
+    assert_eq!(dumps(&c), 5, "then only 1:, the one that held filters");
+    assert_eq!(rules(&s), ["1: 1:10"]);
+
+    // a filter where there was none: its notification has every parent asked
+    pair.tc_a("filter add parent 20: protocol ip prio 1 u32 match ip dst 10.77.0.3/32 flowid 20:1")
+        .unwrap();
+    let s = c.poll().unwrap();
+    assert_eq!(dumps(&c), 9);
+    assert_eq!(rules(&s), ["1: 1:10", "20: 20:1"]);
+    c.poll().unwrap();
+    assert_eq!(dumps(&c), 11, "1: and 20:");
+
+    // a new inner class is a new parent, asked with the two that held filters
+    pair.tc_a("class add parent 1: classid 1:3 htb rate 10mbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:3 classid 1:30 htb rate 1mbit")
+        .unwrap();
+    c.poll().unwrap();
+    assert_eq!(dumps(&c), 14, "1:, 20: and 1:3");
+
+    // a qdisc deleted with its filters, and one of the same handle made again, empty
+    pair.tc_a("qdisc del parent 1:20 handle 20:").unwrap();
+    pair.tc_a("qdisc add parent 1:20 handle 20: htb").unwrap();
+    let s = c.poll().unwrap();
+    assert_eq!(rules(&s), ["1: 1:10"]);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+}
+
 /// While another process keeps reshaping the tree, every poll is either consistent or says
 /// that it could not be.
 #[test]

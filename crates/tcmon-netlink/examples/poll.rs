@@ -1,5 +1,6 @@
-//! Times `Collector::poll` in a loop, as the agent runs it: `poll [N] [--dev IF]...`
-//! (filters off; the allocator the tcmon binary uses; each snapshot handed back to the
+//! Times `Collector::poll` in a loop, as the agent runs it: `poll [N] [--filters|--refresh] [--dev IF]...`
+//! (filters off unless asked; then cached, as the agent reads them, and with `--refresh` past
+//! their max age at every poll; the allocator the tcmon binary uses; each snapshot handed back to the
 //! collector when the next one is taken). Prints one line per poll, then the CPU a poll took
 //! in the kernel (building the dumps, page faults) and in this process (decoding, sorting).
 
@@ -13,15 +14,21 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10);
-    let devices: Vec<String> = args.filter(|a| a != "--dev").collect();
-    let mut c = Collector::open(
-        None,
-        CollectorOptions {
-            devices,
-            filters: FilterMode::Off,
-        },
-    )
-    .expect("open");
+    let mut filters = FilterMode::Off;
+    let mut devices = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "--dev" => {}
+            "--filters" | "--refresh" => {
+                let secs = if a == "--filters" { 3600 } else { 0 };
+                filters = FilterMode::Cached {
+                    max_age: std::time::Duration::from_secs(secs),
+                }
+            }
+            _ => devices.push(a),
+        }
+    }
+    let mut c = Collector::open(None, CollectorOptions { devices, filters }).expect("open");
     let before = cpu();
     for _ in 0..n {
         let t = Instant::now();

@@ -67,8 +67,14 @@ impl Default for CollectorOptions {
 #[derive(Debug)]
 struct CachedFilters {
     parents: Vec<Handle>,
+    /// The parents whose dump held a filter. The others stay empty until a filter
+    /// notification says otherwise, so with notifications a refresh asks only these.
+    occupied: Vec<Handle>,
     filters: Vec<Filter>,
     read_at: Instant,
+    /// Qdiscs or classes of the interface changed since: a qdisc replaced under the same
+    /// handle drops its filters without a filter notification.
+    tree_changed: bool,
 }
 
 /// Reads snapshots of one network namespace. Blocking; owns no threads.
@@ -119,6 +125,9 @@ pub struct CollectorCounters {
 #[derive(Debug, Default)]
 struct Changes {
     tree: bool,
+    /// Interfaces whose qdiscs or classes changed.
+    tree_on: HashSet<u32>,
+    /// Interfaces whose filters changed.
     filters_on: HashSet<u32>,
     all_filters: bool,
 }
@@ -320,7 +329,12 @@ impl Collector {
                 // A changed qdisc or class can take filters with it: re-read them too.
                 RTM_NEWQDISC | RTM_DELQDISC | RTM_NEWTCLASS | RTM_DELTCLASS if ours(ifindex) => {
                     ch.tree = true;
-                    ch.filters_on.extend(ifindex.map(|i| i as u32));
+                    match ifindex {
+                        Some(i) => {
+                            ch.tree_on.insert(i as u32);
+                        }
+                        None => ch.all_filters = true,
+                    }
                 }
                 RTM_NEWTFILTER | RTM_DELTFILTER | RTM_NEWCHAIN | RTM_DELCHAIN => match ifindex {
                     Some(i) if i != TCM_IFINDEX_MAGIC_BLOCK => {
@@ -344,6 +358,11 @@ impl Collector {
         } else {
             for i in &ch.filters_on {
                 self.filter_cache.remove(i);
+            }
+            for i in &ch.tree_on {
+                if let Some(c) = self.filter_cache.get_mut(i) {
+                    c.tree_changed = true;
+                }
             }
         }
         ch
@@ -528,16 +547,33 @@ impl Collector {
         warnings: &mut Vec<String>,
     ) -> Result<(Vec<Filter>, bool), Error> {
         let parents = filter_parents(link);
-        if let Some(c) = self.filter_cache.get(&link.ifindex) {
-            if c.parents == parents && c.read_at.elapsed() < max_age {
+        let cached = self.filter_cache.get(&link.ifindex);
+        if let Some(c) = cached {
+            if c.parents == parents && !c.tree_changed && c.read_at.elapsed() < max_age {
                 return Ok((c.filters.clone(), false));
             }
         }
+        // A dump per parent costs the kernel a walk of the device's qdiscs (`qdisc_lookup`):
+        // LibreQoS's layout at 50,000 circuits has ~2,750 parents, all but 4 empty, and reading
+        // them all takes ~4 s. Notifications name every filter change; without a lost one, a
+        // parent empty at the last read is still empty, and a new one starts empty.
+        let ask: Vec<Handle> = match cached {
+            Some(c) if self.monitor.is_some() => parents
+                .iter()
+                .copied()
+                .filter(|p| {
+                    c.occupied.binary_search(p).is_ok() || c.parents.binary_search(p).is_err()
+                })
+                .collect(),
+            _ => parents.clone(),
+        };
         let tick = self.tick;
         let mut filters = Vec::new();
+        let mut occupied = Vec::new();
         let mut interrupted = false;
         let clsact = link.qdiscs.iter().any(|q| q.kind == "clsact");
-        for &parent in &parents {
+        for &parent in &ask {
+            let before = filters.len();
             // The kernel echoes the parent of the block's last change (`ffff:` or
             // `ffff:fff2` for the same ingress filters): label them by where they sit.
             let label = match parent {
@@ -566,6 +602,9 @@ impl Collector {
                     )),
                 },
             );
+            if filters.len() > before {
+                occupied.push(parent);
+            }
             match st {
                 Ok(st) => {
                     self.counters.filter_dumps += 1;
@@ -589,8 +628,10 @@ impl Collector {
             link.ifindex,
             CachedFilters {
                 parents,
+                occupied,
                 filters: filters.clone(),
                 read_at: Instant::now(),
+                tree_changed: false,
             },
         );
         Ok((filters, interrupted))

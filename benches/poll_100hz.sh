@@ -52,7 +52,9 @@ agent() {
   local out
   out=$("$HZBIN" "$NS" v0 "$@")
   echo "$out"
-  echo "$out" | awk -v f="$floor" -v t="$tc_ms" '/median poll/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12); printf "  median poll / floor: %.2fx, / tc: %.2fx\n", p / f, p / t}'
+  echo "$out" | awk -v f="$floor" -v t="$tc_ms" '
+    /median poll [0-9]/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12); printf "  median poll / floor: %.2fx, / tc: %.2fx\n", p / f, p / t}
+    /without a filter read/ {match($0, /read [0-9.]+ ms \([0-9]+ polls/); split(substr($0, RSTART, RLENGTH), a, " "); sub(/\(/, "", a[4]); if (a[4] + 0 > 0) {printf "  without a filter read (the same dumps as tc): / floor: %.2fx, / tc: %.2fx\n", a[2] / f, a[2] / t}}'
 }
 agent "$HZ" "$SECONDS_"
 agent "$HZ" "$SECONDS_" no-bpf

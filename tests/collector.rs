@@ -33,6 +33,7 @@ fn filters_are_reread_only_when_they_change() {
     let mut c = Collector::open(Some(&pair.a.name), opts(Duration::from_secs(3600))).unwrap();
     let first = c.poll().unwrap();
     assert_eq!(first.interfaces[0].filter_chains[0].rules, 1);
+    assert!(first.filter_read_ns > 0 && first.filter_read_ns < first.poll_duration_ns);
     let after_first = c.counters().filter_dumps;
     // HTB never consults a leaf's filters: only the qdisc is asked
     assert_eq!(after_first, 1, "qdisc 1: only");
@@ -42,6 +43,10 @@ fn filters_are_reread_only_when_they_change() {
         assert_eq!(
             s.interfaces[0].filter_chains[0].rules, 1,
             "cached filters are still reported"
+        );
+        assert_eq!(
+            s.filter_read_ns, 0,
+            "no filter read, no time said spent on it"
         );
     }
     assert_eq!(

@@ -1,7 +1,8 @@
 //! The agent (poll, rates, diagnosis, history, the eBPF measurement) at a fixed rate:
 //! `hz NETNS DEV HZ SECONDS [no-bpf]`.
 //! Prints the polls done, the rate reached, the polls that overran the interval, the median
-//! poll, and the process's CPU over the run; then the median of each step of a poll.
+//! poll, and the process's CPU over the run; the median poll with and without a filter read;
+//! then the median of each step of a poll.
 //! `benches/poll_100hz.sh` runs it.
 
 use std::time::{Duration, Instant};
@@ -60,6 +61,19 @@ fn main() {
     }
     let (elapsed, used) = (t0.elapsed(), cpu().saturating_sub(c0));
     let s = agent.state();
+    // Filters are read on some polls only (a change, their max age): those are apart, as a
+    // poll without them reads what `tc -s -d class show` and `qdisc show` read.
+    let median_of = |with: bool| -> (usize, f64) {
+        let mut v: Vec<f64> = polls_ms
+            .iter()
+            .zip(&steps)
+            .filter(|(_, st)| (st.filters_ns > 0) == with)
+            .map(|(p, _)| *p)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        (v.len(), v.get(v.len() / 2).copied().unwrap_or(0.0))
+    };
+    let ((plain_n, plain), (with_n, with)) = (median_of(false), median_of(true));
     polls_ms.sort_by(f64::total_cmp);
     let objects: usize = s
         .snapshot
@@ -77,14 +91,18 @@ fn main() {
         polls_ms.get(polls_ms.len() / 2).copied().unwrap_or(0.0),
         used.as_secs_f64() / elapsed.as_secs_f64() * 100.0
     );
+    println!(
+        "median poll without a filter read {plain:.2} ms ({plain_n} polls), with one {with:.2} ms ({with_n} polls)"
+    );
     let median = |f: fn(&tcmon_agent::Steps) -> u64| {
         let mut v: Vec<u64> = steps.iter().map(f).collect();
         v.sort_unstable();
         v.get(v.len() / 2).copied().unwrap_or(0) as f64 / 1e6
     };
     println!(
-        "steps, median ms: read {:.2} (dumps, decoding, sorting), topology {:.2}, eBPF measurement {:.2}, rates {:.2}, diagnosis {:.2}, history {:.2}",
+        "steps, median ms: read {:.2} (dumps, decoding, sorting; filters {:.2}), topology {:.2}, eBPF measurement {:.2}, rates {:.2}, diagnosis {:.2}, history {:.2}",
         median(|s| s.read_ns),
+        median(|s| s.filters_ns),
         median(|s| s.topology_ns),
         median(|s| s.sojourn_ns),
         median(|s| s.rates_ns),

@@ -97,6 +97,9 @@ pub struct State {
 pub struct Steps {
     /// Reading the tree ([`Snapshot::poll_duration_ns`]): the netlink dumps, decoding, sorting.
     pub read_ns: u64,
+    /// The part of `read_ns` spent reading filters ([`Snapshot::filter_read_ns`]): 0 on the
+    /// polls that take them from the cache.
+    pub filters_ns: u64,
     /// Each interface's topology, or the last poll's taken over when the tree kept its shape.
     pub topology_ns: u64,
     /// Reading and attributing the eBPF measurement.
@@ -432,6 +435,7 @@ impl Poller {
         }
         let mut steps = Steps {
             read_ns: snap.poll_duration_ns,
+            filters_ns: snap.filter_read_ns,
             ..Steps::default()
         };
         let mut lap = Instant::now();

@@ -29,6 +29,10 @@ pub struct Snapshot {
     pub netns: Option<String>,
     /// How long the poll took, nanoseconds.
     pub poll_duration_ns: u64,
+    /// The part of it spent reading filters (nanoseconds): 0 when they came from the cache.
+    /// Filters are dumped one parent at a time, so a poll that reads them costs more.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub filter_read_ns: u64,
     /// Length of a psched tick on this kernel.
     #[serde(skip)]
     pub tick: TickLen,
@@ -45,6 +49,11 @@ pub struct Snapshot {
     /// Queueing delay measured from real packets, when asked for (`None`: not asked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sojourn: Option<crate::sojourn::Sojourn>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Snapshot {
@@ -69,6 +78,7 @@ impl Snapshot {
             taken_at,
             netns: None,
             poll_duration_ns: 0,
+            filter_read_ns: 0,
             tick: TickLen::default(),
             interfaces: Vec::new(),
             warnings: Vec::new(),

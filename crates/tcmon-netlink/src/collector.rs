@@ -106,6 +106,8 @@ pub struct Collector {
     /// Emptied object buffers of snapshots the caller is done with ([`Collector::recycle`]),
     /// by ifindex.
     spare: HashMap<u32, (Vec<Qdisc>, Vec<Class>)>,
+    /// Time the current poll has spent reading filters, over all its reads.
+    filter_read_ns: u64,
 }
 
 /// What the collector has done so far, for its own metrics and for tests of its caching.
@@ -166,6 +168,7 @@ impl Collector {
             counters: CollectorCounters::default(),
             config_generation: 0,
             spare: HashMap::new(),
+            filter_read_ns: 0,
         };
         if !c.opts.devices.is_empty() {
             let links = c.links()?;
@@ -223,6 +226,7 @@ impl Collector {
     /// Reads one consistent snapshot. Changes to the tree while it is read make it read again.
     pub fn poll(&mut self) -> Result<Snapshot, Error> {
         let started = Instant::now();
+        self.filter_read_ns = 0;
         let switched = self.follow_netns()?;
         // Changes before this poll only matter for the filter cache.
         self.take_changes();
@@ -257,6 +261,7 @@ impl Collector {
             ));
         }
         snap.poll_duration_ns = started.elapsed().as_nanos() as u64;
+        snap.filter_read_ns = self.filter_read_ns;
         Ok(snap)
     }
 
@@ -470,7 +475,11 @@ impl Collector {
             interrupted |= st.interrupted;
             link.classes = classes;
             if let FilterMode::Cached { max_age } = self.opts.filters {
+                let (t, dumps) = (Instant::now(), self.counters.filter_dumps);
                 let (filters, intr) = self.filters(link, max_age, &mut warnings)?;
+                if self.counters.filter_dumps != dumps {
+                    self.filter_read_ns += t.elapsed().as_nanos() as u64;
+                }
                 interrupted |= intr;
                 link.filters = filters;
             }

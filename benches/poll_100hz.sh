@@ -34,19 +34,35 @@ esac
 ROUNDS=$((CLASSES > 20000 ? 5 : 20))
 # tcmon reads the qdiscs tc lists only with `invisible` (the default FIFOs the kernel puts
 # under HTB leaves: their drops and backlog are the leaves' queues), so tc is asked for them too
-tc_rounds() {
+tc_once() {
   local t0 t1
   t0=$(date +%s%N)
-  for _ in $(seq "$ROUNDS"); do tc -n "$NS" -s -d class show dev v0 >/dev/null; tc -n "$NS" -s -d qdisc show dev v0 "$@" >/dev/null; done
+  tc -n "$NS" -s -d class show dev v0 >/dev/null
+  tc -n "$NS" -s -d qdisc show dev v0 "$@" >/dev/null
   t1=$(date +%s%N)
-  awk -v d=$((t1 - t0)) -v n="$ROUNDS" 'BEGIN {printf "%.2f", d / n / 1e6}'
+  awk -v d=$((t1 - t0)) 'BEGIN {printf "%.2f", d / 1e6}'
 }
-tc_ms=$(tc_rounds invisible)
-echo "tc -s -d class show + tc -s -d qdisc show invisible (the same qdiscs and classes): $tc_ms ms each (mean of $ROUNDS)"
-echo "  (without invisible qdiscs: $(tc_rounds) ms)"
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
-# the same dumps, bytes dropped, at the rate asked (HZ apart)
-floor=$(ip netns exec "$NS" "$RAW" "$IFINDEX" "$ROUNDS" $((1000 / HZ)) 2>&1 | awk '/^median/ {print $2}')
+# the raw dumps of the same links, qdiscs and classes (bytes dropped), HZ apart
+raw() { ip netns exec "$NS" "$RAW" "$IFINDEX" "$1" $((1000 / HZ)) 2>&1 | awk '/^median/ {print $2}'; }
+tcs=()
+if [ "$CLASSES" -gt 20000 ]; then
+  # A dump takes seconds and this machine's speed drifts by 10-20% over minutes: tc and the
+  # floor take turns, each round 1 s after the last.
+  floors=()
+  for _ in $(seq "$ROUNDS"); do
+    tcs+=("$(tc_once invisible)")
+    floors+=("$(raw 1)")
+  done
+  floor=$(median "${floors[@]}")
+else
+  for _ in $(seq "$ROUNDS"); do tcs+=("$(tc_once invisible)"); done
+  floor=$(raw "$ROUNDS")
+fi
+tc_ms=$(median "${tcs[@]}")
+echo "tc -s -d class show + tc -s -d qdisc show invisible (the same qdiscs and classes): $tc_ms ms (median of $ROUNDS)"
+echo "  (without the invisible qdiscs: $(tc_once) ms)"
 echo "raw netlink dumps of the same links, qdiscs and classes (the floor), $((1000 / HZ)) ms apart: $floor ms (median of $ROUNDS)"
 agent() {
   local out

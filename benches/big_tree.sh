@@ -89,3 +89,26 @@ libreqos_tree() {
   tc -n "$ns" -batch "$batch" 2>/dev/null
   rm -f "$batch"
 }
+
+# busy_tree NS CLASSES: sends one 100-byte UDP packet through each of big_tree's CLASSES leaf
+# classes every second (socket priority = the class id, which HTB takes as the class), so every
+# class's counters and tokens change between two polls: the worst case for anything that skips
+# unchanged objects. Runs in the background as BUSY_PID (the caller kills it); needs python3.
+busy_tree() {
+  local ns=$1 classes=$2 mac
+  ip -n "$ns" addr add 10.10.0.1/24 dev v0
+  mac=$(ip -n "$ns" -o link show v1 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+  ip -n "$ns" neigh replace 10.10.0.2 lladdr "$mac" dev v0 nud permanent
+  ip netns exec "$ns" python3 -c '
+import socket, sys, time
+n = int(sys.argv[1])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+while True:
+    t = time.monotonic()
+    for minor in range(2, n + 2):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, 0x10000 | minor)
+        s.sendto(b"x" * 100, ("10.10.0.2", 9))
+    time.sleep(max(0.0, 1.0 - (time.monotonic() - t)))
+' "$classes" >/dev/null 2>&1 &
+  BUSY_PID=$!
+}

@@ -4,9 +4,10 @@
 # `tcmon serve --netns NS --dev v0` (1 s poll), scraped every second with gzip as Prometheus
 # would be if it scraped that often; over WINDOW seconds it reads the process's page faults
 # (minor faults, /proc/PID/stat) and CPU, then the exported poll (from /healthz) and the RSS.
-# Needs root and curl.
+# With BUSY=1, every class carries a packet a second (benches/big_tree.sh's busy_tree).
+# Needs root and curl (and python3 with BUSY=1).
 #
-# Usage: benches/serve_ab.sh BIN_A BIN_B [ROUNDS] [WINDOW]     (defaults 2 rounds, 15 s)
+# Usage: [BUSY=1] benches/serve_ab.sh BIN_A BIN_B [ROUNDS] [WINDOW]     (defaults 2 rounds, 15 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/big_tree.sh
@@ -16,12 +17,15 @@ A=$1 B=$2 ROUNDS=${3:-2} WINDOW=${4:-15}
 NS=tcmon-bench-ab-$$
 PORT=29212
 pid=
+BUSY_PID=
 cleanup() {
   [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
+  [ -z "$BUSY_PID" ] || kill "$BUSY_PID" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
 }
 trap cleanup EXIT
 big_tree "$NS" 10000 2>/dev/null
+[ "${BUSY:-0}" = 0 ] || busy_tree "$NS" 10000
 OM='application/openmetrics-text;version=1.0.0'
 hz=$(getconf CLK_TCK)
 

@@ -228,13 +228,20 @@ impl Rendered {
         }
     }
 
-    /// Gzipped straight from the encoder: a 10,000-class exposition is ~30 MB of text and
-    /// ~2 MB compressed, and the text is never held whole.
+    /// Gzipped straight from the encoder: a 10,000-class exposition is ~14 MB of text and
+    /// ~0.7 MB compressed, and the text is never held whole. `/metrics` gzipped copies the
+    /// series that did not change from the last such rendering, already compressed.
     fn render(&self, doc: Doc, gzip: bool) -> Bytes {
         let size = &self.across.sizes[doc.slot(gzip)];
         // a little over last time's, as the tree may have grown
         let mut out = Vec::with_capacity(size.load(Ordering::Relaxed) / 16 * 17);
-        if gzip {
+        if let (Doc::Metrics(format), true) = (doc, gzip) {
+            out = self
+                .with_scratch(|scratch| {
+                    tcmon_export::render_gzip_reusing(&self.input(), format, out, scratch)
+                })
+                .expect("compressing in memory");
+        } else if gzip {
             let mut gz = GzEncoder::new(out, Compression::fast());
             self.write(doc, &mut gz).expect("compressing in memory");
             out = gz.finish().expect("compressing in memory");
@@ -245,34 +252,37 @@ impl Rendered {
         out.into()
     }
 
+    fn input(&self) -> tcmon_export::Input<'_> {
+        let s = &self.state;
+        tcmon_export::Input {
+            snapshot: &s.snapshot,
+            findings: &s.findings,
+            probes: &s.probes,
+            polls_total: s.polls_total,
+            poll_errors_total: s.poll_errors_total,
+            poll_interval: s.effective_interval(),
+            poll_overruns_total: s.overruns_total,
+            polls_changed_while_read_total: s.changed_while_read_total,
+            groups: self.groups,
+            version: env!("CARGO_PKG_VERSION"),
+        }
+    }
+
+    /// `f` with the memory of earlier renderings, or, while another rendering holds it,
+    /// with its own (which reuses nothing).
+    fn with_scratch<T>(&self, f: impl FnOnce(&mut tcmon_export::Scratch) -> T) -> T {
+        match self.across.scratch.try_lock() {
+            Ok(mut shared) => f(&mut shared),
+            Err(_) => f(&mut tcmon_export::Scratch::default()),
+        }
+    }
+
     fn write(&self, doc: Doc, w: &mut dyn Write) -> std::io::Result<()> {
         let s = &self.state;
         match doc {
-            Doc::Metrics(format) => {
-                let mut own = tcmon_export::Scratch::default();
-                let mut shared = self.across.scratch.try_lock();
-                let scratch = match shared.as_deref_mut() {
-                    Ok(s) => s,
-                    Err(_) => &mut own,
-                };
-                tcmon_export::render_to_reusing(
-                    &tcmon_export::Input {
-                        snapshot: &s.snapshot,
-                        findings: &s.findings,
-                        probes: &s.probes,
-                        polls_total: s.polls_total,
-                        poll_errors_total: s.poll_errors_total,
-                        poll_interval: s.effective_interval(),
-                        poll_overruns_total: s.overruns_total,
-                        polls_changed_while_read_total: s.changed_while_read_total,
-                        groups: self.groups,
-                        version: env!("CARGO_PKG_VERSION"),
-                    },
-                    format,
-                    w,
-                    scratch,
-                )
-            }
+            Doc::Metrics(format) => self.with_scratch(|scratch| {
+                tcmon_export::render_to_reusing(&self.input(), format, w, scratch)
+            }),
             Doc::Snapshot => json(&*s.snapshot, w),
             Doc::Findings => json(
                 &tcmon_diag::Report {

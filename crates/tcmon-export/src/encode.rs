@@ -7,6 +7,8 @@
 
 use std::io::{self, Write};
 
+use crate::gzip::{Finished, Gzip, Key, Tree, CHUNK};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Type {
     Counter,
@@ -72,6 +74,11 @@ pub(crate) struct Encoder<'w> {
     pub(crate) sink: Option<&'w mut dyn Write>,
     /// The first error of the sink; later output is dropped.
     pub(crate) error: Option<io::Error>,
+    /// Instead of `sink`: a gzip body that may reuse an earlier one's chunks.
+    pub(crate) gzip: Option<Gzip>,
+    /// With `gzip`, while a tree's families are written: [`Encoder::family`] writes in
+    /// chunks that a later body may reuse, and reuses the last body's if the tree is the same.
+    pub(crate) chunked: Option<Tree>,
 }
 
 impl std::fmt::Debug for Encoder<'_> {
@@ -83,14 +90,35 @@ impl std::fmt::Debug for Encoder<'_> {
     }
 }
 
-impl Encoder<'_> {
+impl<'w> Encoder<'w> {
+    /// Writing into memory (`sink`, or all kept when `None`).
+    pub(crate) fn new(openmetrics: bool, sink: Option<&'w mut dyn Write>) -> Encoder<'w> {
+        Encoder {
+            out: Vec::with_capacity(16 * 1024),
+            openmetrics,
+            sink,
+            error: None,
+            gzip: None,
+            chunked: None,
+        }
+    }
+
     fn spill(&mut self, at_least: usize) {
-        let Some(sink) = self.sink.as_mut() else {
-            return;
-        };
         if self.out.len() < at_least {
             return;
         }
+        if let Some(g) = self.gzip.as_mut() {
+            if self.error.is_none() {
+                if let Err(e) = g.text(&self.out) {
+                    self.error = Some(e);
+                }
+            }
+            self.out.clear();
+            return;
+        }
+        let Some(sink) = self.sink.as_mut() else {
+            return;
+        };
         if self.error.is_none() {
             if let Err(e) = sink.write_all(&self.out) {
                 self.error = Some(e);
@@ -101,7 +129,7 @@ impl Encoder<'_> {
 
     /// Room for `bytes` more when all is kept; with a sink, the buffer stays small anyway.
     pub(crate) fn reserve(&mut self, bytes: usize) {
-        if self.sink.is_none() {
+        if self.sink.is_none() && self.gzip.is_none() {
             self.out.reserve(bytes);
         }
     }
@@ -137,12 +165,7 @@ impl Encoder<'_> {
 
     /// One sample of `f`. `labels` are already escaped (`a="x",b="y"`), possibly empty.
     pub(crate) fn sample(&mut self, f: &Family, labels: &str, v: Value) {
-        let suffix = match f.ty {
-            Type::Counter => "_total",
-            Type::Info => "_info",
-            Type::Gauge | Type::Histogram => "",
-        };
-        self.raw(f.name, suffix, labels, None, v);
+        self.raw(f.name, suffix(f), labels, None, v);
     }
 
     /// A sample with an explicit suffix and an optional extra label (histogram parts).
@@ -171,26 +194,7 @@ impl Encoder<'_> {
         extra: &str,
         v: Value,
     ) {
-        let o = &mut self.out;
-        o.extend_from_slice(name.as_bytes());
-        o.extend_from_slice(suffix.as_bytes());
-        if !labels.is_empty() || !extra.is_empty() {
-            o.push(b'{');
-            o.extend_from_slice(labels.as_bytes());
-            if !extra.is_empty() {
-                if !labels.is_empty() {
-                    o.push(b',');
-                }
-                o.extend_from_slice(extra.as_bytes());
-            }
-            o.push(b'}');
-        }
-        o.push(b' ');
-        match v {
-            Value::Int(n) => push_u64(o, n),
-            Value::Float(x) => push_f64(o, x),
-        }
-        o.push(b'\n');
+        line(&mut self.out, name, suffix, labels, extra, v);
         // within a family too: one of 10,000 classes is a megabyte, and a buffer that grows
         // to that on every scrape is fresh memory (page faults) each time
         self.spill(SPILL_BYTES);
@@ -203,6 +207,10 @@ impl Encoder<'_> {
         items: &[(L, T)],
         value: impl Fn(&T) -> Option<Value>,
     ) {
+        if self.gzip.is_some() && self.chunked.is_some() {
+            self.family_chunked(f, items, value);
+            return;
+        }
         let mut headed = false;
         for (labels, item) in items {
             if let Some(v) = value(item) {
@@ -211,6 +219,70 @@ impl Encoder<'_> {
                     headed = true;
                 }
                 self.sample(f, labels.as_ref(), v);
+            }
+        }
+    }
+
+    /// [`Encoder::family`] in chunks of [`CHUNK`] objects, each copied from the last body
+    /// when its labels and values are the same, else written and compressed on its own.
+    fn family_chunked<L: AsRef<str>, T>(
+        &mut self,
+        f: &Family,
+        items: &[(L, T)],
+        value: impl Fn(&T) -> Option<Value>,
+    ) {
+        let Some(tree) = self.chunked else {
+            return;
+        };
+        let suffix = suffix(f);
+        let mut headed = false;
+        let mut keys: Vec<Key> = Vec::with_capacity(CHUNK);
+        let mut values: Vec<Option<Value>> = Vec::with_capacity(CHUNK);
+        for (n, chunk) in items.chunks(CHUNK).enumerate() {
+            values.clear();
+            values.extend(chunk.iter().map(|(_, t)| value(t)));
+            if values.iter().all(Option::is_none) {
+                continue;
+            }
+            if !headed {
+                self.head(f);
+                headed = true;
+            }
+            keys.clear();
+            // labels not among the objects' (none so far) are written but not kept
+            let keyed = chunk
+                .iter()
+                .zip(&values)
+                .map(|((l, _), v)| Key::new(tree, l.as_ref(), *v))
+                .try_fold((), |(), k| k.map(|k| keys.push(k)))
+                .is_some();
+            if self.error.is_some() {
+                return;
+            }
+            let Some(g) = self.gzip.as_mut() else {
+                return;
+            };
+            let first = n * CHUNK;
+            // what came before the chunk (its family's header) goes first
+            let done = g.text(&self.out).and_then(|()| {
+                self.out.clear();
+                if keyed && tree.same && g.reuse(f.name, first, &keys)? {
+                    return Ok(());
+                }
+                for ((labels, _), v) in chunk.iter().zip(&values) {
+                    if let Some(v) = *v {
+                        line(&mut self.out, f.name, suffix, labels.as_ref(), "", v);
+                    }
+                }
+                if keyed {
+                    g.chunk(f.name, first, &keys, &self.out)
+                } else {
+                    g.text(&self.out)
+                }
+            });
+            self.out.clear();
+            if let Err(e) = done {
+                self.error = Some(e);
             }
         }
     }
@@ -226,6 +298,53 @@ impl Encoder<'_> {
             None => Ok(self.out),
         }
     }
+
+    /// The gzip body and the chunks it was written in.
+    pub(crate) fn finish_gzip(mut self) -> io::Result<Finished> {
+        if self.openmetrics {
+            self.out.extend_from_slice(b"# EOF\n");
+        }
+        self.spill(0);
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        match self.gzip {
+            Some(g) => g.finish(),
+            None => Err(io::Error::other("not a gzip encoder")),
+        }
+    }
+}
+
+/// What a sample's name adds to its family's.
+fn suffix(f: &Family) -> &'static str {
+    match f.ty {
+        Type::Counter => "_total",
+        Type::Info => "_info",
+        Type::Gauge | Type::Histogram => "",
+    }
+}
+
+/// One sample line: `name` `suffix` `{labels,extra}` `value`.
+fn line(o: &mut Vec<u8>, name: &str, suffix: &str, labels: &str, extra: &str, v: Value) {
+    o.extend_from_slice(name.as_bytes());
+    o.extend_from_slice(suffix.as_bytes());
+    if !labels.is_empty() || !extra.is_empty() {
+        o.push(b'{');
+        o.extend_from_slice(labels.as_bytes());
+        if !extra.is_empty() {
+            if !labels.is_empty() {
+                o.push(b',');
+            }
+            o.extend_from_slice(extra.as_bytes());
+        }
+        o.push(b'}');
+    }
+    o.push(b' ');
+    match v {
+        Value::Int(n) => push_u64(o, n),
+        Value::Float(x) => push_f64(o, x),
+    }
+    o.push(b'\n');
 }
 
 /// Appends `key="value"` (with a leading comma unless `out` is empty).

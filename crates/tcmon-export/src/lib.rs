@@ -10,6 +10,7 @@
 //! measured packets, and none for the others.
 
 mod encode;
+mod gzip;
 mod negotiate;
 
 use tcmon_core::aqm::{Cake, CakeTin, FqCodelStats};
@@ -162,16 +163,14 @@ impl Default for Groups {
 #[derive(Debug, Default)]
 pub struct Scratch {
     labels: String,
+    /// The chunks of the last gzipped rendering in each format, and memory for the next.
+    gzip: [gzip::Chunks; 2],
+    spare: [gzip::Chunks; 2],
 }
 
 /// The whole exposition in `format` (UTF-8), ending with `# EOF` for OpenMetrics.
 pub fn render(input: &Input<'_>, format: Format) -> Vec<u8> {
-    let e = Encoder {
-        out: Vec::with_capacity(16 * 1024),
-        openmetrics: format == Format::OpenMetrics,
-        sink: None,
-        error: None,
-    };
+    let e = Encoder::new(format == Format::OpenMetrics, None);
     encode(e, input, &mut Scratch::default())
         .finish()
         .expect("no sink, so no I/O error")
@@ -200,13 +199,41 @@ pub fn render_to_reusing(
     w: &mut dyn std::io::Write,
     scratch: &mut Scratch,
 ) -> std::io::Result<()> {
-    let e = Encoder {
-        out: Vec::with_capacity(16 * 1024),
-        openmetrics: format == Format::OpenMetrics,
-        sink: Some(w),
-        error: None,
-    };
+    let e = Encoder::new(format == Format::OpenMetrics, Some(w));
     encode(e, input, scratch).finish().map(drop)
+}
+
+/// The exposition as a gzip body (`Content-Encoding: gzip`), appended to `out`. The series
+/// of a family go in chunks of a few dozen objects; a chunk whose labels and values are those
+/// of `scratch`'s last gzipped rendering in `format` is copied from it, already compressed,
+/// so a scrape compresses only what changed (on an idle tree, nearly nothing).
+///
+/// # Errors
+/// Only a failure of the compressor.
+pub fn render_gzip_reusing(
+    input: &Input<'_>,
+    format: Format,
+    out: Vec<u8>,
+    scratch: &mut Scratch,
+) -> std::io::Result<Vec<u8>> {
+    render_gzip(input, format, out, scratch).map(|f| f.body)
+}
+
+fn render_gzip(
+    input: &Input<'_>,
+    format: Format,
+    out: Vec<u8>,
+    scratch: &mut Scratch,
+) -> std::io::Result<gzip::Finished> {
+    let slot = usize::from(format == Format::OpenMetrics);
+    let prev = std::mem::take(&mut scratch.gzip[slot]);
+    let spare = std::mem::take(&mut scratch.spare[slot]);
+    let mut e = Encoder::new(format == Format::OpenMetrics, None);
+    e.gzip = Some(gzip::Gzip::new(out, prev, spare));
+    let mut f = encode(e, input, scratch).finish_gzip()?;
+    scratch.gzip[slot] = std::mem::take(&mut f.chunks);
+    scratch.spare[slot] = std::mem::take(&mut f.spare);
+    Ok(f)
 }
 
 fn encode<'w>(mut e: Encoder<'w>, input: &Input<'_>, scratch: &mut Scratch) -> Encoder<'w> {
@@ -969,6 +996,10 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut
         }
     }
     let arena = &*arena;
+    if let Some(g) = e.gzip.as_mut() {
+        let same = g.same_tree(arena);
+        e.chunked = Some(gzip::Tree::new(arena, same));
+    }
     let qdiscs: Vec<(&str, &Qdisc)> = qdiscs.into_iter().map(|(l, q)| (&arena[l], q)).collect();
     let classes: Vec<(&str, &Class)> = classes.into_iter().map(|(l, c)| (&arena[l], c)).collect();
     let htb_classes = classes.iter().filter(|(_, c)| c.htb().is_some()).count();
@@ -1045,6 +1076,8 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut
     if groups.qdisc_kinds {
         kinds(e, &qdiscs);
     }
+    // chains' labels are not the objects': they may change while those stay the same
+    e.chunked = None;
     if groups.filter_chains {
         e.family(&FILTER_CHAIN, &chains, |n| Some(Value::Int(u64::from(*n))));
     }

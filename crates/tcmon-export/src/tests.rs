@@ -867,3 +867,172 @@ fn promtool_accepts_the_fixture_and_the_measurement() {
         );
     }
 }
+
+/// The fixture with `n` more HTB classes under 1:1.
+fn fixture_with(n: u16) -> (Snapshot, Findings, Vec<TargetStatus>) {
+    let (mut s, findings, probes) = fixture();
+    for minor in 0x100..0x100 + n {
+        s.interfaces[0].classes.push(htb_class(
+            minor,
+            Handle::new(1, 1),
+            125_000,
+            i64::from(minor) * 1000,
+            stats(u64::from(minor), 2, 0, 0),
+        ));
+    }
+    (s, findings.into(), probes)
+}
+
+fn gunzip(b: &[u8]) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut d = flate2::read::GzDecoder::new(b);
+    let mut v = Vec::new();
+    d.read_to_end(&mut v).expect("a valid gzip body");
+    assert!(d.into_inner().is_empty(), "bytes after the gzip member");
+    v
+}
+
+/// What a change to the tree does between two scrapes.
+#[derive(Debug, Clone)]
+enum Change {
+    Nothing,
+    /// Bytes of some classes: a counter of one family.
+    Bytes(Vec<u16>),
+    /// Tokens, a float family.
+    Tokens(Vec<u16>),
+    /// Classes lose their HTB xstats: items leave some families, labels stay.
+    NoXstats(Vec<u16>),
+    /// A class goes: the labels change.
+    Remove(u16),
+    /// fq_codel's xstats and a cake tin go; the objects' labels stay the same.
+    Kinds,
+    /// Another namespace: every label changes.
+    Netns,
+}
+
+fn change() -> impl proptest::strategy::Strategy<Value = Change> {
+    use proptest::prelude::*;
+    let picks = || proptest::collection::vec(any::<u16>(), 1..6);
+    prop_oneof![
+        Just(Change::Nothing),
+        picks().prop_map(Change::Bytes),
+        picks().prop_map(Change::Tokens),
+        picks().prop_map(Change::NoXstats),
+        any::<u16>().prop_map(Change::Remove),
+        Just(Change::Kinds),
+        Just(Change::Netns),
+    ]
+}
+
+fn htb(c: &mut Class) -> Option<&mut HtbClass> {
+    match c.detail.as_mut() {
+        Some(ClassDetail::Htb(h)) => Some(h),
+        _ => None,
+    }
+}
+
+fn apply(s: &mut Snapshot, c: &Change) {
+    let classes = &mut s.interfaces[0].classes;
+    let n = classes.len();
+    let at = |p: &u16| usize::from(*p) % n;
+    match c {
+        Change::Nothing => {}
+        Change::Bytes(p) => p.iter().for_each(|p| classes[at(p)].stats.bytes += 1500),
+        Change::Tokens(p) => {
+            for p in p {
+                if let Some(h) = htb(&mut classes[at(p)]) {
+                    h.tokens_ns -= 12_345;
+                }
+            }
+        }
+        Change::NoXstats(p) => {
+            for p in p {
+                if let Some(h) = htb(&mut classes[at(p)]) {
+                    h.has_xstats = false;
+                }
+            }
+        }
+        Change::Remove(p) => {
+            // not 1:1, the others' parent
+            if n > 1 {
+                classes.remove(1 + usize::from(*p) % (n - 1));
+            }
+        }
+        Change::Kinds => {
+            for q in s.interfaces.iter_mut().flat_map(|i| &mut i.qdiscs) {
+                match q.detail.as_mut() {
+                    Some(QdiscDetail::FqCodel(f)) => f.xstats = None,
+                    Some(QdiscDetail::Cake(c)) => drop(c.tins.pop()),
+                    _ => {}
+                }
+            }
+        }
+        Change::Netns => s.netns = Some(format!("{}x", s.netns.as_deref().unwrap_or(""))),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// A gzipped rendering that reuses the last one's chunks decodes to the plain rendering of
+    /// the same state, whatever changed in between and in whichever format the last one was;
+    /// and it reuses: all of it when nothing changed, all but the changed objects' chunks
+    /// when only a counter of a few changed.
+    #[test]
+    fn a_gzipped_rendering_reusing_the_last_decodes_to_the_plain_one(
+        n in 0u16..400,
+        steps in proptest::collection::vec((change(), proptest::prelude::any::<bool>()), 1..8),
+    ) {
+        let (mut s, findings, probes) = fixture_with(n);
+        let mut scratch = Scratch::default();
+        // the state each format was last rendered from (a count of changes)
+        let mut version = 0;
+        let mut last = [None, None];
+        for (c, text) in steps {
+            let mut next = s.clone();
+            apply(&mut next, &c);
+            s = next;
+            if !matches!(c, Change::Nothing) {
+                version += 1;
+            }
+            let format = if text { Format::Prometheus } else { Format::OpenMetrics };
+            let input = input(&s, &findings, &probes);
+            let f = render_gzip(&input, format, Vec::new(), &mut scratch).unwrap();
+            proptest::prop_assert_eq!(
+                String::from_utf8(gunzip(&f.body)).unwrap(),
+                String::from_utf8(render(&input, format)).unwrap()
+            );
+            let before = last[usize::from(text)].replace(version);
+            if before == Some(version) {
+                proptest::prop_assert!(f.reused > 0 && f.fresh == 0, "{} {}", f.reused, f.fresh);
+            }
+            if let (Change::Bytes(p), true) = (&c, before == Some(version - 1)) {
+                proptest::prop_assert!(f.reused > 0 && f.fresh <= p.len(), "{} {}", f.reused, f.fresh);
+            }
+        }
+    }
+}
+
+/// Every chunk of an idle tree is reused, and the body is not much bigger than gzip's of the
+/// whole text (each chunk starts without the history before it).
+#[test]
+fn an_unchanged_big_tree_is_copied_and_stays_small() {
+    let (s, findings, probes) = fixture_with(3000);
+    let input = input(&s, &findings, &probes);
+    let mut scratch = Scratch::default();
+    let first = render_gzip(&input, Format::OpenMetrics, Vec::new(), &mut scratch).unwrap();
+    let again = render_gzip(&input, Format::OpenMetrics, Vec::new(), &mut scratch).unwrap();
+    assert_eq!(first.body, again.body);
+    assert_eq!((again.reused, again.fresh), (first.fresh, 0));
+    let text = render(&input, Format::OpenMetrics);
+    let mut whole = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut whole, &text).unwrap();
+    let whole = whole.finish().unwrap();
+    assert!(
+        again.body.len() < whole.len() * 5 / 4,
+        "{} bytes in chunks against {} in one stream ({} of text)",
+        again.body.len(),
+        whole.len(),
+        text.len()
+    );
+}

@@ -14,7 +14,9 @@
 #     and its RSS (current and peak); then scraped every second.
 #   - the agent's poll as it exports it against the raw dumps (the kernel's floor), back to
 #     back and 1 s apart.
-# Needs root, curl, and prometheus-node-exporter.
+#   - then with every class carrying a packet a second (busy_tree): CPU and /metrics size with
+#     the default groups and with class_sojourn added.
+# Needs root, curl, python3 and prometheus-node-exporter.
 #
 # Usage: benches/serve_10k.sh [CLASSES] [SCRAPES] [CPU_S]     (defaults 10000, 100, 60)
 set -euo pipefail
@@ -99,8 +101,9 @@ t_ne=$(times 0 ip netns exec "$NS" curl "http://127.0.0.1:$NE_PORT/metrics" | st
 kill "$TCMON_PID"
 wait "$TCMON_PID" 2>/dev/null || true
 hz=$(getconf CLK_TCK)
+EXTRA=()
 cpu_window() {
-  env "$@" "$TCMON" serve --netns "$NS" --dev v0 --listen "127.0.0.1:$PORT" >/dev/null 2>&1 &
+  env "$@" "$TCMON" serve --netns "$NS" --dev v0 --listen "127.0.0.1:$PORT" "${EXTRA[@]}" >/dev/null 2>&1 &
   TCMON_PID=$!
   pids+=("$TCMON_PID")
   wait_up curl -sf "http://127.0.0.1:$PORT/healthz"
@@ -118,7 +121,8 @@ cpu_window() {
   rss=$(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$TCMON_PID/status")
   hwm=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$TCMON_PID/status")
   poll_s=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^tcmon_poll_duration_seconds/ {print $2}')
-  window="CPU $cpu% of a core (target < 5%), RSS $rss MB, peak $hwm MB (target < 64 MB); last poll $poll_s s"
+  size=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | awk '!/^#/ {n++} {b += length($0) + 1} END {printf "%d series, %.1f MB", n, b / 1e6}')
+  window="CPU $cpu% of a core (target < 5%), RSS $rss MB, peak $hwm MB (target < 64 MB); last poll $poll_s s; /metrics $size"
   kill "$TCMON_PID"
   wait "$TCMON_PID" 2>/dev/null || true
 }
@@ -131,6 +135,19 @@ w_purge=$window
 EVERY=1
 cpu_window X=1
 w_every_s=$window
+# and with every class carrying a packet a second: every counter changes between two scrapes,
+# and every class has measured queueing delay
+busy_tree "$NS" "$CLASSES"
+pids+=("$BUSY_PID")
+sleep 2
+cpu_window X=1
+w_busy=$window
+GROUPS_CFG=$(mktemp)
+printf '[serve]\nmetrics = ["counters", "backlog", "htb_rates", "htb_xstats", "qdisc_kinds", "filter_chains", "sojourn", "class_sojourn"]\n' >"$GROUPS_CFG"
+EXTRA=(--config "$GROUPS_CFG")
+cpu_window X=1
+w_busy_classes=$window
+rm -f "$GROUPS_CFG"
 
 echo "tree: $CLASSES HTB classes + pfifo leaves on one veth; $SCRAPES scrapes each"
 echo "tcmon /metrics: $series_tcmon series, $((bytes_tcmon / 1024)) KiB ($((bytes_gz / 1024)) KiB gzipped); node_exporter qdisc collector: $series_ne series (root qdiscs only)"
@@ -147,3 +164,5 @@ echo "  as built:                   $w_default"
 echo "  mimalloc's defaults:        $w_purge"
 echo "tcmon at a 1 s poll, scraped every second with gzip, over ${CPU_S} s:"
 echo "  as built:                   $w_every_s"
+echo "  every class busy:           $w_busy"
+echo "  busy, + class_sojourn:      $w_busy_classes"

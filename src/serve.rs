@@ -513,7 +513,8 @@ impl Said {
                 match &now {
                     Measured::On => eprintln!(
                         "tcmon serve: measuring the queueing delay of real packets (eBPF): \
-                         tcmon_class_sojourn_seconds"
+                         tcmon_qdisc_sojourn_seconds (per class: the class_sojourn metrics \
+                         group)"
                     ),
                     Measured::Off(why) => eprintln!(
                         "tcmon serve: the queueing delay of real packets is not measured: {why} \

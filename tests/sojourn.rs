@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::server::{run_with_stdin, Served};
+use common::server::{run_with_stdin, Served, TempFile};
 use serde_json::Value;
 use tcmon_lab::{skip_unless_root, Pair, UdpLoad};
 
@@ -56,7 +56,19 @@ fn serve_exports_the_measured_delay_of_a_loaded_class_as_a_histogram() {
     }
     let pair = shaper();
     let _load = load(&pair);
-    let s = Served::start(&["--netns", &pair.a.name, "--dev", &pair.dev_a]);
+    // the classes' histograms too (the default has the qdiscs' only)
+    let cfg = TempFile::new(
+        "sojourn-groups.toml",
+        "[serve]\nmetrics = [\"counters\", \"sojourn\", \"class_sojourn\"]\n",
+    );
+    let s = Served::start(&[
+        "--config",
+        cfg.path(),
+        "--netns",
+        &pair.a.name,
+        "--dev",
+        &pair.dev_a,
+    ]);
     s.wait_polls(4);
     let text = s.get("/metrics").body;
     let (ok, out) = run_with_stdin("promtool", &["check", "metrics"], &text, "prometheus");
@@ -95,6 +107,22 @@ fn serve_exports_the_measured_delay_of_a_loaded_class_as_a_histogram() {
     assert!(below("0.2") > count * 0.95, "{}", below("0.2"));
     // the idle class carried no packets: no series
     assert!(!text.contains("handle=\"1:20\",parent=\"1:1\",le="));
+    // the HTB root has every packet measured below it: 1:10's, and any the default class took
+    let root = format!(
+        "netns=\"{}\",device=\"{}\",kind=\"htb\",handle=\"1:\",parent=\"root\"",
+        pair.a.name, pair.dev_a
+    );
+    let all = value(
+        &text,
+        &format!("tcmon_qdisc_sojourn_seconds_count{{{root}}}"),
+    )
+    .unwrap();
+    assert!(
+        all >= count && all < count * 1.05 + 10.0,
+        "{all} against {count}"
+    );
+    // and the leaf pfifo, with nothing measured in it, none
+    assert!(!text.contains("handle=\"10:\",parent=\"1:10\",le="));
 
     // the JSON API carries it per object, with the window's quantiles
     let snap: Value = serde_json::from_str(&s.get("/api/v1/snapshot").body).unwrap();

@@ -14,7 +14,7 @@ mod gzip;
 mod negotiate;
 
 use tcmon_core::aqm::{Cake, CakeTin, FqCodelStats};
-use tcmon_core::model::{Class, HtbClass, HtbQdisc, Qdisc, QdiscDetail, Stats, Tbf};
+use tcmon_core::model::{Class, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail, Stats, Tbf};
 use tcmon_core::rates::ObjectType;
 use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState, BOUNDS_NS};
 use tcmon_core::topology::Obj;
@@ -70,14 +70,17 @@ pub struct Groups {
     pub qdisc_kinds: bool,
     /// `tcmon_filter_chain_rules`.
     pub filter_chains: bool,
-    /// `tcmon_class_sojourn_seconds` and `tcmon_qdisc_sojourn_seconds`: 25 series (22 bounds,
-    /// +Inf, sum, count) per object with measured packets, none for the others.
+    /// `tcmon_qdisc_sojourn_seconds`: 25 series (22 bounds, +Inf, sum, count) per qdisc with
+    /// measured packets in it or below it (a root, an HTB under mq), none for the others.
     pub sojourn: bool,
+    /// `tcmon_class_sojourn_seconds`: the same per class with measured packets, which on a busy
+    /// shaper is every leaf (250,000 series at 10,000 classes).
+    pub class_sojourn: bool,
 }
 
 impl Groups {
     /// The names the config uses, in the order of the fields.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "counters",
         "backlog",
         "htb_rates",
@@ -87,6 +90,7 @@ impl Groups {
         "qdisc_kinds",
         "filter_chains",
         "sojourn",
+        "class_sojourn",
     ];
 
     /// The names of the groups that are on, in [`Groups::NAMES`] order.
@@ -101,6 +105,7 @@ impl Groups {
             self.qdisc_kinds,
             self.filter_chains,
             self.sojourn,
+            self.class_sojourn,
         ];
         Groups::NAMES
             .into_iter()
@@ -125,6 +130,7 @@ impl Groups {
             qdisc_kinds: false,
             filter_chains: false,
             sojourn: false,
+            class_sojourn: false,
         };
         for n in names {
             let field = match n {
@@ -137,6 +143,7 @@ impl Groups {
                 "qdisc_kinds" => &mut g.qdisc_kinds,
                 "filter_chains" => &mut g.filter_chains,
                 "sojourn" => &mut g.sojourn,
+                "class_sojourn" => &mut g.class_sojourn,
                 other => return Err(other.to_owned()),
             };
             *field = true;
@@ -146,13 +153,14 @@ impl Groups {
 }
 
 impl Default for Groups {
-    /// Everything but `htb_buckets` and `leaf_qdiscs`: 14 series per HTB class and none for
-    /// its leaf FIFO, against 24 for both with every group (and 25 more for a class while it
-    /// carries measured packets, either way).
+    /// Everything but `htb_buckets`, `leaf_qdiscs` and `class_sojourn`: 14 series per HTB
+    /// class and none for its leaf FIFO, against 24 for both with every group, and 25 more for
+    /// each class that carried measured packets with `class_sojourn`.
     fn default() -> Self {
         Groups {
             htb_buckets: false,
             leaf_qdiscs: false,
+            class_sojourn: false,
             ..Groups::all()
         }
     }
@@ -832,9 +840,8 @@ const SOJOURN_QDISC: Family = Family {
     name: "tcmon_qdisc_sojourn_seconds",
     ty: Type::Histogram,
     unit: Some("seconds"),
-    help: "Time packets spent in the tree, measured from real packets (eBPF), since the \
-           measurement started: a classless root qdisc's packets, or those an HTB root sent \
-           through its direct queue.",
+    help: "Time packets spent in the qdisc and the classes and qdiscs below it (queueing \
+           delay), measured from real packets (eBPF), since the measurement started.",
 };
 const SOJOURN_CLASS: Family = Family {
     name: "tcmon_class_sojourn_seconds",
@@ -905,6 +912,35 @@ fn measured_on(s: &Sojourn, ifindex: u32) -> &[ObjectSojourn] {
     &s.objects[lo..hi]
 }
 
+/// Each qdisc's packets measured in it or below it (its direct queue, its classes, the qdiscs
+/// under those), by index in `i.qdiscs`, in that order; none for a qdisc with none.
+fn under_qdiscs(i: &Interface, objs: &[ObjectSojourn]) -> Vec<(usize, Histogram)> {
+    let topo = i.topology();
+    let mut sums = std::collections::BTreeMap::<usize, Histogram>::new();
+    for o in objs {
+        let at = match o.object {
+            ObjectType::Class => topo.class(o.handle).map(Obj::Class),
+            // a measured qdisc is a root (or an HTB under mq); the kernel's own leaf queues
+            // share handle 0:, which only a root is measured under
+            ObjectType::Qdisc if o.handle != Handle::UNSPEC => topo.qdisc(o.handle).map(Obj::Qdisc),
+            ObjectType::Qdisc => i
+                .qdiscs
+                .iter()
+                .position(|q| q.handle == Handle::UNSPEC && q.parent == Handle::ROOT)
+                .map(Obj::Qdisc),
+        };
+        for obj in at
+            .into_iter()
+            .flat_map(|a| std::iter::once(a).chain(topo.ancestors(a)))
+        {
+            if let Obj::Qdisc(q) = obj {
+                sums.entry(q).or_default().add(&o.total);
+            }
+        }
+    }
+    sums.into_iter().filter(|(_, h)| h.count() > 0).collect()
+}
+
 /// The measurement of one object among one interface's (binary search).
 fn measured(objs: &[ObjectSojourn], object: ObjectType, handle: Handle) -> Option<&Histogram> {
     if objs.is_empty() {
@@ -955,20 +991,21 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut
     let mut classes: Vec<(std::ops::Range<usize>, &Class)> = Vec::new();
     let mut chains = Vec::new();
     // (index in qdiscs or classes, what was measured)
-    let mut measured_qdiscs: Vec<(usize, &Histogram)> = Vec::new();
+    let mut measured_qdiscs: Vec<(usize, Histogram)> = Vec::new();
     let mut measured_classes: Vec<(usize, &Histogram)> = Vec::new();
-    let sojourn = s.sojourn.as_ref().filter(|_| groups.sojourn);
+    let sojourn = s.sojourn.as_ref();
     for i in &s.interfaces {
         let topo = i.topology();
         let objs = sojourn.map_or(&[][..], |s| measured_on(s, i.ifindex));
+        if groups.sojourn {
+            let first = qdiscs.len();
+            measured_qdiscs.extend(
+                under_qdiscs(i, objs)
+                    .into_iter()
+                    .map(|(qi, h)| (first + qi, h)),
+            );
+        }
         for (qi, q) in i.qdiscs.iter().enumerate() {
-            // a measured qdisc is a root (or an HTB under mq); the kernel's own leaf queues
-            // all have handle 0:
-            if q.handle != Handle::UNSPEC || q.parent == Handle::ROOT {
-                if let Some(h) = measured(objs, ObjectType::Qdisc, q.handle) {
-                    measured_qdiscs.push((qdiscs.len(), h));
-                }
-            }
             let under_leaf = matches!(
                 topo.parent(Obj::Qdisc(qi)),
                 Some(Obj::Class(c)) if topo.child_classes(Obj::Class(c)).next().is_none()
@@ -978,7 +1015,9 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut
             qdiscs.push((l, q));
         }
         for c in &i.classes {
-            if let Some(h) = measured(objs, ObjectType::Class, c.handle) {
+            if let Some(h) =
+                measured(objs, ObjectType::Class, c.handle).filter(|_| groups.class_sojourn)
+            {
                 measured_classes.push((classes.len(), h));
             }
             let l = object_labels(arena, base, &i.name, &c.kind, c.handle, c.parent);
@@ -1038,8 +1077,8 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut
             + room(&chains, 1),
     );
     let measured_qdiscs: Vec<(&str, &Histogram)> = measured_qdiscs
-        .into_iter()
-        .map(|(n, h)| (qdiscs[n].0, h))
+        .iter()
+        .map(|(n, h)| (qdiscs[*n].0, h))
         .collect();
     let measured_classes: Vec<(&str, &Histogram)> = measured_classes
         .into_iter()

@@ -653,19 +653,23 @@ fn sojourn_lines(text: &str) -> String {
     out
 }
 
+/// With `class_sojourn` too: veth0's HTB root carries its direct queue's and its classes'
+/// packets (1:99 is no longer in the tree), wan"0's cake its own.
 #[test]
 fn sojourn_openmetrics() {
-    insta::assert_snapshot!(sojourn_lines(&render_sojourn(
+    insta::assert_snapshot!(sojourn_lines(&render_sojourn_with(
         measured(),
-        Format::OpenMetrics
+        Format::OpenMetrics,
+        Groups::all()
     )));
 }
 
 #[test]
 fn sojourn_prometheus_text() {
-    insta::assert_snapshot!(sojourn_lines(&render_sojourn(
+    insta::assert_snapshot!(sojourn_lines(&render_sojourn_with(
         measured(),
-        Format::Prometheus
+        Format::Prometheus,
+        Groups::all()
     )));
 }
 
@@ -709,7 +713,7 @@ fn sample(text: &str, name_labels: &str) -> Option<u64> {
 /// bounds' packets in the next one kept, and +Inf is the count.
 #[test]
 fn sojourn_buckets_are_cumulative_and_end_with_the_count() {
-    let text = render_sojourn(measured(), Format::OpenMetrics);
+    let text = render_sojourn_with(measured(), Format::OpenMetrics, Groups::all());
     let class = r#"{netns="lab",device="veth0",kind="htb",handle="1:10",parent="1:1""#;
     let bucket = |le: &str| {
         sample(
@@ -793,10 +797,31 @@ fn sojourn_buckets_are_cumulative_and_end_with_the_count() {
     ));
 }
 
-/// The histograms are the `sojourn` group (on by default); the state of the measurement is
-/// exported whatever the groups.
+/// The qdiscs' histograms are the `sojourn` group (on by default), the classes' the
+/// `class_sojourn` group (off: on a busy shaper, 25 series for every leaf); the state of the
+/// measurement is exported whatever the groups.
 #[test]
-fn the_sojourn_group_switches_the_histograms_only() {
+fn the_sojourn_groups_switch_the_histograms_only() {
+    let text = render_sojourn(measured(), Format::Prometheus);
+    assert!(!text.contains("tcmon_class_sojourn_seconds"));
+    let root = r#"{netns="lab",device="veth0",kind="htb",handle="1:",parent="root"}"#;
+    // the direct queue's 1 and the classes' 12 and 4
+    assert_eq!(
+        sample(&text, &format!("tcmon_qdisc_sojourn_seconds_count{root}")),
+        Some(17)
+    );
+    let cake = r#"{netns="lab",device="wan\"0",kind="cake",handle="8001:",parent="root"}"#;
+    assert_eq!(
+        sample(&text, &format!("tcmon_qdisc_sojourn_seconds_count{cake}")),
+        Some(7)
+    );
+    // only the qdiscs with measured packets in or below them: not the leaves' tbf and pfifo
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("tcmon_qdisc_sojourn_seconds_count"))
+            .count(),
+        2
+    );
     let off = Groups {
         sojourn: false,
         ..Groups::default()
@@ -816,9 +841,15 @@ fn the_sojourn_group_switches_the_histograms_only() {
         2 * 25
     );
     assert_eq!(
-        Groups::from_names(["sojourn"]).unwrap().names(),
-        ["sojourn"]
+        Groups::from_names(["sojourn", "class_sojourn"])
+            .unwrap()
+            .names(),
+        ["sojourn", "class_sojourn"]
     );
+    let classes_only = Groups::from_names(["class_sojourn"]).unwrap();
+    let text = render_sojourn_with(measured(), Format::Prometheus, classes_only);
+    assert!(!text.contains("tcmon_qdisc_sojourn_seconds"));
+    assert!(text.contains("tcmon_class_sojourn_seconds_count"));
 }
 
 /// promtool (Debian's prometheus package) finds nothing to say about the Prometheus text of

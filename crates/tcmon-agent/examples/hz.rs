@@ -91,9 +91,13 @@ fn main() {
         polls_ms.get(polls_ms.len() / 2).copied().unwrap_or(0.0),
         used.as_secs_f64() / elapsed.as_secs_f64() * 100.0
     );
-    println!(
-        "median poll without a filter read {plain:.2} ms ({plain_n} polls), with one {with:.2} ms ({with_n} polls)"
-    );
+    if with_n == 0 {
+        println!("no poll read filters");
+    } else {
+        println!(
+            "median poll without a filter read {plain:.2} ms ({plain_n} polls), with one {with:.2} ms ({with_n} polls)"
+        );
+    }
     let median = |f: fn(&tcmon_agent::Steps) -> u64| {
         let mut v: Vec<u64> = steps.iter().map(f).collect();
         v.sort_unstable();

@@ -204,10 +204,11 @@ impl Gzip {
         let Some(at) = found else {
             return Ok(false);
         };
+        // past it either way: a family of changed chunks must not leave the look-ups behind
+        self.cursor = at + 1;
         if self.prev.keys[self.prev.entries[at].keys.clone()] != *keys {
             return Ok(false);
         }
-        self.cursor = at + 1;
         self.close()?;
         let e = &mut self.prev.entries[at];
         self.out.extend_from_slice(&e.deflated);
@@ -342,16 +343,44 @@ mod tests {
         let f = g.finish().unwrap();
         assert_eq!(gunzip(&f.body), [&b[..], &b, &a].concat());
 
-        // other values, another place or another family: compressed anew
+        // another place or another family: compressed anew
         let mut g = Gzip::new(Vec::new(), f.chunks, f.spare);
-        let other = Key::new(tree, labels, Some(Value::Int(2))).unwrap();
-        assert!(!g.reuse("f", 0, &[other]).unwrap());
         assert!(!g.reuse("f", 64, &v).unwrap());
         assert!(!g.reuse("g", 0, &v).unwrap());
         assert!(g.reuse("f", 0, &v).unwrap());
         // one use each: the chunk has moved on to the next body
         assert!(!g.reuse("f", 0, &v).unwrap());
-        assert_eq!(gunzip(&g.finish().unwrap().body), b);
+        let f = g.finish().unwrap();
+        assert_eq!(gunzip(&f.body), b);
+        // other values: compressed anew
+        let mut g = Gzip::new(Vec::new(), f.chunks, f.spare);
+        let other = Key::new(tree, labels, Some(Value::Int(2))).unwrap();
+        assert!(!g.reuse("f", 0, &[other]).unwrap());
+    }
+
+    /// A busy tree changes a whole family's chunks: the families after it are still found.
+    #[test]
+    fn chunks_after_many_changed_ones_are_still_reused() {
+        let labels = "a=\"1\"";
+        let tree = Tree::new(labels, true);
+        let key = |v| [Key::new(tree, labels, Some(Value::Int(v))).unwrap()];
+        let write = |g: &mut Gzip, changed: u64| {
+            for n in 0..100 {
+                if !g.reuse("busy", n, &key(changed)).unwrap() {
+                    g.chunk("busy", n, &key(changed), b"x 1\n").unwrap();
+                }
+            }
+            if !g.reuse("idle", 0, &key(0)).unwrap() {
+                g.chunk("idle", 0, &key(0), b"y 0\n").unwrap();
+            }
+        };
+        let mut g = Gzip::new(Vec::new(), Chunks::default(), Chunks::default());
+        write(&mut g, 1);
+        let f = g.finish().unwrap();
+        let mut g = Gzip::new(Vec::new(), f.chunks, f.spare);
+        write(&mut g, 2);
+        let f = g.finish().unwrap();
+        assert_eq!((f.reused, f.fresh), (1, 100));
     }
 
     #[test]

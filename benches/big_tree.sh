@@ -90,6 +90,17 @@ libreqos_tree() {
   rm -f "$batch"
 }
 
+# named_tree NS CLASSES TREE: big_tree, or libreqos_tree over 4 TX queues (TREE libreqos), with
+# a u32 filter per circuit (libreqos-u32); exits on another name.
+named_tree() {
+  case $3 in
+    big) big_tree "$1" "$2" 2>/dev/null ;;
+    libreqos) libreqos_tree "$1" "$2" 4 ;;
+    libreqos-u32) libreqos_tree "$1" "$2" 4 u32 ;;
+    *) echo "TREE: big, libreqos or libreqos-u32" >&2; exit 2 ;;
+  esac
+}
+
 # busy_tree NS CLASSES: sends one 100-byte UDP packet through each of big_tree's CLASSES leaf
 # classes every second (socket priority = the class id, which HTB takes as the class), so every
 # class's counters and tokens change between two polls: the worst case for anything that skips

@@ -19,12 +19,7 @@ cargo build --release --quiet --example rawdump -p tcmon-netlink
 RAW=$PWD/target/release/examples/rawdump
 NS=tcmon-bench-hzab-$$
 trap 'ip netns del "$NS" 2>/dev/null || true' EXIT
-case $TREE in
-  big) big_tree "$NS" "$CLASSES" 2>/dev/null ;;
-  libreqos) libreqos_tree "$NS" "$CLASSES" 4 ;;
-  libreqos-u32) libreqos_tree "$NS" "$CLASSES" 4 u32 ;;
-  *) echo "TREE: big, libreqos or libreqos-u32" >&2; exit 2 ;;
-esac
+named_tree "$NS" "$CLASSES" "$TREE"
 IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
 for ((r = 1; r <= ROUNDS; r++)); do
   echo "round $r, the floor: $(ip netns exec "$NS" "$RAW" "$IFINDEX" 3 1000 2>&1 | tail -1)"

@@ -24,12 +24,7 @@ HZBIN=$PWD/target/release/examples/hz
 RAW=$PWD/target/release/examples/rawdump
 NS=tcmon-bench-hz-$$
 trap 'ip netns del "$NS" 2>/dev/null || true' EXIT
-case $TREE in
-  big) big_tree "$NS" "$CLASSES" 2>/dev/null ;;
-  libreqos) libreqos_tree "$NS" "$CLASSES" 4 ;;
-  libreqos-u32) libreqos_tree "$NS" "$CLASSES" 4 u32 ;;
-  *) echo "TREE: big, libreqos or libreqos-u32" >&2; exit 2 ;;
-esac
+named_tree "$NS" "$CLASSES" "$TREE"
 # fewer rounds where one takes seconds
 ROUNDS=$((CLASSES > 20000 ? 5 : 20))
 # tcmon reads the qdiscs tc lists only with `invisible` (the default FIFOs the kernel puts

@@ -211,19 +211,32 @@ impl Gzip {
         }
         self.close()?;
         let e = &mut self.prev.entries[at];
-        self.out.extend_from_slice(&e.deflated);
-        self.crc.combine(&e.crc);
+        let (deflated, crc) = (std::mem::take(&mut e.deflated), std::mem::take(&mut e.crc));
+        self.out.extend_from_slice(&deflated);
+        self.crc.combine(&crc);
+        self.keep(family, first, keys, deflated, crc);
+        self.reused += 1;
+        Ok(true)
+    }
+
+    /// A chunk written into this body, for the next one.
+    fn keep(
+        &mut self,
+        family: &'static str,
+        first: usize,
+        keys: &[Key],
+        deflated: Vec<u8>,
+        crc: Crc,
+    ) {
         let start = self.next.keys.len();
         self.next.keys.extend_from_slice(keys);
         self.next.entries.push(Entry {
             family,
             first,
             keys: start..self.next.keys.len(),
-            deflated: std::mem::take(&mut e.deflated),
-            crc: std::mem::take(&mut e.crc),
+            deflated,
+            crc,
         });
-        self.reused += 1;
-        Ok(true)
     }
 
     /// A chunk's text, compressed on its own and kept for the next body.
@@ -240,15 +253,8 @@ impl Gzip {
         let mut crc = Crc::new();
         crc.update(text);
         self.crc.combine(&crc);
-        let start = self.next.keys.len();
-        self.next.keys.extend_from_slice(keys);
-        self.next.entries.push(Entry {
-            family,
-            first,
-            keys: start..self.next.keys.len(),
-            deflated: self.out[at..].to_vec(),
-            crc,
-        });
+        let deflated = self.out[at..].to_vec();
+        self.keep(family, first, keys, deflated, crc);
         self.fresh += 1;
         Ok(())
     }

@@ -266,18 +266,20 @@ impl<'w> Encoder<'w> {
             // what came before the chunk (its family's header) goes first
             let done = g.text(&self.out).and_then(|()| {
                 self.out.clear();
-                if keyed && tree.same && g.reuse(f.name, first, &keys)? {
-                    return Ok(());
+                let sum = keyed.then(|| g.sum(&keys));
+                if let Some(sum) = sum.filter(|_| tree.same) {
+                    if g.reuse(f.name, first, sum)? {
+                        return Ok(());
+                    }
                 }
                 for ((labels, _), v) in chunk.iter().zip(&values) {
                     if let Some(v) = *v {
                         line(&mut self.out, f.name, suffix, labels.as_ref(), "", v);
                     }
                 }
-                if keyed {
-                    g.chunk(f.name, first, &keys, &self.out)
-                } else {
-                    g.text(&self.out)
+                match sum {
+                    Some(sum) => g.chunk(f.name, first, sum, &self.out),
+                    None => g.text(&self.out),
                 }
             });
             self.out.clear();

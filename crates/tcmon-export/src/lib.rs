@@ -892,7 +892,7 @@ fn sojourn_family(
     for (l, h) in items {
         let mut below = 0u64;
         let mut next = 0;
-        for (i, &n) in h.counts.iter().enumerate() {
+        for (i, n) in h.counts().enumerate() {
             below += n;
             if let Some((_, le)) = bounds.get(next).filter(|(b, _)| *b == i) {
                 e.raw_labelled(f.name, "_bucket", l, le, Value::Int(below));

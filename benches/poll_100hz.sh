@@ -4,7 +4,8 @@
 # (benches/big_tree.sh) and runs the agent (poll, rates, diagnosis, history) at HZ for SECONDS,
 # then prints the rate reached and its CPU, and the median of each step of a poll; for scale,
 # the same at 1 Hz, one `tc -s -d class show` + `tc -s qdisc show` of the same tree, and the
-# raw netlink dumps of it (the kernel's floor), to which each median poll is compared. With
+# raw netlink dumps of it (the kernel's floor), to which each median poll is compared (above
+# 20,000 classes the agent also takes turns with tc and the floor, 15 s a round). With
 # HZ 1 it is the breakdown of a poll at the agent's default interval. TREE `libreqos` builds
 # LibreQoS's layout instead (benches/big_tree.sh's libreqos_tree, CLASSES circuits over 4 TX
 # queues), `libreqos-u32` the same with a u32 filter per circuit. Needs root.
@@ -41,16 +42,24 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR
 IFINDEX=$(ip -n "$NS" -o link show v0 | cut -d: -f1)
 # the raw dumps of the same links, qdiscs and classes (bytes dropped), HZ apart
 raw() { ip netns exec "$NS" "$RAW" "$IFINDEX" "$1" $((1000 / HZ)) 2>&1 | awk '/^median/ {print $2}'; }
+# the agent's median poll without a filter read (the same dumps as tc) in hz's output
+plain_poll() { awk '/without a filter read/ {match($0, /read [0-9.]+ ms/); split(substr($0, RSTART, RLENGTH), a, " "); q = a[2]} /median poll [0-9]/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12)} END {print (q != "" ? q : p)}'; }
 tcs=()
 if [ "$CLASSES" -gt 20000 ]; then
-  # A dump takes seconds and this machine's speed drifts by 10-20% over minutes: tc and the
-  # floor take turns, each round 1 s after the last.
-  floors=()
-  for _ in $(seq "$ROUNDS"); do
-    tcs+=("$(tc_once invisible)")
-    floors+=("$(raw 1)")
+  # A dump takes seconds and this machine's speed drifts by tens of percent over minutes: tc,
+  # the floor and the agent (at 1 Hz, polls without a filter read) take turns, and each round's
+  # ratios are of figures minutes apart at most.
+  floors=() polls=() r_tc=() r_floor=()
+  for r in $(seq "$ROUNDS"); do
+    t=$(tc_once invisible) f=$(raw 1)
+    p=$("$HZBIN" "$NS" v0 1 15 | plain_poll)
+    tcs+=("$t") floors+=("$f") polls+=("$p")
+    r_tc+=("$(awk -v p="$p" -v t="$t" 'BEGIN {printf "%.2f", p / t}')")
+    r_floor+=("$(awk -v p="$p" -v f="$f" 'BEGIN {printf "%.2f", p / f}')")
+    echo "round $r: tc $t ms, floor $f ms, agent's poll $p ms: ${r_tc[-1]}x tc, ${r_floor[-1]}x the floor"
   done
   floor=$(median "${floors[@]}")
+  echo "agent's poll, taking turns with tc and the floor: median $(median "${polls[@]}") ms, median of the rounds' ratios $(median "${r_tc[@]}")x tc, $(median "${r_floor[@]}")x the floor"
 else
   for _ in $(seq "$ROUNDS"); do tcs+=("$(tc_once invisible)"); done
   floor=$(raw "$ROUNDS")
@@ -59,14 +68,6 @@ tc_ms=$(median "${tcs[@]}")
 echo "tc -s -d class show + tc -s -d qdisc show invisible (the same qdiscs and classes): $tc_ms ms (median of $ROUNDS)"
 echo "  (without the invisible qdiscs: $(tc_once) ms)"
 echo "raw netlink dumps of the same links, qdiscs and classes (the floor), $((1000 / HZ)) ms apart: $floor ms (median of $ROUNDS)"
-agent() {
-  local out
-  out=$("$HZBIN" "$NS" v0 "$@")
-  echo "$out"
-  echo "$out" | awk -v f="$floor" -v t="$tc_ms" '
-    /median poll [0-9]/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12); printf "  median poll / floor: %.2fx, / tc: %.2fx\n", p / f, p / t}
-    /without a filter read/ {match($0, /read [0-9.]+ ms \([0-9]+ polls/); split(substr($0, RSTART, RLENGTH), a, " "); sub(/\(/, "", a[4]); if (a[4] + 0 > 0) {printf "  without a filter read (the same dumps as tc): / floor: %.2fx, / tc: %.2fx\n", a[2] / f, a[2] / t}}'
-}
 agent "$HZ" "$SECONDS_"
 agent "$HZ" "$SECONDS_" no-bpf
 [ "$HZ" = 1 ] || agent 1 "$SECONDS_"

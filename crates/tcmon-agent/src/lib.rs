@@ -377,7 +377,12 @@ impl Poller {
     fn reclaim(&mut self, last_chance: bool) {
         if let Some(old) = self.retired.take() {
             match Arc::try_unwrap(old) {
-                Ok(snap) => self.collector.recycle(snap),
+                Ok(mut snap) => {
+                    if let Some(s) = snap.sojourn.take() {
+                        self.sojourn.recycle(s);
+                    }
+                    self.collector.recycle(snap);
+                }
                 Err(old) if !last_chance => self.retired = Some(old),
                 Err(_) => {}
             }

@@ -44,43 +44,115 @@ pub fn bucket_of(ns: u64) -> usize {
 }
 
 /// Counts per bucket of [`BOUNDS_NS`] (not cumulative), and the sum of what was counted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+///
+/// Only the buckets from the first to the last with a count are kept: a class's waits fall in
+/// a few neighbouring buckets, and a busy tree holds several histograms per class (a poll's
+/// window, the total, the snapshots views still read) where whole arrays were tens of
+/// megabytes at 10,000 classes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Histogram {
-    #[serde(serialize_with = "trimmed")]
-    pub counts: [u64; BUCKETS],
+    /// The bucket of `counts[0]`.
+    first: u8,
+    /// Empty, or from a bucket with a count to a bucket with a count.
+    counts: Box<[u64]>,
     pub sum_ns: u64,
 }
 
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram {
-            counts: [0; BUCKETS],
-            sum_ns: 0,
-        }
+/// Dense from bucket 0 to the last with a count: most of a delay histogram is empty at the top.
+impl Serialize for Histogram {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let end = if self.counts.is_empty() {
+            0
+        } else {
+            usize::from(self.first) + self.counts.len()
+        };
+        let counts: Vec<u64> = (0..end).map(|i| self.bucket(i)).collect();
+        let mut st = s.serialize_struct("Histogram", 2)?;
+        st.serialize_field("counts", &counts)?;
+        st.serialize_field("sum_ns", &self.sum_ns)?;
+        st.end()
     }
 }
 
-/// Only up to the last non-empty bucket: most of a delay histogram is empty at the top.
-fn trimmed<S: Serializer>(counts: &[u64; BUCKETS], s: S) -> Result<S::Ok, S::Error> {
-    let end = counts.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
-    counts[..end].serialize(s)
-}
-
 impl Histogram {
+    /// From counts per bucket, in order from bucket 0 (those past [`BUCKETS`] are ignored).
+    pub fn from_counts(counts: impl IntoIterator<Item = u64>, sum_ns: u64) -> Histogram {
+        let mut dense = [0u64; BUCKETS];
+        for (d, c) in dense.iter_mut().zip(counts) {
+            *d = c;
+        }
+        Histogram::trimmed(&dense, sum_ns)
+    }
+
+    fn trimmed(dense: &[u64; BUCKETS], sum_ns: u64) -> Histogram {
+        let Some(lo) = dense.iter().position(|&c| c != 0) else {
+            return Histogram {
+                sum_ns,
+                ..Histogram::default()
+            };
+        };
+        let hi = dense.iter().rposition(|&c| c != 0).unwrap_or(lo);
+        Histogram {
+            first: u8::try_from(lo).unwrap_or(0),
+            counts: dense[lo..=hi].into(),
+            sum_ns,
+        }
+    }
+
+    /// The count of every bucket, from bucket 0 to the last ([`BUCKETS`] of them).
+    pub fn counts(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..BUCKETS).map(|i| self.bucket(i))
+    }
+
+    /// The count of bucket `i`.
+    pub fn bucket(&self, i: usize) -> u64 {
+        i.checked_sub(usize::from(self.first))
+            .and_then(|at| self.counts.get(at))
+            .copied()
+            .unwrap_or(0)
+    }
+
     pub fn count(&self) -> u64 {
         self.counts.iter().sum()
     }
 
     pub fn record(&mut self, ns: u64) {
-        self.counts[bucket_of(ns)] += 1;
-        self.sum_ns += ns;
+        let mut one = Histogram::default();
+        let b = bucket_of(ns);
+        one.first = u8::try_from(b).unwrap_or(0);
+        one.counts = Box::new([1]);
+        one.sum_ns = ns;
+        self.add(&one);
     }
 
     pub fn add(&mut self, other: &Histogram) {
-        for (a, b) in self.counts.iter_mut().zip(other.counts) {
-            *a += b;
-        }
         self.sum_ns += other.sum_ns;
+        if other.counts.is_empty() {
+            return;
+        }
+        let (lo, hi) = (
+            usize::from(self.first),
+            usize::from(self.first) + self.counts.len(),
+        );
+        let (olo, ohi) = (
+            usize::from(other.first),
+            usize::from(other.first) + other.counts.len(),
+        );
+        if !self.counts.is_empty() && olo >= lo && ohi <= hi {
+            for (a, b) in self.counts[olo - lo..].iter_mut().zip(&other.counts) {
+                *a += b;
+            }
+            return;
+        }
+        let mut dense = [0u64; BUCKETS];
+        for (i, c) in self.counts.iter().enumerate() {
+            dense[lo + i] = *c;
+        }
+        for (i, c) in other.counts.iter().enumerate() {
+            dense[olo + i] += c;
+        }
+        *self = Histogram::trimmed(&dense, self.sum_ns);
     }
 
     pub fn mean_ns(&self) -> Option<u64> {
@@ -98,7 +170,8 @@ impl Histogram {
         // The rank of the sample sought, 1-based, as nearest-rank would pick it.
         let rank = (q.clamp(0.0, 1.0) * n as f64).ceil().max(1.0);
         let mut below = 0u64;
-        for (i, &c) in self.counts.iter().enumerate() {
+        for (at, &c) in self.counts.iter().enumerate() {
+            let i = usize::from(self.first) + at;
             if c == 0 {
                 continue;
             }
@@ -279,6 +352,8 @@ pub struct Attributor {
     /// every poll were a tenth of its time.
     window: HashMap<ObjectKey, (Histogram, Option<u64>)>,
     live: Vec<(ObjectKey, usize)>,
+    /// The objects of a measurement no view reads any more (see [`Attributor::recycle`]).
+    spare: Vec<ObjectSojourn>,
 }
 
 type ObjectKey = (u32, ObjectType, Handle);
@@ -297,6 +372,16 @@ impl Attributor {
     /// Forgets everything (the namespace was replaced: its objects are new ones).
     pub fn reset(&mut self) {
         *self = Attributor::default();
+    }
+
+    /// A measurement no view reads any more: on a busy tree its objects are megabytes (two
+    /// histograms each), which allocated afresh at every poll were thousands of page faults.
+    /// A tree that shrank a lot leaves that memory to the allocator.
+    pub fn recycle(&mut self, sojourn: Sojourn) {
+        let o = sojourn.objects;
+        if o.capacity() <= o.len() * 2 + 64 {
+            self.spare = o;
+        }
     }
 
     /// `generation` changes whenever qdiscs, classes or filters may have (the collector's
@@ -358,15 +443,14 @@ impl Attributor {
         });
         // in order by their keys, so the objects (two histograms each) are not moved to sort
         live.sort_unstable_by_key(|&(k, _)| k);
-        let objects = live
-            .iter()
-            .map(|&(k, ii)| {
-                let (w, max) = window.remove(&k).unwrap_or_default();
-                let total = self.totals.get(&k).cloned().unwrap_or_default();
-                let name = snap.interfaces[ii].name.clone();
-                ObjectSojourn::new(k.0, name, k.1, k.2, w, max, total)
-            })
-            .collect();
+        let mut objects = std::mem::take(&mut self.spare);
+        objects.clear();
+        objects.extend(live.iter().map(|&(k, ii)| {
+            let (w, max) = window.remove(&k).unwrap_or_default();
+            let total = self.totals.get(&k).cloned().unwrap_or_default();
+            let name = snap.interfaces[ii].name.clone();
+            ObjectSojourn::new(k.0, name, k.1, k.2, w, max, total)
+        }));
         Sojourn {
             state: SojournState::On,
             window_ns: meta.window_ns,
@@ -448,8 +532,150 @@ mod tests {
     fn above_the_last_bound_reads_as_the_last_bound() {
         let mut h = Histogram::default();
         h.record(60_000_000_000);
-        assert_eq!(h.counts[BUCKETS - 1], 1);
+        assert_eq!(h.bucket(BUCKETS - 1), 1);
         assert_eq!(h.quantile_ns(0.5), Some(10_000_000_000));
+    }
+
+    /// HTB 1: on eth0 (ifindex 2), default 1:20, leaves 1:10 and 1:20 under 1:1.
+    fn shaper() -> Snapshot {
+        use crate::model::{
+            sort_interface, Class, HtbQdisc, Interface, Qdisc, QdiscDetail, Stats, Undecoded,
+        };
+        let h = |s: &str| s.parse::<Handle>().unwrap();
+        let class = |handle: &str, parent: &str| Class {
+            handle: h(handle),
+            parent: h(parent),
+            kind: "htb".into(),
+            leaf_qdisc: None,
+            stats: Stats::default(),
+            detail: None,
+            undecoded: Undecoded::default(),
+        };
+        let mut i = Interface {
+            name: "eth0".into(),
+            ifindex: 2,
+            qdiscs: vec![Qdisc {
+                handle: h("1:"),
+                parent: h("root"),
+                kind: "htb".into(),
+                detail: Some(QdiscDetail::Htb(HtbQdisc {
+                    default_minor: 0x20,
+                    ..HtbQdisc::default()
+                })),
+                stats: Stats::default(),
+                stab: None,
+                undecoded: Undecoded::default(),
+            }],
+            classes: vec![
+                class("1:1", "root"),
+                class("1:10", "1:1"),
+                class("1:20", "1:1"),
+            ],
+            ..Interface::default()
+        };
+        sort_interface(&mut i);
+        let mut s = Snapshot::new(std::time::Instant::now(), 0);
+        s.interfaces = vec![i];
+        s
+    }
+
+    /// `packets` of `ns` each, of a flow that HTB 1: sends to the class `priority` names.
+    fn flow(priority: &str, packets: u64, ns: u64) -> FlowSample {
+        let mut window = Histogram::default();
+        for _ in 0..packets {
+            window.record(ns);
+        }
+        FlowSample {
+            ifindex: 2,
+            qdisc: Handle(0x1_0000),
+            packet: Some(Packet {
+                src: Some("10.0.0.2".parse().unwrap()),
+                dst: "10.9.0.1".parse().unwrap(),
+                proto: 17,
+                sport: Some(4000),
+                dport: Some(5000),
+                tos: 0,
+                mark: None,
+            }),
+            priority: priority.parse::<Handle>().unwrap().0,
+            window,
+            window_max_ns: Some(ns),
+        }
+    }
+
+    #[test]
+    fn a_recycled_measurement_is_written_over_and_reads_as_a_fresh_one() {
+        let snap = shaper();
+        let meta = ReadingMeta::default();
+        let first = [flow("1:10", 3, 2_000_000), flow("1:20", 1, 40_000)];
+        let second = [flow("1:20", 2, 9_000_000)];
+        let (mut recycled, mut fresh) = (Attributor::default(), Attributor::default());
+        let mut s1 = recycled.attribute(&snap, 1, &first, meta);
+        assert_eq!(s1, fresh.attribute(&snap, 1, &first, meta));
+        assert_eq!(s1.objects.len(), 2);
+        // a capacity no fresh vector of two objects has
+        s1.objects.reserve_exact(58);
+        let capacity = s1.objects.capacity();
+        recycled.recycle(s1);
+        let s2 = recycled.attribute(&snap, 1, &second, meta);
+        assert_eq!(s2, fresh.attribute(&snap, 1, &second, meta));
+        assert_eq!(
+            s2.objects.capacity(),
+            capacity,
+            "the recycled objects' memory"
+        );
+        // the idle 1:10 keeps its total with an empty window; 1:20 adds to its own
+        let c10 = s2
+            .get(2, ObjectType::Class, "1:10".parse().unwrap())
+            .unwrap();
+        assert_eq!((c10.window.count(), c10.total.count()), (0, 3));
+        let c20 = s2
+            .get(2, ObjectType::Class, "1:20".parse().unwrap())
+            .unwrap();
+        assert_eq!((c20.window.count(), c20.total.count()), (2, 3));
+        assert_eq!(c20.window_max_ns, Some(9_000_000));
+    }
+
+    proptest::proptest! {
+        /// Kept from its first to its last non-empty bucket, a histogram built by any mix of
+        /// records, adds and dense counts reads as the whole array would, and equal
+        /// histograms compare equal however they were built.
+        #[test]
+        fn a_trimmed_histogram_reads_as_the_whole_array(
+            parts in proptest::collection::vec(
+                proptest::collection::vec((0..BUCKETS, 0u64..5), 0..6), 0..5),
+            waits in proptest::collection::vec(0u64..20_000_000_000, 0..20),
+        ) {
+            let mut dense = [0u64; BUCKETS];
+            let mut h = Histogram::default();
+            let mut sum = 0;
+            for part in &parts {
+                let mut d = [0u64; BUCKETS];
+                for &(b, c) in part {
+                    d[b] += c;
+                }
+                let p = Histogram::from_counts(d, 7);
+                h.add(&p);
+                sum += 7;
+                for (a, b) in dense.iter_mut().zip(d) {
+                    *a += b;
+                }
+            }
+            for &ns in &waits {
+                h.record(ns);
+                dense[bucket_of(ns)] += 1;
+                sum += ns;
+            }
+            proptest::prop_assert_eq!(h.counts().collect::<Vec<_>>(), dense.to_vec());
+            proptest::prop_assert_eq!(h.count(), dense.iter().sum::<u64>());
+            proptest::prop_assert_eq!(h.sum_ns, sum);
+            let again = Histogram::from_counts(dense, sum);
+            proptest::prop_assert_eq!(&h, &again);
+            proptest::prop_assert_eq!(h.quantile_ns(0.99), again.quantile_ns(0.99));
+            let end = dense.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+            let json = serde_json::to_value(&h).unwrap();
+            proptest::prop_assert_eq!(json["counts"].as_array().unwrap().len(), end);
+        }
     }
 
     #[test]

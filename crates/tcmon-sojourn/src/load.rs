@@ -37,6 +37,10 @@ pub struct Measurer {
     netns: Option<String>,
     config: Config,
     last: HashMap<FlowKey, FlowVal>,
+    /// The table of the read before `last`, and a reading's flows handed back: a busy tree's
+    /// are megabytes, which made afresh at every poll are thousands of page faults.
+    spare: HashMap<FlowKey, FlowVal>,
+    spare_flows: Vec<crate::FlowSample>,
     last_read: Instant,
     map_bytes: u64,
     batch: Batch,
@@ -236,6 +240,8 @@ impl Measurer {
                 pad: 0,
             },
             last: HashMap::default(),
+            spare: HashMap::default(),
+            spare_flows: Vec::new(),
             last_read: Instant::now(),
             batch: Batch::default(),
         };
@@ -309,6 +315,14 @@ impl Measurer {
         Ok(map.keys().take(limit).flatten().count() as u64)
     }
 
+    /// A reading's flows, done with: the next read fills the same memory (unless far fewer
+    /// flows measured anything, which leaves it to the allocator).
+    pub fn recycle(&mut self, flows: Vec<crate::FlowSample>) {
+        if flows.capacity() <= flows.len() * 2 + 64 {
+            self.spare_flows = flows;
+        }
+    }
+
     /// What each flow measured since the previous read.
     pub fn read(&mut self) -> Result<Reading, Error> {
         let now = Instant::now();
@@ -318,9 +332,10 @@ impl Measurer {
             map: "flows",
             error: chain(e),
         };
-        // as big as last time's: grown from nothing it rehashes a table of thousands of flows
-        let mut current: HashMap<FlowKey, FlowVal> =
-            HashMap::with_capacity_and_hasher(self.last.len(), rustc_hash::FxBuildHasher);
+        // as big as the last: grown from nothing it rehashes a table of thousands of flows
+        let mut current = std::mem::take(&mut self.spare);
+        current.clear();
+        current.reserve(self.last.len());
         {
             let map = self
                 .ebpf
@@ -343,7 +358,8 @@ impl Measurer {
         self.write_config()?;
         self.last_read = now;
 
-        let mut flows = Vec::with_capacity(current.len());
+        let mut flows = std::mem::take(&mut self.spare_flows);
+        flows.clear();
         for (k, v) in &current {
             let prev = self.last.get(k);
             let window = v.since(prev);
@@ -354,7 +370,7 @@ impl Measurer {
             flows.push(sample(k, window, max));
         }
         let flows_in_table = current.len() as u64;
-        self.last = current;
+        self.spare = std::mem::replace(&mut self.last, current);
 
         Ok(Reading {
             flows,

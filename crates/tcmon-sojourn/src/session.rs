@@ -61,23 +61,34 @@ impl Session {
             Session::Off(why) => return Sojourn::off(why.clone()),
         };
         match measurer.read() {
-            Ok(r) => attributor.attribute(
-                snap,
-                generation,
-                &r.flows,
-                ReadingMeta {
-                    window_ns: r.window_ns,
-                    sample_every: measurer.options().sample_every,
-                    flows: r.flows_in_table,
-                    flows_capacity: r.flows_capacity,
-                    map_bytes: r.map_bytes,
-                },
-            ),
+            Ok(r) => {
+                let sojourn = attributor.attribute(
+                    snap,
+                    generation,
+                    &r.flows,
+                    ReadingMeta {
+                        window_ns: r.window_ns,
+                        sample_every: measurer.options().sample_every,
+                        flows: r.flows_in_table,
+                        flows_capacity: r.flows_capacity,
+                        map_bytes: r.map_bytes,
+                    },
+                );
+                measurer.recycle(r.flows);
+                sojourn
+            }
             Err(e) => {
                 let why = e.to_string();
                 *self = Session::Off(why.clone());
                 Sojourn::off(why)
             }
+        }
+    }
+
+    /// A measurement no view reads any more: the next one is written into its memory.
+    pub fn recycle(&mut self, sojourn: Sojourn) {
+        if let Session::On { attributor, .. } = self {
+            attributor.recycle(sojourn);
         }
     }
 

@@ -56,7 +56,7 @@ fn shaper(lab: &Lab) {
 fn attribute(collector: &mut Collector, attributor: &mut Attributor, m: &mut Measurer) -> Sojourn {
     let snap = collector.poll().unwrap();
     let r = m.read().unwrap();
-    attributor.attribute(
+    let sojourn = attributor.attribute(
         &snap,
         collector.config_generation(),
         &r.flows,
@@ -67,7 +67,10 @@ fn attribute(collector: &mut Collector, attributor: &mut Attributor, m: &mut Mea
             flows_capacity: r.flows_capacity,
             map_bytes: r.map_bytes,
         },
-    )
+    );
+    // as the agent does: the next read writes into the same memory
+    m.recycle(r.flows);
+    sojourn
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

@@ -131,6 +131,11 @@ impl Histogram {
         if other.counts.is_empty() {
             return;
         }
+        if self.counts.is_empty() {
+            self.first = other.first;
+            self.counts.clone_from(&other.counts);
+            return;
+        }
         let (lo, hi) = (
             usize::from(self.first),
             usize::from(self.first) + self.counts.len(),
@@ -139,7 +144,7 @@ impl Histogram {
             usize::from(other.first),
             usize::from(other.first) + other.counts.len(),
         );
-        if !self.counts.is_empty() && olo >= lo && ohi <= hi {
+        if olo >= lo && ohi <= hi {
             for (a, b) in self.counts[olo - lo..].iter_mut().zip(&other.counts) {
                 *a += b;
             }

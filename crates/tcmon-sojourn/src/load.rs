@@ -1,5 +1,6 @@
 //! Loading the program with aya and reading its maps.
 
+use std::collections::hash_map::Entry;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::time::Instant;
 
@@ -36,10 +37,11 @@ pub struct Measurer {
     opts: Options,
     netns: Option<String>,
     config: Config,
-    last: HashMap<FlowKey, FlowVal>,
-    /// The table of the read before `last`, and a reading's flows handed back: a busy tree's
-    /// are megabytes, which made afresh at every poll are thousands of page faults.
-    spare: HashMap<FlowKey, FlowVal>,
+    /// Each flow's value at the last read, and the read (a count) it was last seen at.
+    last: HashMap<FlowKey, (FlowVal, u64)>,
+    reads: u64,
+    /// A reading's flows handed back: a busy tree's are megabytes, which made afresh at every
+    /// poll were thousands of page faults.
     spare_flows: Vec<crate::FlowSample>,
     last_read: Instant,
     map_bytes: u64,
@@ -240,7 +242,7 @@ impl Measurer {
                 pad: 0,
             },
             last: HashMap::default(),
-            spare: HashMap::default(),
+            reads: 0,
             spare_flows: Vec::new(),
             last_read: Instant::now(),
             batch: Batch::default(),
@@ -332,10 +334,10 @@ impl Measurer {
             map: "flows",
             error: chain(e),
         };
-        // as big as the last: grown from nothing it rehashes a table of thousands of flows
-        let mut current = std::mem::take(&mut self.spare);
-        current.clear();
-        current.reserve(self.last.len());
+        self.reads = self.reads.wrapping_add(1);
+        let (read, last) = (self.reads, &mut self.last);
+        let mut flows = std::mem::take(&mut self.spare_flows);
+        flows.clear();
         {
             let map = self
                 .ebpf
@@ -349,28 +351,33 @@ impl Measurer {
             lookup_batch(data.fd().as_fd(), &mut self.batch, |k, v| {
                 let k: &[u8; KEY_BYTES] = k.try_into().expect("a key's size");
                 let v: &[u8; VAL_BYTES] = v.try_into().expect("a value's size");
-                current.insert(FlowKey::from_bytes(k), FlowVal::from_bytes(v));
+                let (key, val) = (FlowKey::from_bytes(k), FlowVal::from_bytes(v));
+                // one look-up per flow: the last read's value is replaced where it is
+                let window = match last.entry(key) {
+                    Entry::Occupied(mut e) => {
+                        let w = val.since(Some(&e.get().0));
+                        *e.get_mut() = (val, read);
+                        w
+                    }
+                    Entry::Vacant(e) => {
+                        e.insert((val, read));
+                        val.since(None)
+                    }
+                };
+                if window.count() > 0 {
+                    let max = (val.max_epoch == epoch).then_some(val.max_ns);
+                    flows.push(sample(&key, window, max));
+                }
             })
             .map_err(|e| flows_err(&e))?;
         }
+        // flows evicted from the kernel's table since the last read
+        last.retain(|_, (_, seen)| *seen == read);
         // Maxima from now on belong to the next read.
         self.config.epoch = epoch.wrapping_add(1);
         self.write_config()?;
         self.last_read = now;
-
-        let mut flows = std::mem::take(&mut self.spare_flows);
-        flows.clear();
-        for (k, v) in &current {
-            let prev = self.last.get(k);
-            let window = v.since(prev);
-            if window.count() == 0 {
-                continue;
-            }
-            let max = (v.max_epoch == epoch).then_some(v.max_ns);
-            flows.push(sample(k, window, max));
-        }
-        let flows_in_table = current.len() as u64;
-        self.spare = std::mem::replace(&mut self.last, current);
+        let flows_in_table = self.last.len() as u64;
 
         Ok(Reading {
             flows,

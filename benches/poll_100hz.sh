@@ -68,6 +68,14 @@ tc_ms=$(median "${tcs[@]}")
 echo "tc -s -d class show + tc -s -d qdisc show invisible (the same qdiscs and classes): $tc_ms ms (median of $ROUNDS)"
 echo "  (without the invisible qdiscs: $(tc_once) ms)"
 echo "raw netlink dumps of the same links, qdiscs and classes (the floor), $((1000 / HZ)) ms apart: $floor ms (median of $ROUNDS)"
+agent() {
+  local out
+  out=$("$HZBIN" "$NS" v0 "$@")
+  echo "$out"
+  echo "$out" | awk -v f="$floor" -v t="$tc_ms" '
+    /median poll [0-9]/ {match($0, /median poll [0-9.]+/); p = substr($0, RSTART + 12, RLENGTH - 12); printf "  median poll / floor: %.2fx, / tc: %.2fx\n", p / f, p / t}
+    /without a filter read/ {match($0, /read [0-9.]+ ms \([0-9]+ polls/); split(substr($0, RSTART, RLENGTH), a, " "); sub(/\(/, "", a[4]); if (a[4] + 0 > 0) {printf "  without a filter read (the same dumps as tc): / floor: %.2fx, / tc: %.2fx\n", a[2] / f, a[2] / t}}'
+}
 agent "$HZ" "$SECONDS_"
 agent "$HZ" "$SECONDS_" no-bpf
 [ "$HZ" = 1 ] || agent 1 "$SECONDS_"

@@ -65,7 +65,11 @@ measure() {
   local med rss classes flows mapb
   med=$(printf '%s\n' "${polls[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
-  classes=$(curl -s "http://127.0.0.1:$PORT/metrics" | grep -c '^tcmon_class_sojourn_seconds_count' || true)
+  # per-class histograms are not in /metrics by default (the class_sojourn group): the API's
+  classes=$(curl -s "http://127.0.0.1:$PORT/api/v1/snapshot" | python3 -c '
+import json, sys
+s = json.load(sys.stdin).get("sojourn", {})
+print(sum(1 for o in s.get("objects", []) if o["object"] == "class"))')
   flows=$(metric tcmon_sojourn_flows); mapb=$(metric tcmon_sojourn_map_bytes)
   kill "$pid"; wait "$pid" 2>/dev/null || true
   printf "%-8s poll %7.3f s  RSS %6.1f MB  classes measured %6s  flows in the kernel %6s  map %s MB\n" \

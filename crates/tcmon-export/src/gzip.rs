@@ -8,12 +8,13 @@
 //! back past it), so its compressed bytes can be copied into a later body as they are. A
 //! chunk is reused when its labels and values are those it was compressed from: the label
 //! text of the whole tree (see `Scratch`) and each chunk's series (label offsets and values)
-//! are compared by a 128-bit sum, two hashes under random keys of this process.
+//! are compared by a 128-bit sum: two 64-bit hashes under random seeds of this process.
 //!
 //! Sums and not the text and values themselves: the last body's and the next one's copies
-//! were ~30 MB of a serve's RSS at 50,000 classes. A sum that matches for other series would
-//! leave a chunk stale for one scrape; for series that no one chose against keys no one knows,
-//! that is a chance of 2^-128 a chunk.
+//! were 12 MB of `serve`'s RSS at 10,000 classes and 63 MB at 50,000 (`benches/check_scale.sh`).
+//! A sum that matched for other series would leave a chunk stale for one scrape; for series
+//! that no one chose against seeds no one knows, that is a chance of 2^-64 a chunk at most
+//! (at 2,000 chunks a second, once in hundreds of millions of years).
 
 use std::hash::{BuildHasher, Hasher};
 use std::io;
@@ -84,11 +85,11 @@ impl Key {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Sum(u64, u64);
 
-/// Two hashes under random keys, the same for a body and the one after it.
+/// Two hashes under random seeds, the same for a body and the one after it.
 #[derive(Debug, Clone, Copy, Default)]
-struct Keys(RandomState, RandomState);
+struct Seeds(RandomState, RandomState);
 
-impl Keys {
+impl Seeds {
     fn sum(&self, write: impl Fn(&mut dyn Hasher)) -> Sum {
         let (mut a, mut b) = (self.0.build_hasher(), self.1.build_hasher());
         write(&mut a);
@@ -116,7 +117,7 @@ pub(crate) struct Chunks {
     entries: Vec<Entry>,
     /// Of the label text of all objects that the chunks' `Key`s pointed into.
     tree: Option<Sum>,
-    keys: Keys,
+    seeds: Seeds,
 }
 
 /// A gzip body written.
@@ -170,7 +171,7 @@ impl Gzip {
         spare.entries.clear();
         spare.tree = None;
         // the next body's sums are compared with this one's
-        spare.keys = prev.keys;
+        spare.seeds = prev.seeds;
         Gzip {
             z: Compress::new(Compression::fast(), false),
             out,
@@ -187,14 +188,14 @@ impl Gzip {
     /// Whether `tree`, the label text of all objects, is the last body's: only then may its
     /// chunks be reused.
     pub(crate) fn same_tree(&mut self, tree: &str) -> bool {
-        let sum = self.next.keys.sum(|h| h.write(tree.as_bytes()));
+        let sum = self.next.seeds.sum(|h| h.write(tree.as_bytes()));
         self.next.tree = Some(sum);
         self.prev.tree == Some(sum)
     }
 
     /// The sum of a chunk's series, for [`Gzip::reuse`] and [`Gzip::chunk`].
     pub(crate) fn sum(&self, keys: &[Key]) -> Sum {
-        self.next.keys.sum(|h| {
+        self.next.seeds.sum(|h| {
             for k in keys {
                 h.write_u64(
                     u64::from(k.label_at) | u64::from(k.label_len) << 32 | u64::from(k.kind) << 48,

@@ -2269,7 +2269,7 @@ fn group<'a>(all: &[&'a Filter], chain: u32) -> Vec<Tp<'a>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
     use std::time::Instant;
 
@@ -2459,8 +2459,8 @@ mod tests {
         }
     }
 
-    /// HTB 1: (default 1:20) on eth0: inner 1:1 with leaves 1:5, 1:10, 1:20.
-    fn shaper(filters: Vec<Filter>) -> Snapshot {
+    /// HTB 1: (default 1:20) on eth0 (ifindex 2): inner 1:1 with leaves 1:5, 1:10, 1:20.
+    pub(crate) fn shaper(filters: Vec<Filter>) -> Snapshot {
         snap(vec![iface(
             "eth0",
             2,

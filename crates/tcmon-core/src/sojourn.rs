@@ -541,49 +541,6 @@ mod tests {
         assert_eq!(h.quantile_ns(0.5), Some(10_000_000_000));
     }
 
-    /// HTB 1: on eth0 (ifindex 2), default 1:20, leaves 1:10 and 1:20 under 1:1.
-    fn shaper() -> Snapshot {
-        use crate::model::{
-            sort_interface, Class, HtbQdisc, Interface, Qdisc, QdiscDetail, Stats, Undecoded,
-        };
-        let h = |s: &str| s.parse::<Handle>().unwrap();
-        let class = |handle: &str, parent: &str| Class {
-            handle: h(handle),
-            parent: h(parent),
-            kind: "htb".into(),
-            leaf_qdisc: None,
-            stats: Stats::default(),
-            detail: None,
-            undecoded: Undecoded::default(),
-        };
-        let mut i = Interface {
-            name: "eth0".into(),
-            ifindex: 2,
-            qdiscs: vec![Qdisc {
-                handle: h("1:"),
-                parent: h("root"),
-                kind: "htb".into(),
-                detail: Some(QdiscDetail::Htb(HtbQdisc {
-                    default_minor: 0x20,
-                    ..HtbQdisc::default()
-                })),
-                stats: Stats::default(),
-                stab: None,
-                undecoded: Undecoded::default(),
-            }],
-            classes: vec![
-                class("1:1", "root"),
-                class("1:10", "1:1"),
-                class("1:20", "1:1"),
-            ],
-            ..Interface::default()
-        };
-        sort_interface(&mut i);
-        let mut s = Snapshot::new(std::time::Instant::now(), 0);
-        s.interfaces = vec![i];
-        s
-    }
-
     /// `packets` of `ns` each, of a flow that HTB 1: sends to the class `priority` names.
     fn flow(priority: &str, packets: u64, ns: u64) -> FlowSample {
         let mut window = Histogram::default();
@@ -610,7 +567,8 @@ mod tests {
 
     #[test]
     fn a_recycled_measurement_is_written_over_and_reads_as_a_fresh_one() {
-        let snap = shaper();
+        // HTB 1: on eth0 (ifindex 2), default 1:20, leaves 1:5, 1:10 and 1:20 under 1:1
+        let snap = crate::classify::tests::shaper(Vec::new());
         let meta = ReadingMeta::default();
         let first = [flow("1:10", 3, 2_000_000), flow("1:20", 1, 40_000)];
         let second = [flow("1:20", 2, 9_000_000)];

@@ -207,8 +207,14 @@ impl FlowVal {
 }
 
 /// The sample of one flow for [`tcmon_core::sojourn::Attributor`].
-pub(crate) fn sample(key: &FlowKey, window: Histogram, max_ns: Option<u64>) -> FlowSample {
+pub(crate) fn sample(
+    key: &FlowKey,
+    slot: u32,
+    window: Histogram,
+    max_ns: Option<u64>,
+) -> FlowSample {
     FlowSample {
+        slot,
         ifindex: key.ifindex,
         qdisc: Handle(key.qdisc),
         packet: key.packet(),
@@ -383,7 +389,7 @@ mod tests {
             let b: [u8; 56] = b.try_into().unwrap();
             let k = FlowKey::from_bytes(&b);
             let _ = k.packet();
-            let _ = sample(&k, Histogram::default(), None);
+            let _ = sample(&k, 0, Histogram::default(), None);
         }
 
         #[test]

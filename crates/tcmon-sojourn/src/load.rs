@@ -37,8 +37,11 @@ pub struct Measurer {
     opts: Options,
     netns: Option<String>,
     config: Config,
-    /// Each flow's value at the last read, and the read (a count) it was last seen at.
-    last: HashMap<FlowKey, (FlowVal, u64)>,
+    /// Each flow's value at the last read, the read (a count) it was last seen at, and its
+    /// slot ([`crate::FlowSample::slot`]).
+    last: HashMap<FlowKey, (FlowVal, u64, u32)>,
+    /// Slots of flows gone from the table, for the next new ones.
+    free_slots: Vec<u32>,
     reads: u64,
     /// A reading's flows handed back: a busy tree's are megabytes, which made afresh at every
     /// poll were thousands of page faults.
@@ -242,6 +245,7 @@ impl Measurer {
                 pad: 0,
             },
             last: HashMap::default(),
+            free_slots: Vec::new(),
             reads: 0,
             spare_flows: Vec::new(),
             last_read: Instant::now(),
@@ -281,6 +285,7 @@ impl Measurer {
             self.config.netns_cookie = cookie;
             self.netns = netns.map(str::to_owned);
             self.last.clear();
+            self.free_slots.clear();
             self.write_config()?;
         }
         Ok(())
@@ -335,7 +340,7 @@ impl Measurer {
             error: chain(e),
         };
         self.reads = self.reads.wrapping_add(1);
-        let (read, last) = (self.reads, &mut self.last);
+        let (read, last, free) = (self.reads, &mut self.last, &mut self.free_slots);
         let mut flows = std::mem::take(&mut self.spare_flows);
         flows.clear();
         {
@@ -353,26 +358,35 @@ impl Measurer {
                 let v: &[u8; VAL_BYTES] = v.try_into().expect("a value's size");
                 let (key, val) = (FlowKey::from_bytes(k), FlowVal::from_bytes(v));
                 // one look-up per flow: the last read's value is replaced where it is
-                let window = match last.entry(key) {
+                let len = u32::try_from(last.len()).unwrap_or(u32::MAX);
+                let (window, slot) = match last.entry(key) {
                     Entry::Occupied(mut e) => {
-                        let w = val.since(Some(&e.get().0));
-                        *e.get_mut() = (val, read);
-                        w
+                        let (prev, seen, slot) = e.get_mut();
+                        let w = val.since(Some(prev));
+                        (*prev, *seen) = (val, read);
+                        (w, *slot)
                     }
                     Entry::Vacant(e) => {
-                        e.insert((val, read));
-                        val.since(None)
+                        // slots stay below the table's size: the freed ones are taken first
+                        let slot = free.pop().unwrap_or(len);
+                        e.insert((val, read, slot));
+                        (val.since(None), slot)
                     }
                 };
                 if window.count() > 0 {
                     let max = (val.max_epoch == epoch).then_some(val.max_ns);
-                    flows.push(sample(&key, window, max));
+                    flows.push(sample(&key, slot, window, max));
                 }
             })
             .map_err(|e| flows_err(&e))?;
         }
         // flows evicted from the kernel's table since the last read
-        last.retain(|_, (_, seen)| *seen == read);
+        last.retain(|_, &mut (_, seen, slot)| {
+            if seen != read {
+                free.push(slot);
+            }
+            seen == read
+        });
         // Maxima from now on belong to the next read.
         self.config.epoch = epoch.wrapping_add(1);
         self.write_config()?;

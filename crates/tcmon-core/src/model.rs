@@ -179,6 +179,12 @@ impl Interface {
 
     /// The tree of this interface, built once.
     pub fn topology(&self) -> &Topology {
+        self.topology_arc()
+    }
+
+    /// The tree as snapshots share it: interfaces whose `Arc`s are one were read from the same
+    /// qdiscs and classes (handles and parents, in the same order).
+    pub fn topology_arc(&self) -> &Arc<Topology> {
         let t = self
             .topology
             .0

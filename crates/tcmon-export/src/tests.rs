@@ -939,6 +939,13 @@ enum Change {
     Kinds,
     /// Another namespace: every label changes.
     Netns,
+    /// The interface is renamed: its tree (the shared topology) stays, every label changes.
+    Renamed,
+    /// A qdisc is replaced by one of another kind with the same handle: the topology stays,
+    /// its labels change.
+    Replaced(u16),
+    /// A class is renumbered: the same kinds in the same order, another topology.
+    Renumbered(u16),
 }
 
 fn change() -> impl proptest::strategy::Strategy<Value = Change> {
@@ -952,6 +959,9 @@ fn change() -> impl proptest::strategy::Strategy<Value = Change> {
         any::<u16>().prop_map(Change::Remove),
         Just(Change::Kinds),
         Just(Change::Netns),
+        Just(Change::Renamed),
+        any::<u16>().prop_map(Change::Replaced),
+        any::<u16>().prop_map(Change::Renumbered),
     ]
 }
 
@@ -999,6 +1009,19 @@ fn apply(s: &mut Snapshot, c: &Change) {
             }
         }
         Change::Netns => s.netns = Some(format!("{}x", s.netns.as_deref().unwrap_or(""))),
+        Change::Renamed => s.interfaces[0].name.push('x'),
+        Change::Replaced(p) => {
+            let qdiscs = &mut s.interfaces[0].qdiscs;
+            let n = qdiscs.len();
+            let q = &mut qdiscs[usize::from(*p) % n];
+            q.kind = if q.kind == "sfq" { "pfifo" } else { "sfq" }.into();
+        }
+        Change::Renumbered(p) => {
+            // the last class, a leaf: a new minor past the others keeps the order
+            if let Some(c) = classes.last_mut() {
+                c.handle = Handle(c.handle.0 + 1 + u32::from(*p % 16));
+            }
+        }
     }
 }
 
@@ -1022,6 +1045,9 @@ proptest::proptest! {
         for (c, text) in steps {
             let mut next = s.clone();
             apply(&mut next, &c);
+            // as the agent does: an unchanged tree keeps its topology, which the labels
+            // made from it may be kept by
+            next.share_topologies(&s);
             s = next;
             if !matches!(c, Change::Nothing) {
                 version += 1;

@@ -28,6 +28,8 @@ use tcmon_core::Handle;
 #[cfg(tcmon_bpf)]
 mod load;
 mod session;
+#[cfg_attr(not(tcmon_bpf), allow(dead_code))]
+mod table;
 
 pub use session::{Session, SojournMode};
 

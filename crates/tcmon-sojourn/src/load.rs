@@ -1,15 +1,14 @@
 //! Loading the program with aya and reading its maps.
 
-use std::collections::hash_map::Entry;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::time::Instant;
 
 use aya::maps::{Array, HashMap as BpfHashMap, Map, MapData};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader, Pod};
-use rustc_hash::FxHashMap as HashMap;
 use tcmon_core::sojourn::BOUNDS_NS;
 
+use crate::table::FlowTable;
 use crate::{sample, Error, FlowKey, FlowVal, Options, Reading};
 
 const OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/sojourn.bpf.o"));
@@ -37,12 +36,7 @@ pub struct Measurer {
     opts: Options,
     netns: Option<String>,
     config: Config,
-    /// Each flow's value at the last read, the read (a count) it was last seen at, and its
-    /// slot ([`crate::FlowSample::slot`]).
-    last: HashMap<FlowKey, (FlowVal, u64, u32)>,
-    /// Slots of flows gone from the table, for the next new ones.
-    free_slots: Vec<u32>,
-    reads: u64,
+    last: FlowTable,
     /// A reading's flows handed back: a busy tree's are megabytes, which made afresh at every
     /// poll were thousands of page faults.
     spare_flows: Vec<crate::FlowSample>,
@@ -244,9 +238,7 @@ impl Measurer {
                 epoch: 0,
                 pad: 0,
             },
-            last: HashMap::default(),
-            free_slots: Vec::new(),
-            reads: 0,
+            last: FlowTable::default(),
             spare_flows: Vec::new(),
             last_read: Instant::now(),
             batch: Batch::default(),
@@ -285,7 +277,6 @@ impl Measurer {
             self.config.netns_cookie = cookie;
             self.netns = netns.map(str::to_owned);
             self.last.clear();
-            self.free_slots.clear();
             self.write_config()?;
         }
         Ok(())
@@ -339,8 +330,7 @@ impl Measurer {
             map: "flows",
             error: chain(e),
         };
-        self.reads = self.reads.wrapping_add(1);
-        let (read, last, free) = (self.reads, &mut self.last, &mut self.free_slots);
+        let last = &mut self.last;
         let mut flows = std::mem::take(&mut self.spare_flows);
         flows.clear();
         {
@@ -352,26 +342,14 @@ impl Measurer {
                 map: "flows",
                 error: "not a hash map".into(),
             })?;
+            last.begin();
             // Two syscalls per flow for a walk by key: at 10,000 flows, a fifth of a poll.
             lookup_batch(data.fd().as_fd(), &mut self.batch, |k, v| {
                 let k: &[u8; KEY_BYTES] = k.try_into().expect("a key's size");
                 let v: &[u8; VAL_BYTES] = v.try_into().expect("a value's size");
                 let (key, val) = (FlowKey::from_bytes(k), FlowVal::from_bytes(v));
-                // one look-up per flow: the last read's value is replaced where it is
-                let len = u32::try_from(last.len()).unwrap_or(u32::MAX);
-                let (window, slot) = match last.entry(key) {
-                    Entry::Occupied(mut e) => {
-                        let (prev, seen, slot) = e.get_mut();
-                        let w = val.since(Some(prev));
-                        (*prev, *seen) = (val, read);
-                        (w, *slot)
-                    }
-                    Entry::Vacant(e) => {
-                        // slots stay below the table's size: the freed ones are taken first
-                        let slot = free.pop().unwrap_or(len);
-                        e.insert((val, read, slot));
-                        (val.since(None), slot)
-                    }
+                let Some((window, slot)) = last.update(key, val) else {
+                    return;
                 };
                 if window.count() > 0 {
                     let max = (val.max_epoch == epoch).then_some(val.max_ns);
@@ -380,13 +358,7 @@ impl Measurer {
             })
             .map_err(|e| flows_err(&e))?;
         }
-        // flows evicted from the kernel's table since the last read
-        last.retain(|_, &mut (_, seen, slot)| {
-            if seen != read {
-                free.push(slot);
-            }
-            seen == read
-        });
+        last.end();
         // Maxima from now on belong to the next read.
         self.config.epoch = epoch.wrapping_add(1);
         self.write_config()?;

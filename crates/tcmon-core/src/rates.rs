@@ -79,7 +79,7 @@ pub struct Rates {
 #[derive(Debug, Clone, Default)]
 struct IfaceRates {
     ifindex: u32,
-    qdiscs: Vec<((Handle, Handle), ObjectRates)>,
+    qdiscs: Vec<(QdiscKey, ObjectRates)>,
     classes: Vec<((Handle, Handle), ObjectRates)>,
 }
 
@@ -109,8 +109,8 @@ impl Rates {
             out.ifindex = iface.ifindex;
             out.qdiscs.clear();
             out.classes.clear();
-            // Matched by walking both sides in key order (snapshots come sorted by class, so
-            // for classes that is only checked): no per-object lookup on trees of 10,000.
+            // Matched by walking both sides in key order (snapshots come in that order, so it
+            // is only checked): no per-object lookup on trees of 10,000.
             let old_qdiscs = InOrder::new(before.map_or(&[][..], |b| &b.qdiscs), qdisc_key);
             let qdiscs = join(
                 InOrder::new(&iface.qdiscs, qdisc_key),
@@ -154,13 +154,19 @@ impl Rates {
             .ifaces
             .binary_search_by_key(&key.ifindex, |i| i.ifindex)
             .ok()?;
-        let objects = match key.object {
-            ObjectType::Qdisc => &self.ifaces[i].qdiscs,
-            ObjectType::Class => &self.ifaces[i].classes,
-        };
-        let k = (key.handle, key.parent);
-        let j = objects.binary_search_by_key(&k, |(k, _)| *k).ok()?;
-        Some(&objects[j].1)
+        let iface = &self.ifaces[i];
+        match key.object {
+            ObjectType::Qdisc => {
+                let k = qdisc_order(key.handle, key.parent);
+                let j = iface.qdiscs.binary_search_by_key(&k, |(k, _)| *k).ok()?;
+                Some(&iface.qdiscs[j].1)
+            }
+            ObjectType::Class => {
+                let k = (key.handle, key.parent);
+                let j = iface.classes.binary_search_by_key(&k, |(k, _)| *k).ok()?;
+                Some(&iface.classes[j].1)
+            }
+        }
     }
 
     pub fn qdisc(&self, iface: &Interface, q: &Qdisc) -> Option<&ObjectRates> {
@@ -172,8 +178,17 @@ impl Rates {
     }
 }
 
-fn qdisc_key(q: &Qdisc) -> (Handle, Handle) {
-    (q.handle, q.parent)
+/// The order of a snapshot's qdiscs (`model::sort_interface`): roots first, then by parent
+/// and handle. Matching in that order sorts nothing (by handle, it sorted both snapshots'
+/// qdiscs at every poll: a tenth of a 10,000-class poll's own work).
+type QdiscKey = (bool, Handle, Handle);
+
+fn qdisc_key(q: &Qdisc) -> QdiscKey {
+    qdisc_order(q.handle, q.parent)
+}
+
+fn qdisc_order(handle: Handle, parent: Handle) -> QdiscKey {
+    (parent != Handle::ROOT, parent, handle)
 }
 
 fn class_key(c: &Class) -> (Handle, Handle) {
@@ -406,24 +421,29 @@ mod tests {
     #[test]
     fn objects_match_in_any_order_and_only_their_own() {
         let t0 = Instant::now();
-        let q = |h: u32, b: u64| qdisc(h, "pfifo", stats(b, b / 100, 0));
-        let prev_q: Vec<Qdisc> = (1..=50).map(|h| q(h << 16, 1000 * u64::from(h))).collect();
+        // parents in another order than handles, a third of them roots
+        let q = |h: u32, b: u64| Qdisc {
+            parent: if h % 3 == 0 {
+                Handle::ROOT
+            } else {
+                Handle(((60 - h) << 16) | 1)
+            },
+            ..qdisc(h << 16, "pfifo", stats(b, b / 100, 0))
+        };
+        let prev_q: Vec<Qdisc> = (1..=50).map(|h| q(h, 1000 * u64::from(h))).collect();
         // now: reversed, one gone (7:), one new (99:), each grew by its own handle's major
         let mut cur_q: Vec<Qdisc> = (1..=50)
             .filter(|h| *h != 7)
             .chain([99])
-            .map(|h| q(h << 16, 1000 * u64::from(h) + 8 * u64::from(h)))
+            .map(|h| q(h, 1000 * u64::from(h) + 8 * u64::from(h)))
             .collect();
         cur_q.reverse();
         let prev = snap(t0, 3, prev_q, vec![]);
         let cur = snap(t0 + Duration::from_secs(1), 3, cur_q, vec![]);
         let r = Rates::between(&prev, &cur);
         let get = |h: u32| {
-            r.get(&ObjectKey {
-                handle: Handle(h << 16),
-                ..qk(3)
-            })
-            .copied()
+            r.get(&ObjectKey::qdisc(&cur.interfaces[0], &q(h, 0)))
+                .copied()
         };
         for h in (1..=50).filter(|h| *h != 7) {
             assert_eq!(

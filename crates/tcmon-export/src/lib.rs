@@ -918,7 +918,10 @@ fn measured_on(s: &Sojourn, ifindex: u32) -> &[ObjectSojourn] {
 /// under those), by index in `i.qdiscs`, in that order; none for a qdisc with none.
 fn under_qdiscs(i: &Interface, objs: &[ObjectSojourn]) -> Vec<(usize, Histogram)> {
     let topo = i.topology();
-    let mut sums = std::collections::BTreeMap::<usize, Histogram>::new();
+    if objs.is_empty() {
+        return Vec::new();
+    }
+    let mut sums = vec![Histogram::default(); i.qdiscs.len()];
     for o in objs {
         let at = match o.object {
             ObjectType::Class => topo.class(o.handle).map(Obj::Class),
@@ -936,11 +939,14 @@ fn under_qdiscs(i: &Interface, objs: &[ObjectSojourn]) -> Vec<(usize, Histogram)
             .flat_map(|a| std::iter::once(a).chain(topo.ancestors(a)))
         {
             if let Obj::Qdisc(q) = obj {
-                sums.entry(q).or_default().add(&o.total);
+                sums[q].add(&o.total);
             }
         }
     }
-    sums.into_iter().filter(|(_, h)| h.count() > 0).collect()
+    sums.into_iter()
+        .enumerate()
+        .filter(|(_, h)| h.count() > 0)
+        .collect()
 }
 
 /// The measurement of one object among one interface's (binary search).

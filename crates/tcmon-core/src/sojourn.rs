@@ -349,8 +349,8 @@ enum Target {
 
 type FlowId = (u32, Handle, u32, Option<Packet>);
 
-/// Slots above this are not kept (a measurer's are below its table's capacity): their flows
-/// are classified at every read.
+/// Slots above this are not kept (a measurer's stay below twice its table's capacity): their
+/// flows are classified at every read.
 const MAX_SLOTS: usize = 1 << 22;
 
 /// A measured object's histograms, between two polls.

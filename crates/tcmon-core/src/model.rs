@@ -466,11 +466,15 @@ pub struct Prio {
 ///
 /// Keys are computed once and elements moved once: these are large structs, and a plain sort of
 /// 10,000 classes spends its time in memmove.
+/// Where a qdisc sorts among its interface's ([`sort_interface`]): roots first, then by parent
+/// and handle.
+pub fn qdisc_order(handle: Handle, parent: Handle) -> (bool, Handle, Handle) {
+    (parent != Handle::ROOT, parent, handle)
+}
+
 pub fn sort_interface(i: &mut Interface) {
     i.topology = TopologyCell::default();
-    sort_moving_once(&mut i.qdiscs, |q| {
-        (q.parent != Handle::ROOT, q.parent, q.handle)
-    });
+    sort_moving_once(&mut i.qdiscs, |q| qdisc_order(q.handle, q.parent));
     sort_moving_once(&mut i.classes, |c| (c.handle, c.parent));
     sort_moving_once(&mut i.filters, |f| {
         (

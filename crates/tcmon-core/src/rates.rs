@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use crate::model::{Class, Interface, Qdisc, Snapshot, Stats};
+use crate::model::{qdisc_order, Class, Interface, Qdisc, Snapshot, Stats};
 use crate::units::Handle;
 
 /// The qdisc kind whose counters stay at zero whatever passes (it queues nothing: packets go
@@ -178,17 +178,13 @@ impl Rates {
     }
 }
 
-/// The order of a snapshot's qdiscs (`model::sort_interface`): roots first, then by parent
-/// and handle. Matching in that order sorts nothing (by handle, it sorted both snapshots'
-/// qdiscs at every poll: a tenth of a 10,000-class poll's own work).
+/// The order of a snapshot's qdiscs ([`qdisc_order`]). Matching in that order sorts nothing
+/// (by handle, it sorted both snapshots' qdiscs at every poll: a tenth of a 10,000-class
+/// poll's own work).
 type QdiscKey = (bool, Handle, Handle);
 
 fn qdisc_key(q: &Qdisc) -> QdiscKey {
     qdisc_order(q.handle, q.parent)
-}
-
-fn qdisc_order(handle: Handle, parent: Handle) -> QdiscKey {
-    (parent != Handle::ROOT, parent, handle)
 }
 
 fn class_key(c: &Class) -> (Handle, Handle) {

@@ -430,13 +430,16 @@ impl Attributor {
         let mut classifier = Classifier::new(snap);
         let mut unattributed = 0;
         for f in flows {
-            let id: FlowId = (f.ifindex, f.qdisc, f.priority, f.packet.clone());
             let slot = f.slot as usize;
+            // compared field by field: the flow's id is built (its packet copied) only when kept
             let known = self
                 .flows
                 .get(slot)
                 .and_then(Option::as_ref)
-                .filter(|(seen, _)| *seen == id)
+                .filter(|((ifindex, qdisc, priority, packet), _)| {
+                    (*ifindex, *qdisc, *priority) == (f.ifindex, f.qdisc, f.priority)
+                        && *packet == f.packet
+                })
                 .map(|&(_, at)| at);
             let at = match known {
                 Some(at) => at,
@@ -449,6 +452,7 @@ impl Attributor {
                         if slot >= self.flows.len() {
                             self.flows.resize(slot + 1, None);
                         }
+                        let id: FlowId = (f.ifindex, f.qdisc, f.priority, f.packet.clone());
                         self.flows[slot] = Some((id, at));
                     }
                     at

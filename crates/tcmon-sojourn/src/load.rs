@@ -36,6 +36,7 @@ pub struct Measurer {
     opts: Options,
     netns: Option<String>,
     config: Config,
+    /// Each flow's value at the last read, and its slot.
     last: FlowTable,
     /// A reading's flows handed back: a busy tree's are megabytes, which made afresh at every
     /// poll were thousands of page faults.

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tcmon_lab::{skip_unless_root, Pair};
+use tcmon_lab::{skip_unless_root, Netns, Pair};
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
 fn opts(max_age: Duration) -> CollectorOptions {
@@ -392,4 +392,74 @@ fn byte_queue_limits_in_another_namespace() {
     pair.a
         .exec(&["sh", "-c", &format!("echo 654321 > {}/limit", queue(1))])
         .expect("sysfs of the namespace still writable");
+}
+
+/// LibreQoS's layout in small (an mq root, an HTB per TX queue, a TBF under one leaf): each
+/// qdisc with classes is asked for them in a dump of its own, and the classes read are the
+/// ones `tc class show` lists.
+#[test]
+fn classes_read_one_qdisc_at_a_time_are_the_ones_tc_lists() {
+    if skip_unless_root("classes_read_one_qdisc_at_a_time_are_the_ones_tc_lists") {
+        return;
+    }
+    let ns = Netns::create("clsq").unwrap();
+    let queues = ["numtxqueues", "4", "numrxqueues", "4"];
+    let mut add = vec!["link", "add", "v0"];
+    add.extend(queues);
+    add.extend(["type", "veth", "peer", "name", "v1"]);
+    add.extend(queues);
+    ns.ip(&add).unwrap();
+    ns.ip(&["link", "set", "v0", "up"]).unwrap();
+    // 325 qdiscs (the leaves' default FIFOs, invisible): enough for 6 dumps to pay (~n/50)
+    let mut batch = String::from("qdisc replace dev v0 root handle 7fff: mq\n");
+    for q in 1..=4 {
+        batch += &format!("qdisc add dev v0 parent 7fff:{q} handle {q}: htb default 2\n");
+        batch += &format!("class add dev v0 parent {q}: classid {q}:1 htb rate 1gbit\n");
+        for leaf in 0x10..0x60 {
+            batch += &format!(
+                "class add dev v0 parent {q}:1 classid {q}:{leaf:x} htb rate 1mbit ceil 10mbit\n"
+            );
+        }
+    }
+    batch += "qdisc add dev v0 parent 1:10 handle 10: tbf rate 1mbit burst 10k latency 50ms\n";
+    let file = std::env::temp_dir().join(format!("{}.batch", ns.name));
+    std::fs::write(&file, batch).unwrap();
+    let built = ns.tc(&["-batch", file.to_str().unwrap()]);
+    std::fs::remove_file(&file).unwrap();
+    built.unwrap();
+
+    let mut c = Collector::open(
+        Some(&ns.name),
+        CollectorOptions {
+            devices: vec!["v0".into()],
+            filters: FilterMode::Off,
+        },
+    )
+    .unwrap();
+    c.poll().unwrap();
+    let before = c.counters().dumps;
+    let s = c.poll().unwrap();
+    assert_eq!(
+        c.counters().dumps - before,
+        2 + 6,
+        "links, qdiscs, then the classes of 7fff:, 1: to 4: and 10:"
+    );
+    let mut ours: Vec<String> = s.interfaces[0]
+        .classes
+        .iter()
+        .map(|c| format!("{} {}", c.kind, c.handle))
+        .collect();
+    let text = ns.tc(&["class", "show", "dev", "v0"]).unwrap();
+    let mut tcs: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.first() == Some(&"class")).then(|| format!("{} {}", w[1], w[2]))
+        })
+        .collect();
+    ours.sort();
+    tcs.sort();
+    assert_eq!(ours.len(), 4 + 4 * 81 + 1, "mq's, the HTBs', the TBF's");
+    assert_eq!(ours, tcs);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 }

@@ -13,7 +13,9 @@ mod socket;
 mod tc;
 mod u32_owner;
 
-pub use collector::{Collector, CollectorCounters, CollectorOptions, FilterMode};
+pub use collector::{
+    class_dump_parents, Collector, CollectorCounters, CollectorOptions, FilterMode,
+};
 pub use error::Error;
 pub use ethtool::{decode_ethtool_features, link_features, LinkFeatures};
 pub use netns::{in_netns, in_netns_with_sysfs, netns_id, netns_path, NetnsId};

@@ -82,6 +82,8 @@ floor=$(ip netns exec "$NS" "$RAW" "$IFINDEX" 21 2>&1 | awk '/bytes in/ {
   t = $4; if (t ~ /ms$/) { sub(/ms$/, "", t) } else { sub(/s$/, "", t); t *= 1000 }; printf "%.1f", t / 21 }')
 # the same dumps at the poll's own cadence (1 s apart: caches go cold between polls), median of 15
 floor_1s=$(ip netns exec "$NS" "$RAW" "$IFINDEX" 15 1000 2>&1 | awk '/^median/ {printf "%.1f", $2}')
+# and with the classes in one dump, as tc asks for them (the agent asks per qdisc with classes)
+floor_1s_whole=$(ip netns exec "$NS" "$RAW" "$IFINDEX" 15 1000 whole 2>&1 | awk '/^median/ {printf "%.1f", $2}')
 series_tcmon=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | grep -vc '^#')
 bytes_tcmon=$(curl -s -H "Accept: $OM" "http://127.0.0.1:$PORT/metrics" | wc -c)
 series_ne=$(ip netns exec "$NS" curl -s "http://127.0.0.1:$NE_PORT/metrics" | grep -c '^node_qdisc')
@@ -159,6 +161,7 @@ printf '%-52s %s\n' "node_exporter --collector.qdisc, back to back" "$t_ne"
 echo "tcmon serve's poll (as exported, read from /healthz, median of 15): $polls ms"
 echo "  the raw dumps back to back in one process: $floor ms: $(awk -v a="$polls" -v b="$floor" 'BEGIN {printf "%.2f", a / b}')x (target <= 1.3x)"
 echo "  the raw dumps 1 s apart, as the agent polls: $floor_1s ms: $(awk -v a="$polls" -v b="$floor_1s" 'BEGIN {printf "%.2f", a / b}')x (target <= 1.3x)"
+echo "    (with the classes in one dump, as tc asks: $floor_1s_whole ms: $(awk -v a="$polls" -v b="$floor_1s_whole" 'BEGIN {printf "%.2f", a / b}')x)"
 echo "tcmon at a 1 s poll, scraped every 15 s with gzip, over ${CPU_S} s:"
 echo "  as built:                   $w_default"
 echo "  mimalloc's defaults:        $w_purge"

@@ -1,5 +1,6 @@
 //! The collector's consistency and caching against a real kernel.
 
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -413,12 +414,22 @@ fn classes_read_one_qdisc_at_a_time_are_the_ones_tc_lists() {
     // 325 qdiscs (the leaves' default FIFOs, invisible): enough for 6 dumps to pay (~n/50)
     let mut batch = String::from("qdisc replace dev v0 root handle 7fff: mq\n");
     for q in 1..=4 {
-        batch += &format!("qdisc add dev v0 parent 7fff:{q} handle {q}: htb default 2\n");
-        batch += &format!("class add dev v0 parent {q}: classid {q}:1 htb rate 1gbit\n");
+        writeln!(
+            batch,
+            "qdisc add dev v0 parent 7fff:{q} handle {q}: htb default 2"
+        )
+        .unwrap();
+        writeln!(
+            batch,
+            "class add dev v0 parent {q}: classid {q}:1 htb rate 1gbit"
+        )
+        .unwrap();
         for leaf in 0x10..0x60 {
-            batch += &format!(
-                "class add dev v0 parent {q}:1 classid {q}:{leaf:x} htb rate 1mbit ceil 10mbit\n"
-            );
+            writeln!(
+                batch,
+                "class add dev v0 parent {q}:1 classid {q}:{leaf:x} htb rate 1mbit ceil 10mbit"
+            )
+            .unwrap();
         }
     }
     batch += "qdisc add dev v0 parent 1:10 handle 10: tbf rate 1mbit burst 10k latency 50ms\n";

@@ -763,8 +763,8 @@ fn open_sockets(netns: Option<&str>) -> Result<(NlSocket, Option<NlSocket>), Err
 pub fn class_dump_parents<'a>(
     qdiscs: impl IntoIterator<Item = (Handle, &'a str)>,
 ) -> Option<Vec<Handle>> {
-    // No class operations, or a walk that lists nothing (ingress, clsact): asking would be a
-    // wasted round trip.
+    // No class operations (`cl_ops`), or a walk that lists nothing (ingress, clsact), in 6.1
+    // and 6.18: asking would be a wasted round trip. Kinds not named here are asked.
     const NO_CLASSES: &[&str] = &[
         "pfifo",
         "bfifo",
@@ -779,6 +779,8 @@ pub fn class_dump_parents<'a>(
         "etf",
         "plug",
         "blackhole",
+        "choke",
+        "gred",
         "ingress",
         "clsact",
     ];

@@ -754,8 +754,9 @@ fn open_sockets(netns: Option<&str>) -> Result<(NlSocket, Option<NlSocket>), Err
 /// ~32 KiB datagram, up to the qdisc it stopped in: with a leaf FIFO a class, ~n/100
 /// datagrams walk ~n/2 qdiscs each, n^2/200 steps (most of them cache misses on big trees).
 /// A dump for one qdisc (`tcm_parent`) finds it along one chain of the device's 16-bucket
-/// qdisc hash, for the egress and the ingress root: ~n/8 steps a datagram. So one dump per
-/// qdisc with classes pays while those are fewer than ~n/50 (a margin of two). LibreQoS's
+/// qdisc hash, for the egress and the ingress root: ~n/8 steps a datagram, and at least one
+/// datagram a dump. K such dumps cost ~K*n/8 + n^2/800 steps against n^2/200, so they pay
+/// while K < ~n/33; they are used while K <= n/50, a margin of 1.5. LibreQoS's
 /// layout at 50,000 circuits (5 qdiscs with classes among 50,009) reads its qdiscs and
 /// classes in ~1.0 s this way against ~3.0 s in one dump (`examples/rawdump.rs`).
 /// The kernel's default mq has handle 0, which a dump cannot name: such a device is read

@@ -136,11 +136,11 @@ fn main() {
             |d| qdisc_kinds(d, ifindex, &mut kinds),
         );
         let parents = if whole {
-            None
+            vec![Handle::UNSPEC]
         } else {
             class_dump_parents(kinds.iter().map(|(h, k)| (Handle(*h), k.as_str())))
         };
-        for parent in parents.unwrap_or_else(|| vec![Handle::UNSPEC]) {
+        for parent in parents {
             let mut req = TcMessage::default();
             req.header.index = ifindex;
             req.header.parent = TcHandle::from(parent.0);

@@ -535,14 +535,10 @@ impl Collector {
         // Trees usually have a leaf qdisc per class; a right-sized Vec saves copying 10,000
         // classes through its growth steps.
         out.reserve(link.qdiscs.len());
-        // `UNSPEC` asks for the classes of every qdisc of the device.
-        let parents = class_dump_parents(link.qdiscs.iter().map(|q| (q.handle, q.kind.as_str())))
-            .unwrap_or_else(|| vec![Handle::UNSPEC]);
+        let parents = class_dump_parents(link.qdiscs.iter().map(|q| (q.handle, q.kind.as_str())));
         let mut all = DumpStatus::default();
         for parent in parents {
-            let mut req = TcMessage::default();
-            req.header.index = link.ifindex as i32;
-            req.header.parent = TcHandle::from(parent.0);
+            let req = tc_request(link, parent);
             let st = self.dump(
                 "classes",
                 Some(&link.name),
@@ -601,9 +597,7 @@ impl Collector {
                 Handle::CLSACT_INGRESS | Handle::CLSACT_EGRESS => Some(parent),
                 _ => None,
             };
-            let mut req = TcMessage::default();
-            req.header.index = link.ifindex as i32;
-            req.header.parent = TcHandle::from(parent.0);
+            let req = tc_request(link, parent);
             let st = self.dump(
                 "filters",
                 Some(&link.name),
@@ -676,9 +670,7 @@ impl Collector {
             let Some(number) = tc::protocol_number(&proto) else {
                 continue;
             };
-            let mut req = TcMessage::default();
-            req.header.index = link.ifindex as i32;
-            req.header.parent = TcHandle::from(parent.0);
+            let mut req = tc_request(link, parent);
             // TC_U32_ROOT: "this classifier's root table"
             req.header.handle = TcHandle::from(0xFFF0_0000);
             req.header.info = (u32::from(prio) << 16) | u32::from(number.to_be());
@@ -747,8 +739,8 @@ fn open_sockets(netns: Option<&str>) -> Result<(NlSocket, Option<NlSocket>), Err
     .map_err(Error::Socket)
 }
 
-/// Of a device's qdiscs (handle, kind), those to ask for classes one dump each, or `None` for
-/// one dump of all.
+/// Of a device's qdiscs (handle, kind), those to ask for classes one dump each, or
+/// `[Handle::UNSPEC]`: one dump of all (as `tc class show` asks).
 ///
 /// The kernel answers a dump of all classes by walking the device's qdiscs again for each
 /// ~32 KiB datagram, up to the qdisc it stopped in: with a leaf FIFO a class, ~n/100
@@ -761,9 +753,7 @@ fn open_sockets(netns: Option<&str>) -> Result<(NlSocket, Option<NlSocket>), Err
 /// classes in ~1.0 s this way against ~3.0 s in one dump (`examples/rawdump.rs`).
 /// The kernel's default mq has handle 0, which a dump cannot name: such a device is read
 /// in one dump.
-pub fn class_dump_parents<'a>(
-    qdiscs: impl IntoIterator<Item = (Handle, &'a str)>,
-) -> Option<Vec<Handle>> {
+pub fn class_dump_parents<'a>(qdiscs: impl IntoIterator<Item = (Handle, &'a str)>) -> Vec<Handle> {
     // No class operations (`cl_ops`), or a walk that lists nothing (ingress, clsact), in 6.1
     // and 6.18: asking would be a wasted round trip. Kinds not named here are asked.
     const NO_CLASSES: &[&str] = &[
@@ -793,13 +783,25 @@ pub fn class_dump_parents<'a>(
             continue;
         }
         if handle.major() == 0 {
-            return None;
+            return vec![Handle::UNSPEC];
         }
         parents.push(handle.qdisc());
     }
     parents.sort_unstable();
     parents.dedup();
-    (parents.len() <= 1 || parents.len().saturating_mul(50) <= n).then_some(parents)
+    if parents.len() <= 1 || parents.len().saturating_mul(50) <= n {
+        parents
+    } else {
+        vec![Handle::UNSPEC]
+    }
+}
+
+/// A tc request for the objects of `link` under `parent` (`UNSPEC`: all of them).
+fn tc_request(link: &Interface, parent: Handle) -> TcMessage {
+    let mut req = TcMessage::default();
+    req.header.index = link.ifindex as i32;
+    req.header.parent = TcHandle::from(parent.0);
+    req
 }
 
 /// Parents whose filter lists can be non-empty: every qdisc that takes filters, the classes of
@@ -902,7 +904,7 @@ mod tests {
     }
 
     /// `n` default FIFOs under HTB leaves (classless, handle 0) and the given qdiscs.
-    fn parents(fifos: usize, qdiscs: &[(&str, &str)]) -> Option<Vec<Handle>> {
+    fn parents(fifos: usize, qdiscs: &[(&str, &str)]) -> Vec<Handle> {
         let fifos = std::iter::repeat_n((Handle::UNSPEC, "pfifo"), fifos);
         class_dump_parents(fifos.chain(qdiscs.iter().map(|(hd, k)| (h(hd), *k))))
     }
@@ -916,10 +918,11 @@ mod tests {
             ("3:", "htb"),
             ("4:", "htb"),
         ];
+        let whole = [Handle::UNSPEC];
         // sorted, majors only, classless kinds left out, unknown kinds asked
         assert_eq!(
             parents(50_000, &libreqos),
-            Some(vec![h("1:"), h("2:"), h("3:"), h("4:"), h("7fff:")])
+            [h("1:"), h("2:"), h("3:"), h("4:"), h("7fff:")]
         );
         assert_eq!(
             parents(
@@ -931,7 +934,7 @@ mod tests {
                     ("5:", "new_kind")
                 ]
             ),
-            None,
+            whole,
             "two dumps of a tiny tree cost more than one"
         );
         assert_eq!(
@@ -939,15 +942,15 @@ mod tests {
                 300,
                 &[("ffff:", "clsact"), ("1:", "tbf"), ("5:", "new_kind")]
             ),
-            Some(vec![h("1:"), h("5:")])
+            [h("1:"), h("5:")]
         );
         // one qdisc with classes (or none): never more dumps than one of all
-        assert_eq!(parents(3, &[("1:", "htb")]), Some(vec![h("1:")]));
-        assert_eq!(parents(0, &[("0:", "noqueue")]), Some(vec![]));
+        assert_eq!(parents(3, &[("1:", "htb")]), [h("1:")]);
+        assert!(parents(0, &[("0:", "noqueue")]).is_empty());
         // ~n/50 is where one dump each stops paying
-        assert!(parents(244, &libreqos).is_none());
-        assert!(parents(245, &libreqos).is_some(), "250 qdiscs in all");
+        assert_eq!(parents(244, &libreqos), whole);
+        assert_ne!(parents(245, &libreqos), whole, "250 qdiscs in all");
         // the kernel's default mq (handle 0) cannot be named in a dump
-        assert_eq!(parents(50_000, &[("0:", "mq"), ("1:", "htb")]), None);
+        assert_eq!(parents(50_000, &[("0:", "mq"), ("1:", "htb")]), whole);
     }
 }

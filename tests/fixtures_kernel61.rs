@@ -16,7 +16,7 @@ use tcmon_netlink::{decode_class, decode_filter, decode_qdisc};
 
 const DIR: &str = "crates/tcmon-netlink/tests/fixtures/kernel-6.1";
 /// /proc/net/psched of that kernel: 64 ns per tick.
-const TICK: TickLen = TickLen { ns_per_tick: 64.0 };
+const TICK: TickLen = TickLen::PSCHED_64NS;
 
 fn interface(dev: &str) -> (Interface, String) {
     let dir = Path::new(DIR).join(dev);

@@ -14,7 +14,7 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-const TICK: TickLen = TickLen { ns_per_tick: 64.0 };
+const TICK: TickLen = TickLen::PSCHED_64NS;
 
 #[test]
 fn htb_qdisc() {

@@ -208,7 +208,7 @@ mod tests {
     use crate::decode::test_util::{nest, nla, u32s, u64s};
     use proptest::prelude::*;
 
-    const TICK: TickLen = TickLen { ns_per_tick: 64.0 };
+    const TICK: TickLen = TickLen::PSCHED_64NS;
 
     /// 25%, 50%, 0.3%, 1%, 0.1% as tc scales them: rint(fraction * u32::MAX).
     const P25: u32 = 1_073_741_824;

@@ -395,12 +395,22 @@ pub struct RateSpec {
 pub struct HtbClass {
     pub rate_bytes_per_sec: u64,
     pub ceil_bytes_per_sec: u64,
-    /// Bucket size in bytes at the class rate (tc's `burst`).
+    /// Bucket size in bytes at the class rate as tc reads it: what `tc -d class show` prints
+    /// as `burst` ([`TickLen::tc_xmitsize`] of `burst_ticks`). tc truncates the bucket to
+    /// whole microseconds first, so this is below what the bucket holds by up to a microsecond
+    /// of the rate (1462 for the 1569 bytes of 218 ticks at 900 Mbit; 0 for the 15 ticks of a
+    /// 10 Gbit class's default bucket): `burst_ns` at the rate is the exact content.
     pub burst_bytes: u64,
+    /// `cburst_ticks` as tc reads it at the ceil (tc's `cburst`).
     pub cburst_bytes: u64,
-    /// Bucket size as time: what the kernel stores.
+    /// Bucket size as time: what the kernel stores, exactly.
     pub burst_ns: u64,
     pub cburst_ns: u64,
+    /// The kernel's `buffer`/`cbuffer` (tc_htb_opt), in psched ticks.
+    #[serde(skip)]
+    pub burst_ticks: u32,
+    #[serde(skip)]
+    pub cburst_ticks: u32,
     /// The effective DRR quantum (explicit, or rate/r2q clamped to 1000..200000 by the kernel).
     pub quantum_bytes: u32,
     pub prio: u32,
@@ -433,11 +443,22 @@ pub struct Tbf {
     pub rate_bytes_per_sec: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peakrate_bytes_per_sec: Option<u64>,
+    /// Bucket size in bytes as tc reads it: what `tc -d qdisc show` prints as `burst`
+    /// ([`TickLen::tc_xmitsize`] of `buffer_ticks`, a little below the exact content
+    /// `burst_ns` at the rate, as for HTB).
     pub burst_bytes: u64,
+    /// Bucket size as time: what the kernel stores, exactly.
     pub burst_ns: u64,
-    /// Peak-rate bucket (`mtu`/`minburst`) in bytes, when a peak rate is set.
+    /// Peak-rate bucket (`mtu`/`minburst`) in bytes as tc reads it, when a peak rate is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtu_bytes: Option<u64>,
+    /// The kernel's `buffer` and `mtu` (tc_tbf_qopt), in psched ticks. The kernel computes
+    /// them from the byte sizes tc also sends (`TCA_TBF_BURST`/`PBURST`), not as HTB's from
+    /// tc's ticks.
+    #[serde(skip)]
+    pub buffer_ticks: u32,
+    #[serde(skip)]
+    pub mtu_ticks: u32,
     /// Queue limit in bytes.
     pub limit_bytes: u32,
     /// Longest a packet can wait in the queue (tc's `lat`): limit/rate minus the bucket.

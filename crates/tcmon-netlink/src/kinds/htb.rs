@@ -91,8 +91,11 @@ pub(crate) fn class(
     c.ceil_bytes_per_sec = ceil.unwrap_or(0);
     c.burst_ns = tick.to_ns(Ticks(i64::from(buffer))) as u64;
     c.cburst_ns = tick.to_ns(Ticks(i64::from(cbuffer))) as u64;
-    c.burst_bytes = bytes_at_rate(c.burst_ns as i64, c.rate_bytes_per_sec) as u64;
-    c.cburst_bytes = bytes_at_rate(c.cburst_ns as i64, c.ceil_bytes_per_sec) as u64;
+    c.burst_ticks = buffer;
+    c.cburst_ticks = cbuffer;
+    // tc's reading of the buckets (what `tc -d class show` prints), not their exact content
+    c.burst_bytes = tick.tc_xmitsize(c.rate_bytes_per_sec, buffer);
+    c.cburst_bytes = tick.tc_xmitsize(c.ceil_bytes_per_sec, cbuffer);
     if let Some(x) = xstats {
         match Fixed::new(x, XSTATS_LEN) {
             Some(x) => {
@@ -155,6 +158,42 @@ mod tests {
         assert_eq!(c.tokens_bytes, -68_117); // in debt: 68 kB at 2 Mbit
         assert_eq!(c.ctokens_bytes, 1510);
         assert!(c.has_xstats);
+    }
+
+    #[test]
+    fn bursts_read_as_tc_prints_them() {
+        // htb rate 900mbit (default burst 1600: 218 ticks) cburst 1569 (203 ticks): tc -d
+        // prints burst 1462b cburst 1350b, though 218 ticks hold 1569 bytes
+        let mut opt = Vec::new();
+        opt.extend_from_slice(&[0, 1, 0, 0, 0xff, 0xff, 0, 0]);
+        opt.extend_from_slice(&112_500_000u32.to_ne_bytes());
+        opt.extend_from_slice(&[0, 1, 0, 0, 0xff, 0xff, 0, 0]);
+        opt.extend_from_slice(&112_500_000u32.to_ne_bytes());
+        opt.extend(u32s(&[218, 203, 200_000, 0, 0]));
+        let mut und = Undecoded::default();
+        let c = class(
+            Some(&nla(TCA_HTB_PARMS, &opt)),
+            None,
+            TickLen::default(),
+            &mut und,
+        );
+        assert!(und.is_empty(), "{und:?}");
+        assert_eq!((c.burst_ticks, c.cburst_ticks), (218, 203));
+        assert_eq!((c.burst_bytes, c.cburst_bytes), (1462, 1350));
+        // the times stay the kernel's, exactly
+        assert_eq!((c.burst_ns, c.cburst_ns), (13_952, 12_992));
+        // 40gbit with burst 15k: 46 ticks through TCA_HTB_RATE64 read as 10000b
+        let mut opt = Vec::new();
+        opt.extend_from_slice(&[0, 1, 0, 0, 0xff, 0xff, 0, 0]);
+        opt.extend_from_slice(&u32::MAX.to_ne_bytes());
+        opt.extend_from_slice(&[0, 1, 0, 0, 0xff, 0xff, 0, 0]);
+        opt.extend_from_slice(&u32::MAX.to_ne_bytes());
+        opt.extend(u32s(&[46, 0, 200_000, 0, 0]));
+        let mut o = nla(TCA_HTB_PARMS, &opt);
+        o.extend(nla(TCA_HTB_RATE64, &5_000_000_000u64.to_ne_bytes()));
+        o.extend(nla(TCA_HTB_CEIL64, &5_000_000_000u64.to_ne_bytes()));
+        let c = class(Some(&o), None, TickLen::default(), &mut und);
+        assert_eq!((c.burst_bytes, c.cburst_bytes), (10_000, 0));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! TBF options (`TCA_TBF_*`, `tc_tbf_qopt`).
 
 use tcmon_core::model::{Tbf, Undecoded};
-use tcmon_core::units::{bytes_at_rate, ns_at_rate, TickLen, Ticks};
+use tcmon_core::units::{ns_at_rate, TickLen, Ticks};
 
 use super::ratespec::{RateSpecRaw, RATESPEC_LEN};
 use crate::decode::{for_each_nla, keep, nla_u32, nla_u64, short, Fixed};
@@ -51,9 +51,12 @@ pub(crate) fn qdisc(options: &[u8], tick: TickLen, und: &mut Undecoded) -> Tbf {
     });
     t.rate_bytes_per_sec = rate.unwrap_or(0);
     t.peakrate_bytes_per_sec = peak;
+    t.buffer_ticks = buffer;
+    t.mtu_ticks = mtu;
     t.burst_ns = tick.to_ns(Ticks(i64::from(buffer))) as u64;
-    t.burst_bytes = bytes_at_rate(t.burst_ns as i64, t.rate_bytes_per_sec) as u64;
-    t.mtu_bytes = peak.map(|p| bytes_at_rate(tick.to_ns(Ticks(i64::from(mtu))), p) as u64);
+    // tc's readings (what `tc -d qdisc show` prints as burst and mtu)
+    t.burst_bytes = tick.tc_xmitsize(t.rate_bytes_per_sec, buffer);
+    t.mtu_bytes = peak.map(|p| tick.tc_xmitsize(p, mtu));
     // tc's `lat`: how long the last byte of a full queue waits, after the bucket is spent; with
     // a peak rate, the longer of the two drains (as iproute2's tbf_print_opt).
     let drain = |rate: u64, bucket_ns: u64| {
@@ -107,6 +110,33 @@ mod tests {
         assert_eq!(t.peakrate_bytes_per_sec, Some(250_000));
         assert_eq!(t.mtu_bytes, Some(1600));
         assert_eq!(t.latency_ns, 163_840_000);
+    }
+
+    #[test]
+    fn burst_reads_as_tc_prints_it() {
+        // tbf rate 900mbit burst 1569 limit 100k: the kernel makes 217 ticks of the 1569
+        // bytes; tc -d -r prints burst 1462b [000000d9]
+        let mut o = vec![0, 1, 0, 0, 0xff, 0xff, 0, 0];
+        o.extend_from_slice(&112_500_000u32.to_ne_bytes());
+        o.extend_from_slice(&[0; 12]);
+        o.extend(u32s(&[102_400, 217, 0]));
+        let mut und = Undecoded::default();
+        let t = qdisc(&nla(TCA_TBF_PARMS, &o), TickLen::default(), &mut und);
+        assert!(und.is_empty());
+        assert_eq!(
+            (t.buffer_ticks, t.burst_bytes, t.burst_ns),
+            (217, 1462, 13_888)
+        );
+        // tbf rate 100gbit burst 200k: 255 ticks (the kernel's rounding), printed 200000b
+        let mut o = vec![0, 1, 0, 0, 0xff, 0xff, 0, 0];
+        o.extend_from_slice(&u32::MAX.to_ne_bytes());
+        o.extend_from_slice(&[0; 12]);
+        o.extend(u32s(&[1 << 20, 255, 0]));
+        let mut opts = nla(TCA_TBF_PARMS, &o);
+        opts.extend(nla(TCA_TBF_RATE64, &12_500_000_000u64.to_ne_bytes()));
+        let t = qdisc(&opts, TickLen::default(), &mut und);
+        assert!(und.is_empty());
+        assert_eq!((t.buffer_ticks, t.burst_bytes), (255, 200_000));
     }
 
     #[test]

@@ -270,9 +270,10 @@ fn class_lines(out: &mut String, c: &Class, depth: usize) {
                 "  rate {} ceil {} burst {} = {} cburst {} = {} quantum {} B prio {} level {}",
                 fmt_bits_per_sec(h.rate_bytes_per_sec as f64 * 8.0),
                 fmt_bits_per_sec(h.ceil_bytes_per_sec as f64 * 8.0),
-                fmt_bytes(h.burst_bytes as f64),
+                // the bucket as tc prints it, and the kernel's exact time
+                tc_text::bucket_size(h.burst_bytes),
                 fmt_ns(h.burst_ns as i64),
-                fmt_bytes(h.cburst_bytes as f64),
+                tc_text::bucket_size(h.cburst_bytes),
                 fmt_ns(h.cburst_ns as i64),
                 h.quantum_bytes,
                 h.prio,
@@ -374,13 +375,16 @@ fn qdisc_options(d: &QdiscDetail, iface: &Interface) -> String {
             let mut s = format!(
                 "rate {} burst {} = {} limit {} lat {}",
                 fmt_bits_per_sec(t.rate_bytes_per_sec as f64 * 8.0),
-                fmt_bytes(t.burst_bytes as f64),
+                tc_text::bucket_size(t.burst_bytes),
                 fmt_ns(t.burst_ns as i64),
-                fmt_bytes(f64::from(t.limit_bytes)),
+                tcmon_core::units::tc_size(t.limit_bytes),
                 fmt_ns(t.latency_ns)
             );
             if let Some(p) = t.peakrate_bytes_per_sec {
                 let _ = write!(s, " peakrate {}", fmt_bits_per_sec(p as f64 * 8.0));
+                if let Some(m) = t.mtu_bytes {
+                    let _ = write!(s, " mtu {}", tc_text::bucket_size(m));
+                }
             }
             s
         }

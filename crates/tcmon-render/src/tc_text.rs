@@ -12,6 +12,13 @@ use tcmon_core::model::{ClassDetail, QdiscDetail};
 use tcmon_core::sched::{HfscClass, Netem, ServiceCurve};
 use tcmon_core::units::{c_fmt_g, tc_rate, tc_size, tc_time_ns, tc_time_us};
 
+/// A bucket size that tc prints (HTB burst/cburst, TBF burst/mtu: `tc_xmitsize` readings) in
+/// tc's words: `1462b`, `15Kb`, `2Mb`. tc prints through an `unsigned int`, wrapping from 4 GiB
+/// on; such a bucket is written in SI units instead of tc's wrapped number.
+pub(crate) fn bucket_size(bytes: u64) -> String {
+    u32::try_from(bytes).map_or_else(|_| tcmon_core::units::fmt_bytes(bytes as f64), tc_size)
+}
+
 /// The options line of the kinds below; `None` for kinds with their own line in `lib.rs`.
 pub(crate) fn qdisc_options(d: &QdiscDetail) -> Option<String> {
     let s = match d {

@@ -515,3 +515,72 @@ fn filter_lines_in_tc_words() {
          \x20     0x1 -> 1:1  cmp(u16 at 2 layer 2 eq 53)\n"
     );
 }
+
+/// Bucket sizes as `tc -d` prints them (its `sprint_size`): HTB burst/cburst and TBF
+/// burst/limit/mtu, beside the kernel's exact times.
+#[test]
+fn bucket_sizes_in_tc_words() {
+    use tcmon_core::model::Tbf;
+    let root = Handle::new(1, 0);
+    // htb rate 900mbit ceil 900mbit cburst 2k: tc -d prints burst 1462b cburst 2Kb (1462 is
+    // tc's reading of 218 ticks = 13.952 us)
+    let mut class = htb_class(0x10, root, 112_500_000, 0, Stats::default());
+    if let Some(ClassDetail::Htb(h)) = &mut class.detail {
+        h.ceil_bytes_per_sec = 112_500_000;
+        (h.burst_bytes, h.burst_ns) = (1462, 13_952);
+        (h.cburst_bytes, h.cburst_ns) = (2048, 18_560);
+        h.has_xstats = false;
+    }
+    // tbf rate 5mbit burst 10k latency 50ms peakrate 10mbit mtu 1600: tc -d -r prints
+    // burst 10Kb ... mtu 1600b ... limit 41490b
+    let tbf = qdisc(
+        Handle::new(0x20, 0),
+        Handle::new(1, 0x10),
+        "tbf",
+        Some(QdiscDetail::Tbf(Tbf {
+            rate_bytes_per_sec: 625_000,
+            peakrate_bytes_per_sec: Some(1_250_000),
+            burst_bytes: 10_240,
+            burst_ns: 16_384_000,
+            mtu_bytes: Some(1600),
+            limit_bytes: 41_490,
+            latency_ns: 50_000_000,
+            linklayer: "ethernet",
+            ..Tbf::default()
+        })),
+        Stats::default(),
+    );
+    let mut eth = Interface {
+        name: "eth0".into(),
+        ifindex: 2,
+        mtu: 1500,
+        txqueuelen: 1000,
+        operstate: "up".into(),
+        root_qdisc: Some(root),
+        qdiscs: vec![
+            qdisc(root, Handle::ROOT, "htb", None, Stats::default()),
+            tbf,
+        ],
+        classes: vec![class],
+        ..Interface::default()
+    };
+    sort_interface(&mut eth);
+    let mut s = Snapshot::new(Instant::now(), 0);
+    s.interfaces.push(eth);
+    let text = tree(&s);
+    assert!(
+        text.contains(
+            "rate 900 Mbit ceil 900 Mbit burst 1462b = 14 µs cburst 2Kb = 18.6 µs quantum"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "rate 5 Mbit burst 10Kb = 16.4 ms limit 41490b lat 50 ms peakrate 10 Mbit mtu 1600b"
+        ),
+        "{text}"
+    );
+    // beyond tc's unsigned int: SI units rather than tc's wrapped number
+    assert_eq!(super::tc_text::bucket_size(5_000_000_000), "5 GB");
+    assert_eq!(super::tc_text::bucket_size(15_370), "15Kb");
+}

@@ -4,10 +4,12 @@
 
 mod common;
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 
 use common::tc_oracle::{self, rate_bytes_per_sec, size_bytes};
 use serde_json::Value;
+use tcmon_core::units::{tc_size, TickLen};
 use tcmon_lab::{skip_unless_root, Pair};
 
 /// (class, address in b that a u32 filter sends to it, bytes/s to send)
@@ -86,14 +88,18 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
 
-fn close(what: &str, ours: u64, tc: (u64, u64), rate: u64) {
-    // tc truncates bucket time to whole microseconds before converting to bytes.
-    let tol = tc.1 + rate / 1_000_000 + 1;
-    assert!(
-        ours.abs_diff(tc.0) <= tol,
-        "{what}: tcmon {ours} vs tc {} (±{tol})",
-        tc.0
-    );
+/// tcmon's bucket size in tc's words equals what tc printed (`1462b/1`: the cell size after
+/// the slash is not the size): tcmon reads buckets with tc's arithmetic.
+fn same_size(what: &str, ours: u64, tc_word: &str) {
+    let tc_word = tc_word.split('/').next().unwrap();
+    let ours_word = tc_size(u32::try_from(ours).unwrap());
+    assert_eq!(ours_word, tc_word, "{what}: tcmon {ours}");
+    if let Some(n) = tc_word
+        .strip_suffix('b')
+        .and_then(|n| n.parse::<u64>().ok())
+    {
+        assert_eq!(ours, n, "{what}");
+    }
 }
 
 #[test]
@@ -194,17 +200,11 @@ fn every_decoded_field_matches_tc() {
         let ceil = rate_bytes_per_sec(&p["ceil"]);
         assert_eq!(u(&h["rate_bytes_per_sec"]), rate, "{what} rate");
         assert_eq!(u(&h["ceil_bytes_per_sec"]), ceil, "{what} ceil");
-        close(
-            &format!("{what} burst"),
-            u(&h["burst_bytes"]),
-            size_bytes(&p["burst"]),
-            rate,
-        );
-        close(
+        same_size(&format!("{what} burst"), u(&h["burst_bytes"]), &p["burst"]);
+        same_size(
             &format!("{what} cburst"),
             u(&h["cburst_bytes"]),
-            size_bytes(&p["cburst"]),
-            ceil,
+            &p["cburst"],
         );
         assert_eq!(u(&h["level"]).to_string(), p["level"], "{what} level");
         if let Some(q) = p.get("quantum") {
@@ -304,17 +304,11 @@ fn every_decoded_field_matches_tc() {
                     .nth(1)
                     .expect("peakrate");
                 assert_eq!(u(&t["peakrate_bytes_per_sec"]), rate_bytes_per_sec(peak));
-                close(
-                    "tbf mtu",
-                    u(&t["mtu_bytes"]),
-                    size_bytes(o["mtu"].as_str().unwrap()),
-                    1_250_000,
-                );
-                close(
+                same_size("tbf mtu", u(&t["mtu_bytes"]), o["mtu"].as_str().unwrap());
+                same_size(
                     "tbf burst",
                     u(&t["burst_bytes"]),
-                    size_bytes(o["burst"].as_str().unwrap()),
-                    u(&o["rate"]),
+                    o["burst"].as_str().unwrap(),
                 );
                 // tc prints lat in µs
                 let lat_us = t["latency_ns"].as_i64().unwrap() as f64 / 1000.0;
@@ -388,7 +382,7 @@ fn human_tree_shows_units_people_use() {
         "{text}"
     );
     assert!(
-        text.contains("class htb 1:20 parent 1:1  rate 2 Mbit ceil 2 Mbit burst 1.6 kB = 6.4 ms"),
+        text.contains("class htb 1:20 parent 1:1  rate 2 Mbit ceil 2 Mbit burst 1600b = 6.4 ms"),
         "{text}"
     );
     assert!(text.contains("tokens 100%"), "{text}");
@@ -402,4 +396,251 @@ fn human_tree_shows_units_people_use() {
         depth("qdisc htb 1:") < depth("class htb 1:1 ")
             && depth("class htb 1:1 ") < depth("class htb 1:20")
     );
+}
+
+/// The rates of the bucket table, as tc takes them.
+const TABLE_RATES: [&str; 11] = [
+    "8kbit", "100kbit", "1mbit", "2mbit", "10mbit", "100mbit", "900mbit", "1gbit", "10gbit",
+    "40gbit", "100gbit",
+];
+/// Bursts given to tc (`None`: tc's default, 1600 + rate / HZ).
+const TABLE_BURSTS: [Option<&str>; 5] =
+    [None, Some("1514"), Some("1569"), Some("15k"), Some("200k")];
+
+/// `[000000da]` (tc -r) -> 218.
+fn raw_ticks(word: &str) -> u32 {
+    let hex = word.trim_start_matches('[').trim_end_matches(']');
+    u32::from_str_radix(hex, 16).unwrap_or_else(|e| panic!("{word}: {e}"))
+}
+
+fn tick_len() -> TickLen {
+    let text = std::fs::read_to_string("/proc/net/psched").unwrap();
+    TickLen::from_proc_psched(&text).unwrap()
+}
+
+/// The HTB classes of the table as tcmon reads them: classid -> (burst_bytes, cburst_bytes,
+/// burst_ns, cburst_ns).
+fn htb_buckets(snap: &Value) -> std::collections::BTreeMap<String, [u64; 4]> {
+    snap["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|i| i["classes"].as_array().unwrap())
+        .filter(|c| c["kind"] == "htb")
+        .map(|c| {
+            let h = &c["htb"];
+            let f = |k: &str| u(&h[k]);
+            (
+                c["handle"].as_str().unwrap().to_owned(),
+                [
+                    f("burst_bytes"),
+                    f("cburst_bytes"),
+                    f("burst_ns"),
+                    f("cburst_ns"),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// HTB buckets from 8 kbit to 100 Gbit with tc's default and explicit bursts, and TBFs: tcmon's
+/// burst/cburst bytes are what `tc -d` prints (tc's truncating arithmetic, not the exact
+/// content of the kernel's ticks), and `TickLen::tc_size_for_ticks` gives sizes that `tc class
+/// change` turns back into the same ticks.
+#[test]
+fn bucket_sizes_read_as_tc_prints_them() {
+    if skip_unless_root("bucket_sizes_read_as_tc_prints_them") {
+        return;
+    }
+    let tick = tick_len();
+    let pair = Pair::create("bucket").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb").unwrap();
+    // classid -> (rate word, the tc arguments after `htb`)
+    let mut made = Vec::new();
+    for (i, rate) in TABLE_RATES.iter().enumerate() {
+        for (j, burst) in TABLE_BURSTS.iter().enumerate() {
+            let id = format!("1:{:x}", 0x10 * (i + 1) + j + 1);
+            // cburst: another of the bursts, so both buckets vary
+            let cburst = TABLE_BURSTS[(j + 2) % TABLE_BURSTS.len()];
+            let mut args = format!("rate {rate} ceil {rate}");
+            if let Some(b) = burst {
+                let _ = write!(args, " burst {b}");
+            }
+            if let Some(b) = cburst {
+                let _ = write!(args, " cburst {b}");
+            }
+            pair.tc_a(&format!("class add parent 1: classid {id} htb {args}"))
+                .unwrap();
+            made.push(id);
+        }
+    }
+    // TBFs, one per device (a root qdisc each): (rate, burst and the rest)
+    let tbfs = [
+        ("900mbit", "burst 1569 limit 100k"),
+        ("8kbit", "burst 1514 limit 10k"),
+        ("2mbit", "burst 1600 limit 30k"),
+        ("10gbit", "burst 200k limit 1m"),
+        ("40gbit", "burst 15k limit 100k"),
+        ("100gbit", "burst 200k limit 1m"),
+        ("5mbit", "burst 10k latency 50ms peakrate 10mbit mtu 1600"),
+    ];
+    for (k, (rate, rest)) in tbfs.iter().enumerate() {
+        let dev = format!("tbf{k}");
+        let peer = format!("tbf{k}p");
+        pair.a
+            .ip(&["link", "add", &dev, "type", "veth", "peer", "name", &peer])
+            .unwrap();
+        pair.a.ip(&["link", "set", &dev, "up"]).unwrap();
+        let mut args = vec!["qdisc", "add", "dev", &dev, "root", "tbf", "rate", rate];
+        args.extend(rest.split_whitespace());
+        pair.a.tc(&args).unwrap();
+    }
+
+    let snap = common::dump_json(&["--netns", &pair.a.name, "--no-filters"]);
+    let ours = htb_buckets(&snap);
+    let tc_text = pair
+        .a
+        .tc(&["-d", "-r", "class", "show", "dev", &pair.dev_a])
+        .unwrap();
+    let classes = tc_oracle::classes(&tc_text);
+    assert_eq!(classes.len(), made.len(), "{tc_text}");
+    // classid -> (rate, ceil, buffer ticks, cbuffer ticks)
+    let mut kernel = std::collections::BTreeMap::new();
+    for tc in &classes {
+        let what = format!("class {}", tc.handle);
+        let p = &tc.params;
+        let [burst, cburst, burst_ns, cburst_ns] = ours[&tc.handle];
+        let (rate, ceil) = (
+            rate_bytes_per_sec(&p["rate"]),
+            rate_bytes_per_sec(&p["ceil"]),
+        );
+        let (ticks, cticks) = (raw_ticks(&p["buffer"]), raw_ticks(&p["cbuffer"]));
+        same_size(&format!("{what} burst"), burst, &p["burst"]);
+        same_size(&format!("{what} cburst"), cburst, &p["cburst"]);
+        assert_eq!(burst, tick.tc_xmitsize(rate, ticks), "{what}");
+        assert_eq!(cburst, tick.tc_xmitsize(ceil, cticks), "{what}");
+        // the time stays the kernel's, exactly
+        assert_eq!(burst_ns, u64::from(ticks) * 64, "{what}");
+        assert_eq!(cburst_ns, u64::from(cticks) * 64, "{what}");
+        kernel.insert(
+            tc.handle.clone(),
+            (p["rate"].clone(), rate, ceil, ticks, cticks),
+        );
+    }
+    // the cases the table is for
+    let at = |rate: usize, burst: usize| &ours[&format!("1:{:x}", 0x10 * (rate + 1) + burst + 1)];
+    assert_eq!(
+        at(6, 0)[0],
+        1462,
+        "900 Mbit, default burst: tc prints 1462b"
+    );
+    assert_eq!(at(6, 0)[2], 218 * 64);
+    assert_eq!(at(6, 2)[0], 1350, "900 Mbit, burst 1569: tc prints 1350b");
+    assert_eq!(at(8, 0)[0], 0, "10 Gbit, default burst: tc prints 0b");
+
+    // Restating every bucket with the sizes tc_size_for_ticks proposes keeps the ticks.
+    for (id, (rate_word, rate, ceil, ticks, cticks)) in &kernel {
+        let s = tick
+            .tc_size_for_ticks(*rate, *ticks)
+            .expect("a bucket tc made");
+        let cs = tick
+            .tc_size_for_ticks(*ceil, *cticks)
+            .expect("a bucket tc made");
+        assert_eq!(tick.tc_xmittime(*rate, s), *ticks);
+        pair.tc_a(&format!(
+            "class change parent 1: classid {id} htb rate {rate_word} ceil {rate_word} burst {s} cburst {cs}"
+        ))
+        .unwrap();
+    }
+    let again = common::dump_json(&["--netns", &pair.a.name, "--no-filters"]);
+    assert_eq!(htb_buckets(&again), ours, "restated buckets moved");
+    let tc_again = tc_oracle::classes(
+        &pair
+            .a
+            .tc(&["-d", "-r", "class", "show", "dev", &pair.dev_a])
+            .unwrap(),
+    );
+    for tc in &tc_again {
+        let k = &kernel[&tc.handle];
+        assert_eq!(
+            (
+                raw_ticks(&tc.params["buffer"]),
+                raw_ticks(&tc.params["cbuffer"])
+            ),
+            (k.3, k.4),
+            "class {} ticks after restating",
+            tc.handle
+        );
+    }
+    // ... while restating the bytes tc printed loses ticks (the problem this solves): 1:71 is
+    // 900 Mbit with tc's default 218 ticks, printed 1462b; `burst 1462` sets 187
+    assert_eq!(kernel["1:71"].3, 218);
+    pair.tc_a("class change parent 1: classid 1:71 htb rate 900mbit ceil 900mbit burst 1462")
+        .unwrap();
+    let lost = pair
+        .a
+        .tc(&[
+            "-d",
+            "-r",
+            "class",
+            "show",
+            "dev",
+            &pair.dev_a,
+            "classid",
+            "1:71",
+        ])
+        .unwrap();
+    assert_eq!(tick.tc_xmittime(112_500_000, 1462), 187);
+    assert!(lost.contains("buffer [000000bb]"), "{lost}");
+
+    // --- TBF: burst (and mtu) as tc prints them, limit in tc's words ---
+    let ifaces = snap["interfaces"].as_array().unwrap();
+    for k in 0..tbfs.len() {
+        let dev = format!("tbf{k}");
+        let q = ifaces
+            .iter()
+            .find(|i| i["name"] == dev.as_str())
+            .and_then(|i| {
+                i["qdiscs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|q| q["kind"] == "tbf")
+            })
+            .unwrap_or_else(|| panic!("no tbf on {dev}"));
+        let t = &q["tbf"];
+        let text = pair
+            .a
+            .tc(&["-d", "-r", "qdisc", "show", "dev", &dev])
+            .unwrap();
+        let w: Vec<&str> = text.split_whitespace().collect();
+        let after = |key: &str| w.iter().position(|x| *x == key).map(|i| w[i + 1]);
+        // the raw ticks follow `mpu Nb` of the same bucket
+        let raw_after = |key: &str| {
+            let i = w.iter().position(|x| *x == key).unwrap();
+            raw_ticks(w[i..].iter().find(|x| x.starts_with('[')).unwrap())
+        };
+        let what = format!("tbf on {dev}: {text}");
+        let rate = u(&t["rate_bytes_per_sec"]);
+        assert_eq!(rate, rate_bytes_per_sec(after("rate").unwrap()), "{what}");
+        same_size(&what, u(&t["burst_bytes"]), after("burst").unwrap());
+        assert_eq!(
+            u(&t["burst_bytes"]),
+            tick.tc_xmitsize(rate, raw_after("burst")),
+            "{what}"
+        );
+        assert_eq!(
+            u(&t["burst_ns"]),
+            u64::from(raw_after("burst")) * 64,
+            "{what}"
+        );
+        assert_eq!(
+            tc_size(u32::try_from(u(&t["limit_bytes"])).unwrap()),
+            after("limit").unwrap(),
+            "{what}"
+        );
+        if let Some(m) = after("mtu") {
+            same_size(&what, u(&t["mtu_bytes"]), m);
+        }
+    }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use tcmon_core::rates::Rates;
 use tcmon_diag::{
-    diagnose, explain, fix_plans, in_netns, script, Code, Facts, Finding, Report, Severity, Status,
+    diagnose, explain, fix_plans, script, Code, Facts, Finding, Report, Scope, Severity, Status,
     RULES,
 };
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
@@ -21,15 +21,44 @@ use crate::{config, CheckArgs};
 /// Fix commands a finding shows without --verbose: the rest are in the plan.
 const FIX_LINES: usize = 3;
 
+/// Where a finding's lines after its head start.
+const INDENT: &str = "           ";
+
+/// The width prose is wrapped at (commands are never wrapped: they are pasted).
+const WIDTH: usize = 100;
+
+/// `text` after `first`, wrapped at spaces to [`WIDTH`], later lines after `indent`.
+fn wrap(s: &mut String, first: &str, indent: &str, text: &str) {
+    let mut line = String::from(first);
+    let mut empty = true;
+    for word in text.split(' ') {
+        if !empty && line.len() + 1 + word.len() > WIDTH {
+            let _ = writeln!(s, "{line}");
+            line.clear();
+            line.push_str(indent);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    let _ = writeln!(s, "{line}");
+}
+
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     if let Some(code) = &args.explain {
         return print_explain(code);
     }
     match diagnose_now(args) {
         Ok(code) => code,
-        // Could not read: UNKNOWN, in the same shape as a result so monitoring shows why.
+        // Could not read: UNKNOWN, in the same shape as a result so monitoring shows why; a
+        // script gets nothing (a shell reading it runs nothing), the error goes to stderr.
         Err(e) => {
-            if args.json {
+            if args.fix_script {
+                eprintln!("tcmon: UNKNOWN: {e:#}");
+            } else if args.json {
                 let msg = format!("{e:#}");
                 println!(
                     "{}",
@@ -105,25 +134,23 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         _ => None,
     };
     if let Some(report) = &load {
-        if let Some(f) = tcmon_diag::bufferbloat(report, &findings) {
+        if let Some(f) = tcmon_diag::bufferbloat(report, &findings, &facts) {
             findings.push(f);
             findings.sort_by(tcmon_diag::worst_first);
         }
     }
     findings.retain(|f| !cfg.check.ignore.iter().any(|c| f.code == c.as_str()));
     let status = Status::of(&findings);
-    let netns = args.target.netns.as_deref();
+    let scope = Scope {
+        policy: args.policy,
+    };
     let mut out = std::io::stdout().lock();
     if args.fix_script {
-        // the script puts its commands in the namespace itself
-        out.write_all(script(&fix_plans(&findings), netns).as_bytes())?;
+        out.write_all(script(&fix_plans(&findings, scope)).as_bytes())?;
         return Ok(ExitCode::from(status.exit_code()));
     }
-    if let Some(ns) = netns {
-        run_in(&mut findings, ns);
-    }
     if args.json {
-        let plan = fix_plans(&findings);
+        let plan = fix_plans(&findings, scope);
         serde_json::to_writer(
             &mut out,
             &WithLoad {
@@ -140,20 +167,6 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         out.write_all(human(status, &findings, &now, load.as_ref(), args).as_bytes())?;
     }
     Ok(ExitCode::from(status.exit_code()))
-}
-
-/// Commands as they run, for people and programs alike: in the namespace `ns` they were read
-/// from, the alternative fix included (it is a command too).
-fn run_in(findings: &mut [Finding], ns: &str) {
-    for f in findings {
-        for cmd in &mut f.fix {
-            *cmd = in_netns(cmd, ns);
-        }
-        if let Some(alt) = f.evidence.get("alternative_fix").and_then(|v| v.as_str()) {
-            let alt = in_netns(alt, ns);
-            f.evidence.insert("alternative_fix", alt.into());
-        }
-    }
 }
 
 /// `check --json`: the report, and the latency test's own when `--load` ran one (its grade is
@@ -260,48 +273,75 @@ fn human(
             None => by_iface.push((f.interface.as_str(), vec![f])),
         }
     }
-    let plans = fix_plans(findings);
+    let scope = Scope {
+        policy: args.policy,
+    };
+    let plans = fix_plans(findings, scope);
     let netns = args.target.netns.as_deref();
     let mut hidden = 0;
+    let mut policy_left = 0;
     for (iface, list) in by_iface {
         let _ = writeln!(s, "\n{}", if iface.is_empty() { "host" } else { iface });
         for f in list {
-            let _ = writeln!(
-                s,
-                "  {:<8} {} {}  {}",
+            let head = format!(
+                "  {:<8} {} {}  ",
                 f.severity.to_string().to_uppercase(),
                 f.code,
-                f.object,
-                f.message
+                f.object
             );
+            wrap(&mut s, &head, INDENT, &f.message);
             // the worst is in the message; the next ones, or with --verbose every object
             for e in f.examples.iter().skip(1) {
-                let _ = writeln!(s, "           also: {}", e.message);
+                wrap(&mut s, &format!("{INDENT}also: "), INDENT, &e.message);
             }
             if args.verbose && f.count > 1 {
-                let _ = writeln!(s, "           objects: {}", f.objects.join(" "));
+                let _ = writeln!(s, "{INDENT}objects: {}", f.objects.join(" "));
             }
-            let _ = writeln!(s, "           evidence: {}", f.evidence.human());
+            let evidence = if args.verbose {
+                f.evidence.human()
+            } else {
+                f.evidence.brief()
+            };
+            wrap(&mut s, &format!("{INDENT}evidence: "), INDENT, &evidence);
             let shown = if args.verbose { f.fix.len() } else { FIX_LINES };
-            for cmd in f.fix.iter().take(shown) {
-                let _ = writeln!(s, "           fix: {cmd}");
+            for x in f.fix.iter().take(shown) {
+                // what the plan runs, what it runs only with --policy, and what it leaves
+                // to the reader (an info finding's steps)
+                let label = if scope.holds(f, x) {
+                    "fix"
+                } else if x.policy {
+                    "policy"
+                } else {
+                    "advice"
+                };
+                let _ = writeln!(s, "{INDENT}{label}: {x}");
             }
+            policy_left += f.fix.iter().filter(|x| x.policy && !scope.policy).count();
             if f.fix.len() > shown {
                 hidden += 1;
+                let more = f.fix.len() - shown;
                 let _ = writeln!(
                     s,
-                    "           fix: ... {} more commands (--verbose lists them, --fix-script prints the plan)",
-                    f.fix.len() - shown
+                    "{INDENT}... {more} more step{} (--verbose lists them, --fix-script prints the plan)",
+                    if more == 1 { "" } else { "s" }
                 );
             }
         }
     }
+    let steps: usize = plans.iter().map(|p| p.steps.len()).sum();
+    let ns = netns.map_or(String::new(), |ns| format!(" --netns {ns}"));
     if hidden > 0 || plans.iter().any(|p| p.steps.len() > FIX_LINES) {
-        let steps: usize = plans.iter().map(|p| p.steps.len()).sum();
         let _ = writeln!(
             s,
-            "\nThe fix plan has {steps} commands, each once: `tcmon check --fix-script{}` prints it as a script.",
-            netns.map_or(String::new(), |ns| format!(" --netns {ns}"))
+            "\nThe fix plan has {steps} step{}, each once: `tcmon check --fix-script{ns}` prints it as a script.",
+            if steps == 1 { "" } else { "s" },
+        );
+    }
+    if policy_left > 0 {
+        let _ = writeln!(
+            s,
+            "\nSteps marked policy change guaranteed rates or ceils: no plan holds them unless asked \
+             (`tcmon check --fix-script --policy{ns}`)."
         );
     }
     let _ = writeln!(
@@ -342,7 +382,7 @@ mod tests {
             object: "1:10".to_owned(),
             message: format!("{code} on {iface}"),
             evidence: Evidence::new(),
-            fix: vec![format!("tc fix {iface}")],
+            fix: vec![tcmon_diag::Fix::tc(format!("fix {iface}"))],
             ..Finding::default()
         }
     }
@@ -384,28 +424,51 @@ mod tests {
         );
     }
 
-    /// Under --netns every command a person reads runs in that namespace: the fix lines and
-    /// the alternative fix in the evidence (which used to be printed for the host).
+    /// Steps print as the plan made them, in its namespace; an info finding's steps are
+    /// advice, and a policy step says so.
     #[test]
-    fn fixes_and_the_alternative_print_in_the_namespace() {
-        let mut f = finding(Severity::Critical, "r1", "queue-too-deep");
-        f.fix = vec!["tc qdisc replace dev r1 parent 1:10 handle 10: pfifo limit 8".into()];
-        f.evidence.insert(
-            "alternative_fix",
-            "tc qdisc replace dev r1 parent 1:10 fq_codel".into(),
-        );
-        let mut findings = [f];
-        super::run_in(&mut findings, "lab");
+    fn steps_are_labelled_by_what_the_plan_does_with_them() {
+        let step = |args: &str| {
+            let mut x = tcmon_diag::Fix::tc(args);
+            x.netns = Some("lab".into());
+            x
+        };
+        let mut deep = finding(Severity::Critical, "r1", "queue-too-deep");
+        deep.fix = vec![step(
+            "qdisc replace dev r1 parent 1:10 handle 10: pfifo limit 8",
+        )];
+        let mut burst = finding(Severity::Info, "r1", "htb-burst-small");
+        burst.fix = vec![step("class change dev r1 classid 1:10 htb rate 8bit")];
+        let mut rates = finding(Severity::Info, "r1", "htb-rates-oversubscribed");
+        let mut p = step("class change dev r1 classid 1:20 htb rate 8bit");
+        p.policy = true;
+        rates.fix = vec![p];
+        let findings = [deep, burst, rates];
         let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
         let out = human(Status::Critical, &findings, &snap, None, &check_args());
-        assert!(
-            out.contains(
-                "fix: tc -n lab qdisc replace dev r1 parent 1:10 handle 10: pfifo limit 8"
-            ) && out.contains(
-                r#"alternative_fix="tc -n lab qdisc replace dev r1 parent 1:10 fq_codel""#
-            ),
-            "{out}"
-        );
+        for want in [
+            "fix: tc -n lab qdisc replace dev r1 parent 1:10 handle 10: pfifo limit 8",
+            "advice: tc -n lab class change dev r1 classid 1:10",
+            "policy: tc -n lab class change dev r1 classid 1:20",
+            "--fix-script --policy",
+        ] {
+            assert!(out.contains(want), "{want} missing from\n{out}");
+        }
+    }
+
+    /// A finding about thousands of objects prints lines a terminal holds: long prose is
+    /// wrapped, a long list in the evidence summarized (--verbose and --json have all of it).
+    #[test]
+    fn no_line_of_the_report_is_longer_than_a_command() {
+        let mut f = finding(Severity::Info, "r1", "htb-rates-oversubscribed");
+        f.message = "word ".repeat(100);
+        let children: Vec<String> = (0..2000).map(|i| format!("1:{i:x}")).collect();
+        f.evidence.insert("children", serde_json::json!(children));
+        let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
+        let out = human(Status::Ok, &[f], &snap, None, &check_args());
+        let longest = out.lines().map(str::len).max().unwrap();
+        assert!(longest <= 120, "{longest}\n{out}");
+        assert!(out.contains("2000 in all"), "{out}");
     }
 
     /// The interface with the critical finding comes first, whatever its name.

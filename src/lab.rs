@@ -95,6 +95,18 @@ pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
                 "  ip netns exec {n2} tcmon probe {0} --load {0}:7878 --netns {router} --cc reno",
                 Lab::NODE1
             );
+            println!("diagnose it under that load (its fix, or why there is none):");
+            println!(
+                "  ip netns exec {n2} tcmon check --netns {router} --dev {} --load {}:7878 --cc reno",
+                Lab::SHAPED,
+                Lab::NODE1
+            );
+            println!("fix it: the steps the warnings need (read them first), then check again:");
+            println!(
+                "  tcmon check --netns {router} --dev {} --fix-script | sh",
+                Lab::SHAPED
+            );
+            println!("  tcmon check --netns {router} --dev {}", Lab::SHAPED);
             println!("remove it:");
             println!("  tcmon lab down");
             Ok(ExitCode::SUCCESS)

@@ -228,6 +228,7 @@ struct DumpArgs {
 }
 
 #[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)] // flags, each its own switch
 struct CheckArgs {
     #[command(flatten)]
     target: Target,
@@ -246,8 +247,15 @@ struct CheckArgs {
     verbose: bool,
     /// Print the fix plan as a shell script (each command once, `tc -batch` per interface,
     /// in the namespace of --netns) instead of the report; the exit status is the check's.
+    /// It holds the steps that warning and critical findings need; on failure it prints
+    /// nothing (the error goes to stderr, exit 3), so `| sh` runs nothing.
     #[arg(long, conflicts_with = "json")]
     fix_script: bool,
+    /// Let the plan (--fix-script, and the `plan` of --json) change policy too: guaranteed
+    /// rates and ceils made consistent (children within their parent, rates within ceils),
+    /// each step marked as a policy change.
+    #[arg(long)]
+    policy: bool,
     /// Say what a finding means, why it matters and how its numbers are derived (`list`: all).
     #[arg(long, value_name = "CODE")]
     explain: Option<String>,

@@ -18,9 +18,26 @@ pub(crate) fn run(args: &ProbeArgs) -> Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", human(&report));
+        print!("{}", human(&report, &check_command(args)));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `tcmon check` that diagnoses what this probe measured: the same namespace and devices,
+/// and the same load where there was one (so the check grades it too, and never ends in
+/// "nothing to fix" while the probe graded badly).
+fn check_command(args: &ProbeArgs) -> String {
+    let mut s = String::from("tcmon check");
+    if let Some(ns) = &args.netns {
+        let _ = write!(s, " --netns {ns}");
+    }
+    for d in &args.devices {
+        let _ = write!(s, " --dev {d}");
+    }
+    if let Some(sink) = args.load {
+        let _ = write!(s, " --load {sink}");
+    }
+    s
 }
 
 /// Runs the test of `args` and returns its report.
@@ -165,7 +182,7 @@ fn ms(x: f64) -> String {
     }
 }
 
-fn human(r: &Report) -> String {
+fn human(r: &Report, check: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "targets: {}", r.targets.join(", "));
     let _ = writeln!(
@@ -238,9 +255,9 @@ fn human(r: &Report) -> String {
             // at A+ and A there is nothing worth fixing
             let advice = match r.grade {
                 Some(tcmon_probe::Grade::APlus | tcmon_probe::Grade::A) => {
-                    "little to fix at this grade"
+                    "little to fix at this grade".to_owned()
                 }
-                _ => "`tcmon check` says how to fix it",
+                _ => format!("`{check}` gives its fix, or why there is none"),
             };
             let risen = format!("the {phase} phase rose {}", ms(*phase_latency_increase_ms));
             let holds = match measured {
@@ -364,20 +381,24 @@ mod tests {
             max_ms: 3_710.0,
             packets: 497,
         };
-        let out = human(&report(local(Some(m.clone()), None)));
+        let out = human(&report(local(Some(m.clone()), None)), "tcmon check");
         assert!(
             out.ends_with(
                 "bottleneck: on this host, r1 1:10 (htb) holds the delay (the upload phase rose \
                  2.94 s), measured from packets: p50 2.92 s, p99 3.70 s over 497 packets; \
-                 `tcmon check` says how to fix it\n"
+                 `tcmon check` gives its fix, or why there is none\n"
             ),
             "{out}"
         );
-        let out = human(&report(local(None, Some("turned off by --no-bpf"))));
+        let out = human(
+            &report(local(None, Some("turned off by --no-bpf"))),
+            "tcmon check",
+        );
         assert!(
             out.ends_with(
                 "bottleneck: on this host, r1 1:10 (htb) holds 3.13 s of queue at the rate it \
-                 sends (the upload phase rose 2.94 s); `tcmon check` says how to fix it\n\
+                 sends (the upload phase rose 2.94 s); `tcmon check` gives its fix, or why there \
+                 is none\n\
                  queueing delay not measured from packets (turned off by --no-bpf): the \
                  bottleneck is estimated from backlog / rate\n"
             ),
@@ -391,7 +412,10 @@ mod tests {
             measured,
             not_measured: None,
         };
-        let out = human(&report(upstream(Some(MeasuredDelay { packets: 0, ..m }))));
+        let out = human(
+            &report(upstream(Some(MeasuredDelay { packets: 0, ..m }))),
+            "tcmon check",
+        );
         assert!(
             out.ends_with("measured from packets: none waited in a queue on this host\n"),
             "{out}"

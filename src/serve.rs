@@ -288,7 +288,7 @@ impl Rendered {
                 &tcmon_diag::Report {
                     status: s.status,
                     findings: &s.findings,
-                    plan: tcmon_diag::fix_plans(s.findings.iter()),
+                    plan: tcmon_diag::fix_plans(s.findings.iter(), tcmon_diag::Scope::default()),
                 },
                 w,
             ),

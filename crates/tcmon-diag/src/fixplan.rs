@@ -1,14 +1,18 @@
-//! One fix plan per interface: every command the findings propose, each once, in the order of
-//! the findings that need it (worst first), so that findings share commands instead of
-//! repeating each other's. Printed as a runnable script by `tcmon check --fix-script`.
-//! Linear in the commands.
+//! One fix plan per interface: the steps the findings need, each once, in the order of the
+//! findings that need it (worst first), so that findings share steps instead of repeating
+//! each other's. Printed as a runnable script by `tcmon check --fix-script`. Linear in the
+//! steps.
+//!
+//! What a plan holds ([`Scope`]): the steps of warning and critical findings; a step that
+//! changes policy (a guaranteed rate, a ceil) only when asked for, and then from findings of
+//! any severity. An info finding's other steps are advice shown with it, never in a plan.
 
 use std::fmt::Write;
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
-use crate::Finding;
+use crate::{Finding, Fix, Severity};
 
 /// The commands for one interface (`""`: the host).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -19,31 +23,56 @@ pub struct FixPlan {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Step {
+    /// The line as a shell runs it (the namespace in it), with its condition as a comment.
     pub command: String,
+    #[serde(flatten)]
+    pub fix: Fix,
     /// The findings that need it, as `code object`.
     pub findings: Vec<String>,
 }
 
-/// The plans of `findings` (in report order), interfaces in the order of their first finding.
-pub fn fix_plans<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Vec<FixPlan> {
+/// Which steps a plan holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Steps that change policy too (`--policy`).
+    pub policy: bool,
+}
+
+impl Scope {
+    /// Whether `fix`, a step of `finding`, belongs in the plan.
+    pub fn holds(self, finding: &Finding, fix: &Fix) -> bool {
+        if fix.policy {
+            self.policy
+        } else {
+            finding.severity >= Severity::Warning && !fix.advice
+        }
+    }
+}
+
+/// The plans of `findings` (in report order), interfaces in the order of their first step.
+pub fn fix_plans<'a>(
+    findings: impl IntoIterator<Item = &'a Finding>,
+    scope: Scope,
+) -> Vec<FixPlan> {
     let mut plans: Vec<FixPlan> = Vec::new();
     let mut plan_of: HashMap<&str, usize> = HashMap::default();
-    // (plan, command) -> step
-    let mut step_of: HashMap<(usize, &str), usize> = HashMap::default();
+    // (plan, step) -> index
+    let mut step_of: HashMap<(usize, &Fix), usize> = HashMap::default();
     for f in findings {
-        let p = *plan_of.entry(f.interface.as_str()).or_insert_with(|| {
-            plans.push(FixPlan {
-                interface: f.interface.clone(),
-                steps: Vec::new(),
-            });
-            plans.len() - 1
-        });
         let by = format!("{} {}", f.code, f.object);
-        for cmd in &f.fix {
+        for fix in f.fix.iter().filter(|x| scope.holds(f, x)) {
+            let p = *plan_of.entry(f.interface.as_str()).or_insert_with(|| {
+                plans.push(FixPlan {
+                    interface: f.interface.clone(),
+                    steps: Vec::new(),
+                });
+                plans.len() - 1
+            });
             let steps = &mut plans[p].steps;
-            let s = *step_of.entry((p, cmd.as_str())).or_insert_with(|| {
+            let s = *step_of.entry((p, fix)).or_insert_with(|| {
                 steps.push(Step {
-                    command: cmd.clone(),
+                    command: fix.to_string(),
+                    fix: fix.clone(),
                     findings: Vec::new(),
                 });
                 steps.len() - 1
@@ -53,93 +82,72 @@ pub fn fix_plans<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Vec<Fix
             }
         }
     }
-    plans.retain(|p| !p.steps.is_empty());
     plans
 }
 
-/// Whether a fix line is a command (`tc`, `ip`, `ethtool`, a sysfs or sysctl write) rather than
-/// a comment or advice in words.
-pub fn is_command(line: &str) -> bool {
-    ["tc ", "ip ", "ethtool ", "echo ", "for ", "sysctl "]
-        .iter()
-        .any(|t| line.starts_with(t))
-}
-
-/// A command that holds only under a condition the reader must check (`   # if ...`).
-fn conditional(line: &str) -> bool {
-    line.contains("   # if ")
-}
-
-/// `cmd` run in network namespace `ns`: `tc -n`/`ip -n` where the tool has it, else
-/// `ip netns exec` (with `sh -c` for shell syntax). Comments, advice and host-wide module
-/// settings are left as they are.
-pub fn in_netns(cmd: &str, ns: &str) -> String {
-    if !is_command(cmd) || cmd.contains("/sys/module/") || cmd.contains("/etc/modprobe.d/") {
-        return cmd.to_owned();
-    }
-    for tool in ["tc ", "ip "] {
-        if let Some(rest) = cmd.strip_prefix(tool) {
-            return format!("{tool}-n {ns} {rest}");
-        }
-    }
-    let (body, comment) = match cmd.find("   #") {
-        Some(i) => (&cmd[..i], &cmd[i..]),
-        None => (cmd, ""),
-    };
-    let shell = body.contains(['>', '|', ';', '$', '&', '`']) || body.starts_with("for ");
-    if shell {
-        format!(
-            "ip netns exec {ns} sh -c '{}'{comment}",
-            body.replace('\'', r"'\''")
-        )
-    } else {
-        format!("ip netns exec {ns} {body}{comment}")
-    }
-}
-
-/// The plans as a POSIX shell script: the `tc` commands of each interface in one `tc -batch`
-/// (applied in order, stopping at the first error), the rest one by one, all under `set -e`.
-pub fn script(plans: &[FixPlan], netns: Option<&str>) -> String {
+/// The plans as a POSIX shell script under `set -e`: each interface's unconditional `tc` steps
+/// in one `tc -batch` (applied in order, stopping at the first error), the rest one by one;
+/// advice and steps under a condition as comments; a policy step after a comment saying so.
+pub fn script(plans: &[FixPlan]) -> String {
     let mut s = String::from("#!/bin/sh\n");
     let total: usize = plans.iter().map(|p| p.steps.len()).sum();
+    let netns = plans
+        .iter()
+        .flat_map(|p| &p.steps)
+        .find_map(|st| st.fix.netns.as_deref());
     let _ = writeln!(
         s,
-        "# tcmon fix plan: {total} command{}{}. Read it before you run it.",
+        "# tcmon fix plan: {total} step{}{}. Read it before you run it.",
         if total == 1 { "" } else { "s" },
         netns.map_or(String::new(), |n| format!(" in network namespace {n}"))
     );
     s.push_str("set -e\n");
-    let tc = match netns {
-        Some(n) => format!("tc -n {n}"),
-        None => "tc".to_owned(),
-    };
     for p in plans {
         let name = if p.interface.is_empty() {
             "host"
         } else {
             p.interface.as_str()
         };
-        let _ = writeln!(s, "\n# {name}: {} commands", p.steps.len());
+        let n = p.steps.len();
+        let _ = writeln!(s, "\n# {name}: {n} step{}", if n == 1 { "" } else { "s" });
         let mut findings: Vec<&str> = Vec::new();
+        let mut more = 0;
         for st in &p.steps {
             for f in &st.findings {
-                if !findings.contains(&f.as_str()) && findings.len() < 20 {
-                    findings.push(f);
+                if !findings.contains(&f.as_str()) {
+                    if findings.len() < 20 {
+                        findings.push(f);
+                    } else {
+                        more += 1;
+                    }
                 }
             }
         }
-        let _ = writeln!(s, "# for: {}", findings.join(", "));
-        let mut batch: Vec<&str> = Vec::new();
-        let flush = |s: &mut String, batch: &mut Vec<&str>| {
-            match batch.len() {
-                0 => {}
-                1 => {
-                    let _ = writeln!(s, "{tc} {}", batch[0]);
+        let _ = writeln!(
+            s,
+            "# for: {}{}",
+            findings.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+        let mut batch: Vec<&Step> = Vec::new();
+        let flush = |s: &mut String, batch: &mut Vec<&Step>| {
+            match batch.as_slice() {
+                [] => {}
+                [one] => {
+                    let _ = writeln!(s, "{}", one.command);
                 }
-                _ => {
+                [first, ..] => {
+                    let tc = match first.fix.netns.as_deref() {
+                        Some(n) => format!("tc -n {n}"),
+                        None => "tc".to_owned(),
+                    };
                     let _ = writeln!(s, "{tc} -batch - <<'EOF'");
-                    for line in batch.iter() {
-                        let _ = writeln!(s, "{line}");
+                    for st in batch.iter() {
+                        let _ = writeln!(s, "{}", st.fix.tc_args().unwrap_or_default());
                     }
                     s.push_str("EOF\n");
                 }
@@ -147,22 +155,29 @@ pub fn script(plans: &[FixPlan], netns: Option<&str>) -> String {
             batch.clear();
         };
         for st in &p.steps {
-            let line = st.command.as_str();
-            match line.strip_prefix("tc ") {
-                Some(rest) if !conditional(line) => batch.push(rest),
-                _ => {
+            if st.fix.policy {
+                flush(&mut s, &mut batch);
+                let _ = writeln!(
+                    s,
+                    "# policy: changes {} (asked for with --policy)",
+                    policy_words(&st.fix)
+                );
+            }
+            if st.fix.tc_args().is_some() && !st.fix.policy {
+                if batch.first().is_some_and(|b| b.fix.netns != st.fix.netns) {
                     flush(&mut s, &mut batch);
-                    let cmd = match netns {
-                        Some(n) => in_netns(line, n),
-                        None => line.to_owned(),
-                    };
-                    // advice, and commands whose condition a person must check, are not run
-                    if !is_command(line) && !line.starts_with('#') || conditional(line) {
-                        let _ = writeln!(s, "# {cmd}");
-                    } else {
-                        let _ = writeln!(s, "{cmd}");
-                    }
                 }
+                batch.push(st);
+                continue;
+            }
+            flush(&mut s, &mut batch);
+            if st.fix.runs_unattended() {
+                let _ = writeln!(s, "{}", st.command);
+            } else if st.fix.is_command() {
+                // a person must check its condition first
+                let _ = writeln!(s, "# {}", st.command);
+            } else {
+                let _ = writeln!(s, "{}", st.command);
             }
         }
         flush(&mut s, &mut batch);
@@ -170,45 +185,97 @@ pub fn script(plans: &[FixPlan], netns: Option<&str>) -> String {
     s
 }
 
+/// What a policy step changes, in words: `the rate of 1:10 (10Mbit -> 5Mbit)`.
+fn policy_words(fix: &Fix) -> String {
+    let parts: Vec<String> = fix
+        .changes
+        .iter()
+        .filter(|c| c.field == "rate" || c.field == "ceil" || c.field == "prio")
+        .map(|c| {
+            let v = |x: u64| {
+                if c.field == "prio" {
+                    x.to_string()
+                } else {
+                    tcmon_core::units::fmt_bits_per_sec(x as f64 * 8.0)
+                }
+            };
+            format!(
+                "the {} of {} ({} -> {})",
+                c.field,
+                c.class,
+                v(c.from),
+                v(c.to)
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        "a guaranteed rate or ceil".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{fix_plans, in_netns, script};
-    use crate::Finding;
+    use super::{fix_plans, script, Scope};
+    use crate::{Change, Finding, Fix, Severity};
+    use tcmon_core::units::Handle;
 
-    fn f(code: &str, iface: &str, object: &str, fix: &[&str]) -> Finding {
+    fn f(code: &str, sev: Severity, iface: &str, object: &str, fix: Vec<Fix>) -> Finding {
         Finding {
-            code: code.parse().unwrap(),
+            severity: sev,
             interface: iface.into(),
             object: object.into(),
-            fix: fix.iter().map(|s| (*s).to_owned()).collect(),
-            ..Finding::default()
+            fix,
+            ..Finding::new(code.parse().unwrap())
         }
     }
 
+    fn in_ns(mut fixes: Vec<Fix>) -> Vec<Fix> {
+        for x in &mut fixes {
+            x.netns = Some("lab".into());
+        }
+        fixes
+    }
+
     #[test]
-    fn each_command_once_in_the_order_of_the_findings() {
+    fn each_step_once_in_the_order_of_the_findings() {
+        let w = Severity::Warning;
         let findings = [
-            f("htb-burst-small", "eth0", "1:10", &["tc one", "tc two"]),
-            f("queue-too-deep", "eth1", "1:", &["ip x"]),
-            f("htb-cburst-small", "eth0", "1:20", &["tc two", "tc three"]),
-            f("htb-giants", "eth0", "", &[]),
+            f(
+                "queue-too-deep",
+                w,
+                "eth0",
+                "1:10",
+                in_ns(vec![Fix::tc("one"), Fix::tc("two")]),
+            ),
+            f("queue-too-deep", w, "eth1", "1:", in_ns(vec![Fix::ip("x")])),
+            f(
+                "standing-queue",
+                w,
+                "eth0",
+                "1:20",
+                in_ns(vec![Fix::tc("two"), Fix::tc("three")]),
+            ),
+            f("htb-giants", w, "eth0", "", vec![]),
         ];
-        let plans = fix_plans(&findings);
+        let plans = fix_plans(&findings, Scope::default());
         assert_eq!(plans.len(), 2);
         assert_eq!(plans[0].interface, "eth0");
         let cmds: Vec<&str> = plans[0].steps.iter().map(|s| s.command.as_str()).collect();
-        assert_eq!(cmds, ["tc one", "tc two", "tc three"]);
+        assert_eq!(cmds, ["tc -n lab one", "tc -n lab two", "tc -n lab three"]);
         assert_eq!(
             plans[0].steps[1].findings,
-            ["htb-burst-small 1:10", "htb-cburst-small 1:20"]
+            ["queue-too-deep 1:10", "standing-queue 1:20"]
         );
-        let sh = script(&plans, Some("lab"));
+        let sh = script(&plans);
         assert!(
             sh.contains("tc -n lab -batch - <<'EOF'\none\ntwo\nthree\nEOF\n"),
             "{sh}"
         );
         assert!(sh.contains("\nip -n lab x\n"), "{sh}");
         assert!(sh.starts_with("#!/bin/sh\n"), "{sh}");
+        assert!(sh.contains("in network namespace lab"), "{sh}");
     }
 
     /// Advice in words and commands under a condition are comments of the script: `set -e`
@@ -217,16 +284,16 @@ mod tests {
     fn the_script_runs_only_commands() {
         let findings = [f(
             "offload-on-shaped-link",
+            Severity::Warning,
             "r1",
             "10:",
-            &[
-                "ip link set dev r1 gso_max_segs 1",
-                "ethtool -K r2 gro off   # if traffic through r1 arrives on r2",
-                "shape below the bottleneck rate",
-                "# for forwarded traffic: ethtool -K IN_DEV gro off",
+            vec![
+                Fix::ip("link set dev r1 gso_max_segs 1"),
+                Fix::ethtool("-K r2 gro off").when("traffic through r1 arrives on r2"),
+                Fix::advice("shape below the bottleneck rate"),
             ],
         )];
-        let sh = script(&fix_plans(&findings), None);
+        let sh = script(&fix_plans(&findings, Scope::default()));
         let run: Vec<&str> = sh
             .lines()
             .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -239,28 +306,45 @@ mod tests {
         assert!(sh.contains("\n# shape below the bottleneck rate\n"), "{sh}");
     }
 
+    /// An info finding's steps are advice shown with it; a policy step is in a plan only when
+    /// asked for, whatever its finding's severity, and the script says what it changes.
     #[test]
-    fn commands_run_in_the_namespace() {
-        assert_eq!(
-            in_netns("ethtool -K r2 gro off", "ns"),
-            "ip netns exec ns ethtool -K r2 gro off"
-        );
-        assert_eq!(
-            in_netns("echo 1 > /sys/class/net/r1/queues/tx-0/byte_queue_limits/limit_max", "ns"),
-            "ip netns exec ns sh -c 'echo 1 > /sys/class/net/r1/queues/tx-0/byte_queue_limits/limit_max'"
-        );
-        assert_eq!(
-            in_netns("tc qdisc replace dev r1 root fq_codel", "ns"),
-            "tc -n ns qdisc replace dev r1 root fq_codel"
-        );
-        assert_eq!(in_netns("# a note", "ns"), "# a note");
-        assert_eq!(in_netns("shape it below X", "ns"), "shape it below X");
-        assert_eq!(
-            in_netns(
-                "echo 0 > /sys/module/sch_htb/parameters/htb_hysteresis",
-                "ns"
+    fn info_steps_stay_out_and_policy_steps_only_when_asked() {
+        let mut rate = Fix::tc("class change dev r1 classid 1:10 htb rate 4000bit");
+        rate.policy = true;
+        rate.changes.push(Change {
+            class: Handle::new(1, 0x10),
+            field: "rate",
+            from: 1000,
+            to: 500,
+            severity: None,
+        });
+        let findings = [
+            f(
+                "htb-quantum-big",
+                Severity::Info,
+                "r1",
+                "1:10",
+                vec![Fix::tc("quantum")],
             ),
-            "echo 0 > /sys/module/sch_htb/parameters/htb_hysteresis"
+            f(
+                "htb-rates-oversubscribed",
+                Severity::Info,
+                "r1",
+                "1:1",
+                vec![rate],
+            ),
+        ];
+        assert!(fix_plans(&findings, Scope::default()).is_empty());
+        let plans = fix_plans(&findings, Scope { policy: true });
+        assert_eq!(plans[0].steps.len(), 1);
+        let sh = script(&plans);
+        assert!(
+            sh.contains(
+                "# policy: changes the rate of 1:10 (8 kbit -> 4 kbit) (asked for with \
+                 --policy)\ntc class change"
+            ),
+            "{sh}"
         );
     }
 }

@@ -8,6 +8,7 @@
 //! shows the effect it claims (seconds of queueing delay, traffic leaving unshaped); everything
 //! else is `info`, with its numbers.
 
+mod fix;
 mod fixplan;
 mod merge;
 mod plan;
@@ -17,6 +18,7 @@ mod thresholds;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -25,7 +27,8 @@ use tcmon_core::model::{Interface, Snapshot};
 use tcmon_core::rates::Rates;
 use tcmon_core::units::Handle;
 
-pub use fixplan::{fix_plans, in_netns, is_command, script, FixPlan, Step};
+pub use fix::{Action, Fix};
+pub use fixplan::{fix_plans, script, FixPlan, Scope, Step};
 use merge::Sink;
 pub use merge::EXAMPLES;
 pub use registry::{explain, table, Area, Code, Phase, Rule, RULES};
@@ -62,8 +65,9 @@ pub struct Finding {
     pub message: String,
     /// The values the rule used.
     pub evidence: Evidence,
-    /// Commands that would resolve it.
-    pub fix: Vec<String>,
+    /// The steps that would resolve it, as data; JSON has them as the lines people run.
+    #[serde(serialize_with = "fix::serialize_lines")]
+    pub fix: Vec<Fix>,
     /// The class parameters its fix sets, each from what the kernel reports to what the plan
     /// wants; the `tc class change` commands in `fix` are made from these, and set nothing else.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -87,6 +91,23 @@ pub struct Finding {
     pub weight: f64,
 }
 
+impl Finding {
+    /// A finding of `code`, info until a rule says otherwise.
+    pub fn new(code: Code) -> Finding {
+        Finding {
+            code,
+            ..Finding::default()
+        }
+    }
+
+    /// Puts every step in the namespace the tree was read from.
+    fn run_in(&mut self, netns: Option<&Arc<str>>) {
+        for x in &mut self.fix {
+            x.netns = netns.cloned();
+        }
+    }
+}
+
 impl Default for Finding {
     fn default() -> Self {
         Finding {
@@ -108,13 +129,17 @@ impl Default for Finding {
 }
 
 /// One parameter of one HTB class that a fix changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Change {
     pub class: Handle,
     /// As tc names it: `rate`, `ceil` (bytes/s), `burst`, `cburst`, `quantum` (bytes).
     pub field: &'static str,
     pub from: u64,
     pub to: u64,
+    /// The severity of the object it is for, where a merged finding's objects differ (none:
+    /// the finding's own).
+    #[serde(skip)]
+    pub severity: Option<Severity>,
 }
 
 /// One object of a merged finding, with what the rule said about it.
@@ -175,6 +200,33 @@ impl Evidence {
         s
     }
 }
+
+impl Evidence {
+    /// As [`Evidence::human`], with every list of more than [`BRIEF_ITEMS`] items cut to its
+    /// first ones and its length: a finding about thousands of objects stays one short line.
+    pub fn brief(&self) -> String {
+        let mut s = String::new();
+        for (k, v) in self.iter() {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(k);
+            s.push('=');
+            match v {
+                Value::Array(items) if items.len() > BRIEF_ITEMS => {
+                    push_human(&mut s, &Value::Array(items[..BRIEF_ITEMS].to_vec()));
+                    s.pop();
+                    let _ = write!(s, ",... {} in all]", items.len());
+                }
+                _ => push_human(&mut s, v),
+            }
+        }
+        s
+    }
+}
+
+/// The items of a list [`Evidence::brief`] shows.
+pub const BRIEF_ITEMS: usize = 3;
 
 /// A measured number as a person reads it, in the unit it comes in: three significant digits,
 /// but never fewer than its whole part and never more than three decimals, trailing zeros
@@ -315,15 +367,19 @@ pub fn diagnose(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
 /// Their findings stay valid until the tree or the facts change, so a long-running agent keeps
 /// them between polls and runs only [`diagnose_traffic`] on each.
 pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
+    let netns = netns_of(facts);
     let mut out = Vec::new();
     for iface in &facts.snapshot.interfaces {
         let mut sink = Sink::new(Some(iface), &t.ignore);
         rules::run_config(&rules::Ctx::new(facts, iface, t, None), &mut sink);
-        out.extend(settle(iface, sink));
+        out.extend(settle(iface, sink, facts.snapshot.tick, netns.as_ref()));
     }
     let mut sink = Sink::new(None, &t.ignore);
     rules::host(facts, t, &mut sink);
-    out.extend(sink.finish());
+    out.extend(sink.finish().into_iter().map(|mut f| {
+        f.run_in(netns.as_ref());
+        f
+    }));
     debug_assert!(out.iter().all(|f| matches!(
         f.code.rule().phase,
         Phase::Config | Phase::Both | Phase::Host
@@ -336,12 +392,13 @@ pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
 
 /// The rules that read counters, backlog and rates (and the poll before), sorted.
 pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
+    let netns = netns_of(facts);
     let mut out = Vec::new();
     for iface in &facts.snapshot.interfaces {
         let ctx = rules::Ctx::new(facts, iface, t, before_of(facts, iface));
         let mut sink = Sink::new(Some(iface), &t.ignore);
         rules::run_traffic(&ctx, &mut sink);
-        out.extend(settle(iface, sink));
+        out.extend(settle(iface, sink, facts.snapshot.tick, netns.as_ref()));
     }
     debug_assert!(out
         .iter()
@@ -350,14 +407,27 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
     out
 }
 
-/// One interface's findings as reported: merged per qdisc (by the sink), and with the class
-/// commands made from the changes of the findings, one command per class.
-fn settle(iface: &Interface, sink: Sink<'_>) -> Vec<Finding> {
+/// One interface's findings as reported: merged per qdisc (by the sink), with the class
+/// commands made from the changes of the findings (one command per class), every step in the
+/// namespace the tree was read from.
+fn settle(
+    iface: &Interface,
+    sink: Sink<'_>,
+    tick: tcmon_core::units::TickLen,
+    netns: Option<&Arc<str>>,
+) -> Vec<Finding> {
     let mut out = sink.finish();
     if out.iter().any(|f| !f.changes.is_empty()) {
-        plan::resolve(iface, &mut out);
+        plan::resolve(iface, &mut out, tick);
+    }
+    for f in &mut out {
+        f.run_in(netns);
     }
     out
+}
+
+fn netns_of(facts: &Facts<'_>) -> Option<Arc<str>> {
+    facts.snapshot.netns.as_deref().map(Arc::from)
 }
 
 /// The order findings are reported in: worst first, then by interface, object and code. Public

@@ -14,7 +14,7 @@ use tcmon_core::model::Interface;
 use tcmon_core::topology::Obj;
 use tcmon_core::units::Handle;
 
-use crate::{Code, Example, Finding, Severity};
+use crate::{Code, Example, Finding, Fix, Severity};
 
 /// How many of a merged finding's objects are spelled out with their own message.
 pub const EXAMPLES: usize = 3;
@@ -95,7 +95,7 @@ struct Merged {
     examples: Vec<(Severity, f64, Example)>,
     /// Commands and changes with how bad their object is: the worst object's come first.
     /// (duplicates are dropped at the end: a set of them here would copy every command)
-    fix: Vec<(Severity, f64, String)>,
+    fix: Vec<(Severity, f64, Fix)>,
     changes: Vec<(Severity, f64, crate::Change)>,
 }
 
@@ -135,8 +135,11 @@ impl Merged {
         }
         self.fix
             .extend(f.fix.drain(..).map(|cmd| (rank.0, rank.1, cmd)));
-        self.changes
-            .extend(f.changes.drain(..).map(|c| (rank.0, rank.1, c)));
+        self.changes.extend(f.changes.drain(..).map(|mut c| {
+            // the plan takes only warning and critical objects' changes
+            c.severity.get_or_insert(rank.0);
+            (rank.0, rank.1, c)
+        }));
     }
 }
 
@@ -222,11 +225,7 @@ fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, noun:
     worst.examples = m.examples.into_iter().map(|(_, _, e)| e).collect();
     // each command once, where its worst object put it
     let mut seen = HashSet::default();
-    let keep: Vec<bool> = m
-        .fix
-        .iter()
-        .map(|(_, _, c)| seen.insert(c.as_str()))
-        .collect();
+    let keep: Vec<bool> = m.fix.iter().map(|(_, _, c)| seen.insert(c)).collect();
     drop(seen);
     worst.fix = m
         .fix

@@ -7,9 +7,31 @@ use std::fmt::Write;
 
 use tcmon_core::model::{Class, HtbClass, Interface, QdiscDetail};
 use tcmon_core::topology::Obj;
-use tcmon_core::units::Handle;
+use tcmon_core::units::{Handle, TickLen};
 
-use crate::{Change, Code, Finding, Thresholds};
+use crate::{Change, Code, Finding, Fix, Severity, Thresholds};
+
+/// Whether a plan changes what the operator decided: rates and ceils.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Policy {
+    /// Rates and ceils stay as they are; buckets and quanta are fixed for them.
+    Kept,
+    /// Rates and ceils are made consistent too (`--policy`).
+    Changed,
+}
+
+/// Children guaranteed more than their parent, beyond what a default class that the plan adds
+/// under a full parent takes ([`oversubscription_tolerated`]).
+pub(crate) fn oversubscribed(children_rate_sum: u128, parent_rate: u64) -> bool {
+    children_rate_sum
+        > u128::from(parent_rate) + u128::from(oversubscription_tolerated(parent_rate))
+}
+
+/// A hundredth of the parent's rate: a guarantee no one can measure the loss of, and the rate
+/// a default class added under a parent whose children take all of it gets.
+pub(crate) fn oversubscription_tolerated(parent_rate: u64) -> u64 {
+    parent_rate / 100
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Target {
@@ -198,11 +220,12 @@ fn htb_classes(iface: &Interface) -> impl Iterator<Item = (&Class, &HtbClass)> {
     iface.classes.iter().filter_map(|c| c.htb().map(|h| (c, h)))
 }
 
-pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
+pub(crate) fn plan(iface: &Interface, t: &Thresholds, policy: Policy) -> Plan {
     let pkt = packet_bytes(iface);
     let mtu = pkt - 14;
-    // At most 199999: a quantum of exactly 200000 cannot be told from the kernel's clamp.
-    let max = t.quantum_max_bytes.min(199_999).max(mtu);
+    // A quantum at the kernel's clamp (200000) reads the same whether set or clamped: the plan
+    // does not restate it as 199999 to tell the two apart, which would change nothing.
+    let max = t.quantum_max_bytes.max(mtu);
     let mut p = Plan {
         turns: turns(iface),
         ..Plan::default()
@@ -236,6 +259,9 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
         else {
             // a top class: only keep rate within its own ceil (never raise a ceil: it may be
             // the link's cap)
+            if policy == Policy::Kept {
+                continue;
+            }
             if let Some(tc) = p.targets.get_mut(&c.handle) {
                 if !t.ignores(Code::HtbRateExceedsCeil) {
                     tc.rate = tc.rate.min(tc.ceil.max(1));
@@ -246,6 +272,9 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
         // Children guaranteed more than their parent: scale them down to fit, in proportion
         // (the parent is usually the link rate; raising it would move the queue off this box).
         // (original rates, so siblings scaled earlier in this loop do not change the sum)
+        if policy == Policy::Kept {
+            continue;
+        }
         let sum = children_rate.get(&parent_handle).copied().unwrap_or(0);
         let own = c.htb().map_or(0, |h| h.rate_bytes_per_sec);
         let tc = p
@@ -253,7 +282,7 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds) -> Plan {
             .get_mut(&c.handle)
             .expect("every htb class has a target");
         // (each step only where its finding is reported, not an accepted risk)
-        if sum > u128::from(parent.rate) && sum > 0 && !t.ignores(Code::HtbRatesOversubscribed) {
+        if oversubscribed(sum, parent.rate) && !t.ignores(Code::HtbRatesOversubscribed) {
             tc.rate = ((u128::from(own) * u128::from(parent.rate) / sum) as u64).max(125);
         }
         if !t.ignores(Code::HtbCeilExceedsParent) {
@@ -420,6 +449,9 @@ pub(crate) const CEIL: u8 = 2;
 pub(crate) const BURST: u8 = 4;
 pub(crate) const CBURST: u8 = 8;
 pub(crate) const QUANTUM: u8 = 16;
+/// What a policy finding's step sets: the classes as the policy plan has them, rates and ceils
+/// with the buckets and quanta that follow from them.
+pub(crate) const POLICY: u8 = RATE | CEIL | BURST | CBURST | QUANTUM;
 const FIELDS: [(u8, &str); 5] = [
     (RATE, "rate"),
     (CEIL, "ceil"),
@@ -467,6 +499,7 @@ pub(crate) fn changes<'a>(
                     field: name,
                     from: field(&now, bit),
                     to: field(t, bit),
+                    severity: None,
                 });
             }
         }
@@ -474,40 +507,114 @@ pub(crate) fn changes<'a>(
     out
 }
 
-/// The `tc class change` commands of `iface`'s findings, made from their changes: one per
-/// class, setting every change any reported finding names for it and restating the rest as the
-/// kernel reports it. Each finding's fix gets the commands of its classes, in order, once.
-pub(crate) fn resolve(iface: &Interface, findings: &mut [Finding]) {
-    let mut wanted: HashMap<Handle, Target> = HashMap::new();
-    for f in findings.iter().filter(|f| f.interface == iface.name) {
+/// The `tc class change` steps of `iface`'s findings, made from their changes: one per class
+/// and kind of finding, setting every change those findings name for it and restating the rest
+/// so that the kernel keeps exactly what it has. Each finding's fix gets the steps of its
+/// classes, in order, once:
+/// - a warning or critical finding, the class as the warning and critical findings change it
+///   (the plan's steps);
+/// - an info finding, as every finding changes it (advice shown with it, in no plan);
+/// - a finding that changes a rate or ceil, a policy step: the class as every finding changes
+///   it, rates and ceils included (only in a plan asked for with `--policy`).
+pub(crate) fn resolve(iface: &Interface, findings: &mut [Finding], tick: TickLen) {
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+    enum Kind {
+        Needed,
+        Advice,
+        Policy,
+    }
+    let policy = |f: &Finding| {
+        f.changes
+            .iter()
+            .any(|ch| ch.field == "rate" || ch.field == "ceil")
+    };
+    // a change's step: the policy step of a finding that changes rates (`policy`: once per
+    // finding, never per change), else the plan's for a warning or critical object, advice for
+    // an info one
+    let kind_of = |f: &Finding, policy: bool, ch: &Change| {
+        if policy {
+            Kind::Policy
+        } else if ch.severity.unwrap_or(f.severity) >= Severity::Warning {
+            Kind::Needed
+        } else {
+            Kind::Advice
+        }
+    };
+    // (class, kind) -> the target and the changes that make it
+    let mut wanted: HashMap<(Handle, Kind), (Target, Vec<Change>)> = HashMap::new();
+    let mut set = |kind: Kind, ch: &Change| {
+        let Some(h) = iface.class(ch.class).and_then(Class::htb) else {
+            return;
+        };
+        let (t, changes) = wanted
+            .entry((ch.class, kind))
+            .or_insert_with(|| (Target::of(h), Vec::new()));
+        if let Some((bit, _)) = FIELDS.iter().find(|(_, n)| *n == ch.field) {
+            set_field(t, *bit, ch.to);
+        }
+        match changes.iter_mut().find(|c| c.field == ch.field) {
+            Some(c) => *c = *ch,
+            None => changes.push(*ch),
+        }
+    };
+    let mine = |f: &&Finding| f.interface == iface.name;
+    // what the needed steps set, every step that is shown sets too
+    for f in findings.iter().filter(mine) {
+        let p = policy(f);
         for ch in &f.changes {
-            let Some(h) = iface.class(ch.class).and_then(Class::htb) else {
-                continue;
-            };
-            let t = wanted.entry(ch.class).or_insert_with(|| Target::of(h));
-            if let Some((bit, _)) = FIELDS.iter().find(|(_, n)| *n == ch.field) {
-                set_field(t, *bit, ch.to);
+            match kind_of(f, p, ch) {
+                Kind::Needed => {
+                    set(Kind::Needed, ch);
+                    set(Kind::Advice, ch);
+                    set(Kind::Policy, ch);
+                }
+                Kind::Advice => {
+                    set(Kind::Advice, ch);
+                    set(Kind::Policy, ch);
+                }
+                Kind::Policy => {}
             }
         }
     }
-    let mut lines: HashMap<Handle, String> = HashMap::with_capacity(wanted.len());
-    for (handle, t) in &wanted {
-        if let Some(c) = iface.class(*handle) {
-            let h = c.htb().expect("wanted only for htb classes");
-            lines.insert(*handle, class_line(iface, c, h, t));
+    // the policy plan's values win on the classes whose rates it changes
+    for f in findings.iter().filter(mine).filter(|f| policy(f)) {
+        for ch in &f.changes {
+            set(Kind::Policy, ch);
         }
     }
-    let mut done: HashSet<Handle> = HashSet::new();
+    let mut steps: HashMap<(Handle, Kind), Fix> = HashMap::with_capacity(wanted.len());
+    for ((handle, kind), (t, changes)) in wanted {
+        let Some(c) = iface.class(handle) else {
+            continue;
+        };
+        let h = c.htb().expect("wanted only for htb classes");
+        let mut fix = Fix::tc(class_line(iface, c, h, &t, tick)).on(handle);
+        fix.policy = kind == Kind::Policy;
+        fix.advice = kind == Kind::Advice;
+        fix.changes = changes;
+        fix.changes.sort_by_key(|ch| field_order(ch.field));
+        steps.insert((handle, kind), fix);
+    }
+    let mut done: HashSet<(Handle, Kind)> = HashSet::new();
     for f in findings.iter_mut().filter(|f| f.interface == iface.name) {
         done.clear();
-        for ch in &f.changes {
-            if done.insert(ch.class) {
-                if let Some(line) = lines.get(&ch.class) {
-                    f.fix.push(line.clone());
+        let p = policy(f);
+        for i in 0..f.changes.len() {
+            let (class, kind) = (f.changes[i].class, kind_of(f, p, &f.changes[i]));
+            if done.insert((class, kind)) {
+                if let Some(step) = steps.get(&(class, kind)) {
+                    f.fix.push(step.clone());
                 }
             }
         }
     }
+}
+
+fn field_order(name: &str) -> usize {
+    FIELDS
+        .iter()
+        .position(|(_, n)| *n == name)
+        .unwrap_or(FIELDS.len())
 }
 
 /// The class restated as planned (as the kernel reports it where no finding changes it), with
@@ -518,30 +625,65 @@ pub(crate) fn command_with_mtu(
     plan: &Plan,
     c: &Class,
     mtu: u32,
-) -> Option<String> {
+    tick: TickLen,
+) -> Option<Fix> {
     let h = c.htb()?;
     let t = plan
         .targets
         .get(&c.handle)
         .copied()
         .unwrap_or_else(|| Target::of(h));
-    Some(format!("{} mtu {mtu}", class_line(iface, c, h, &t)))
+    Some(Fix::tc(format!("{} mtu {mtu}", class_line(iface, c, h, &t, tick))).on(c.handle))
 }
 
-fn class_line(iface: &Interface, c: &Class, h: &HtbClass, t: &Target) -> String {
+/// A bucket as the argument of `burst`/`cburst`: where the plan keeps it (same size at the same
+/// rate), the size tc turns back into exactly the kernel's ticks, so restating it moves
+/// nothing; otherwise the smallest size tc reads back as at least the planned one.
+fn bucket_arg(
+    tick: TickLen,
+    rate: u64,
+    want: u64,
+    now_rate: u64,
+    now_bytes: u64,
+    now_ticks: u32,
+) -> u64 {
+    // (only where the reading comes from those ticks: a model built by hand may lack them)
+    if rate == now_rate && want == now_bytes && tick.tc_xmitsize(rate, now_ticks) == now_bytes {
+        if let Some(s) = tick.tc_size_for_ticks(rate, now_ticks) {
+            return s;
+        }
+    }
+    tick.tc_size_reading_at_least(rate, want)
+}
+
+fn class_line(iface: &Interface, c: &Class, h: &HtbClass, t: &Target, tick: TickLen) -> String {
     let parent = if c.parent == Handle::ROOT {
         c.handle.qdisc()
     } else {
         c.parent
     };
+    let burst = bucket_arg(
+        tick,
+        t.rate,
+        t.burst,
+        h.rate_bytes_per_sec,
+        h.burst_bytes,
+        h.burst_ticks,
+    );
+    let cburst = bucket_arg(
+        tick,
+        t.ceil,
+        t.cburst,
+        h.ceil_bytes_per_sec,
+        h.cburst_bytes,
+        h.cburst_ticks,
+    );
     let mut cmd = format!(
-        "tc class change dev {} parent {parent} classid {} htb rate {} ceil {} burst {} cburst {} prio {} quantum {}",
+        "class change dev {} parent {parent} classid {} htb rate {} ceil {} burst {burst} cburst {cburst} prio {} quantum {}",
         iface.name,
         c.handle,
         rate_arg(t.rate),
         rate_arg(t.ceil),
-        t.burst,
-        t.cburst,
         h.prio,
         t.quantum
     );

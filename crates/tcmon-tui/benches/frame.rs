@@ -72,7 +72,9 @@ fn merged_findings(n: u16) -> Vec<Finding> {
                 .iter()
                 .zip(&leaves)
                 .map(|(c, q)| {
-                    format!("tc qdisc replace dev eth0 parent {c} handle {q} pfifo limit 8")
+                    tcmon_diag::Fix::tc(format!(
+                        "qdisc replace dev eth0 parent {c} handle {q} pfifo limit 8"
+                    ))
                 })
                 .collect(),
             count,
@@ -101,10 +103,10 @@ fn merged_findings(n: u16) -> Vec<Finding> {
             fix: classes
                 .iter()
                 .map(|c| {
-                    format!(
-                        "tc class change dev eth0 parent 1:1 classid {c} htb rate 1Mbit ceil \
+                    tcmon_diag::Fix::tc(format!(
+                        "class change dev eth0 parent 1:1 classid {c} htb rate 1Mbit ceil \
                          2Mbit burst 1600b cburst 1600b quantum 1514"
-                    )
+                    ))
                 })
                 .collect(),
             count,

@@ -296,7 +296,11 @@ fn the_findings_pane_scrolls_line_by_line_to_its_last_line() {
             })
             .collect(),
         fix: (0..40)
-            .map(|n| format!("tc class change dev eth1 classid 1:{n} htb quantum 1514"))
+            .map(|n| {
+                tcmon_diag::Fix::tc(format!(
+                    "class change dev eth1 classid 1:{n} htb quantum 1514"
+                ))
+            })
             .collect(),
         ..Finding::default()
     });

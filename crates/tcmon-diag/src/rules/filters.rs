@@ -13,7 +13,7 @@ use tcmon_core::Obj;
 
 use super::{ev, shaper_rate, Ctx};
 use crate::merge::Sink;
-use crate::{human_number, Code, Finding, Severity};
+use crate::{human_number, Code, Finding, Fix, Severity};
 
 /// A chain that lets through less than this share of the shaper's packet rate is critical:
 /// then even full-size packets fill under a tenth of the configured bandwidth, and every
@@ -200,17 +200,17 @@ fn finding(
                 }
                 h.commands
             }
-            Err(why) => vec![format!(
-                "# no hashed replacement generated: {why}. A u32 table with divisor 256 keyed \
+            Err(why) => vec![Fix::advice(format!(
+                "no hashed replacement generated: {why}. A u32 table with divisor 256 keyed \
                  on an octet every rule matches exactly (hashkey, link) makes a packet try only \
                  its bucket's rules"
-            )],
+            ))],
         },
-        _ => vec![format!(
-            "# {} rules are tried one by one: fewer of them, or a u32 table hashed on the \
+        _ => vec![Fix::advice(format!(
+            "{} rules are tried one by one: fewer of them, or a u32 table hashed on the \
              octet they differ in, or flower (looked up by key)",
             ch.kind
-        )],
+        ))],
     };
     Finding {
         code: Code::FilterChainLong,
@@ -276,7 +276,7 @@ impl TablesInUse {
 
 /// The hashed replacement of a linear u32 chain, as commands.
 struct Hashed {
-    commands: Vec<String>,
+    commands: Vec<Fix>,
     /// The hashkey: one octet of the word at `offset`.
     mask: u32,
     offset: i32,
@@ -455,7 +455,7 @@ fn hashed(
         format!(" chain {}", ch.chain)
     };
     let head = format!(
-        "tc filter add dev {dev} {at}{chain} prio {prio} protocol {}",
+        "filter add dev {dev} {at}{chain} prio {prio} protocol {}",
         ch.protocol
     );
     let keys = |f: &Filter| {
@@ -475,28 +475,31 @@ fn hashed(
         s
     };
     let mut commands = Vec::with_capacity(rules.len() + 3);
-    commands.push(format!("{head} handle {table:x}: u32 divisor {BUCKETS}"));
+    let add = |args: String| Fix::tc(args).on(ch.parent);
+    commands.push(add(format!(
+        "{head} handle {table:x}: u32 divisor {BUCKETS}"
+    )));
     let mut nodes = [0_usize; BUCKETS];
     for f in &rules[..prefix] {
         let b = exact_octet(f, offset, byte).map_or(0, usize::from);
         nodes[b] += 1;
-        commands.push(format!(
+        commands.push(add(format!(
             "{head} handle {table:x}:{b:x}:{:x} u32 ht {table:x}:{b:x}:{}",
             nodes[b],
             keys(f)
-        ));
+        )));
     }
     let mask = 0xFF_u32 << (8 * (3 - byte));
-    commands.push(format!(
+    commands.push(add(format!(
         "{head} u32 match u32 0 0 at 0 hashkey mask 0x{mask:08x} at {offset} link {table:x}:"
-    ));
+    )));
     for f in &rules[prefix..] {
-        commands.push(format!("{head} u32{}", keys(f)));
+        commands.push(add(format!("{head} u32{}", keys(f))));
     }
-    commands.push(format!(
-        "tc filter del dev {dev} {at}{chain} prio {} protocol {} u32",
+    commands.push(add(format!(
+        "filter del dev {dev} {at}{chain} prio {} protocol {} u32",
         ch.prio, ch.protocol
-    ));
+    )));
     Ok(Hashed {
         commands,
         mask,

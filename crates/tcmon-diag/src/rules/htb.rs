@@ -9,7 +9,7 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 use super::{ev, offload, tenths, Ctx};
 use crate::merge::Sink;
 use crate::plan::{self, rate_arg};
-use crate::{Code, Finding, Severity};
+use crate::{Code, Finding, Fix, Severity};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
@@ -132,11 +132,14 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
     let dev = &c.iface.name;
     let mut fix = Vec::new();
     if ceil > 0 {
-        fix.push(format!(
-            "tc class add dev {dev} parent {parent_handle} classid {new_class} htb rate {} ceil {}",
-            rate_arg((ceil / 10).max(125)),
-            rate_arg(ceil)
-        ));
+        fix.push(
+            Fix::tc(format!(
+                "class add dev {dev} parent {parent_handle} classid {new_class} htb rate {} ceil {}",
+                rate_arg(default_class_rate(c, parent_handle, ceil)),
+                rate_arg(ceil)
+            ))
+            .on(new_class),
+        );
         // a short queue of its own, or it gets the kernel's deep default FIFO
         let limit = ((c.t.target_queue_delay_ms * 1e-3 * ceil as f64) as u64 / pkt).max(2);
         let qh = Handle::new(minor, 0);
@@ -145,17 +148,23 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         } else {
             String::new()
         };
-        fix.push(format!(
-            "tc qdisc add dev {dev} parent {new_class}{handle} pfifo limit {limit}"
-        ));
+        fix.push(
+            Fix::tc(format!(
+                "qdisc add dev {dev} parent {new_class}{handle} pfifo limit {limit}"
+            ))
+            .on(new_class),
+        );
     }
     if ceil > 0 && (h.default_minor == 0 || inner) {
         // `default` cannot be changed in place (HTB has no change operation): a catch-all
         // filter at the lowest priority sends the rest to the new class instead.
-        fix.push(format!(
-            "tc filter add dev {dev} parent {} protocol all prio 65535 u32 match u32 0 0 flowid {new_class}",
-            q.handle
-        ));
+        fix.push(
+            Fix::tc(format!(
+                "filter add dev {dev} parent {} protocol all prio 65535 u32 match u32 0 0 flowid {new_class}",
+                q.handle
+            ))
+            .on(q.handle),
+        );
     }
     let why = if h.default_minor == 0 {
         "has no default class (default 0)".to_owned()
@@ -216,6 +225,30 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         fix,
         ..Finding::default()
     });
+}
+
+/// The guaranteed rate of a default class added under `parent` (a class, or the qdisc): a
+/// tenth of its ceil, but no more than its parent has left after its children's rates, so the
+/// new class does not oversubscribe it; where nothing is left, the share of the parent that
+/// [`plan::oversubscribed`] tolerates.
+fn default_class_rate(c: &Ctx<'_>, parent: Handle, ceil: u64) -> u64 {
+    let tenth = (ceil / 10).max(125);
+    let topo = c.iface.topology();
+    let Some((pi, p)) = topo
+        .class(parent)
+        .and_then(|i| c.iface.classes[i].htb().map(|h| (i, h)))
+    else {
+        return tenth;
+    };
+    let children: u64 = topo
+        .child_classes(Obj::Class(pi))
+        .filter_map(|k| c.iface.classes[k].htb())
+        .map(|x| x.rate_bytes_per_sec)
+        .sum();
+    let spare = p.rate_bytes_per_sec.saturating_sub(children);
+    tenth
+        .min(spare.max(plan::oversubscription_tolerated(p.rate_bytes_per_sec)))
+        .max(1)
 }
 
 /// The largest packet the shaper can be handed, and where it comes from: local TCP builds
@@ -506,10 +539,9 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 .targets
                 .get(&cl.handle)
                 .map_or(qb, |t| u64::from(t.quantum));
-            let merged = turn.is_some()
-                && seen_bytes > c.pkt
-                && planned < seen_bytes
-                && (forwarded || seen_merged.is_some());
+            // a quantum below the packets the shaper is handed is one packet a turn: the wait
+            // the plan's quantum bounds holds only once the merging stops
+            let merged = turn.is_some() && seen_bytes > c.pkt && planned < seen_bytes;
             let fix = if merged { stop_merging() } else { Vec::new() };
             let others_waiting = turn.map_or(0, |t| t.members - 1);
             let effect = match (turn, parent_rate, wait_ms) {
@@ -655,7 +687,16 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 ("rate_bytes_per_sec", json!(h.rate_bytes_per_sec)),
                 ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
             ]),
-            changes: plan::changes(c.plan(), [cl], plan::RATE),
+            // its children's quanta follow its rate (a turn's wait is at the parent's rate)
+            changes: plan::changes(
+                c.policy_plan(),
+                c.iface
+                    .topology()
+                    .class(cl.handle)
+                    .into_iter()
+                    .flat_map(|i| std::iter::once(cl).chain(descendants(c.iface, i))),
+                plan::POLICY,
+            ),
             weight: (h.rate_bytes_per_sec - h.ceil_bytes_per_sec) as f64,
             ..Finding::default()
         });
@@ -685,6 +726,7 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
                 c.plan(),
                 cl,
                 c.iface.gso_max_size.unwrap_or(0).max(c.iface.mtu).max(1500),
+                c.facts.snapshot.tick,
             )
             .into_iter()
             .collect(),
@@ -763,7 +805,7 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
             .iter()
             .map(|(_, x)| u128::from(x.rate_bytes_per_sec))
             .sum();
-        if sum > u128::from(p.rate_bytes_per_sec) {
+        if plan::oversubscribed(sum, p.rate_bytes_per_sec) {
             out.push(Finding {
                 code: Code::HtbRatesOversubscribed,
                 severity: Severity::Info,
@@ -788,12 +830,18 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     ),
                 ]),
                 // the children scaled down to fit, in proportion (buckets keeping their time),
-                // and below them whatever that scaling pushes over its own parent
-                changes: plan::changes(
-                    c.plan(),
-                    descendants(c.iface, pi),
-                    plan::RATE | plan::BURST | plan::CBURST,
-                ),
+                // below them whatever that scaling pushes over its own parent, and the parent's
+                // buckets where the children's new ones need it: the policy plan as a whole
+                changes: {
+                    let mut ch =
+                        plan::changes(c.policy_plan(), [parent], plan::BURST | plan::CBURST);
+                    ch.extend(plan::changes(
+                        c.policy_plan(),
+                        descendants(c.iface, pi),
+                        plan::POLICY,
+                    ));
+                    ch
+                },
                 weight: (sum - u128::from(p.rate_bytes_per_sec)) as f64,
                 ..Finding::default()
             });
@@ -820,12 +868,12 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     // the ceil down to the parent's, below it every ceil that exceeds its new
                     // parent's, and a rate above the new ceil with it
                     changes: plan::changes(
-                        c.plan(),
+                        c.policy_plan(),
                         std::iter::once(k).chain(descendants(
                             c.iface,
                             topo.class(k.handle).expect("a class of the tree"),
                         )),
-                        plan::CEIL | plan::RATE,
+                        plan::POLICY,
                     ),
                     weight: (x.ceil_bytes_per_sec - p.ceil_bytes_per_sec) as f64,
                     ..Finding::default()

@@ -7,7 +7,7 @@ use tcmon_core::units::{fmt_bytes, Handle};
 
 use super::{ev, Ctx};
 use crate::merge::Sink;
-use crate::{Code, Facts, Finding, Severity, Thresholds};
+use crate::{Code, Facts, Finding, Fix, Severity, Thresholds};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     unshaped_root(c, out);
@@ -32,8 +32,8 @@ pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Sink<'_>) {
                 .into(),
             evidence: ev([("htb_hysteresis", json!(1))]),
             fix: vec![
-                "echo 0 > /sys/module/sch_htb/parameters/htb_hysteresis".into(),
-                "echo 'options sch_htb htb_hysteresis=0' > /etc/modprobe.d/sch_htb.conf".into(),
+                Fix::host("echo 0 > /sys/module/sch_htb/parameters/htb_hysteresis"),
+                Fix::host("echo 'options sch_htb htb_hysteresis=0' > /etc/modprobe.d/sch_htb.conf"),
             ],
             ..Finding::default()
         });
@@ -86,9 +86,16 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
             ("root_kind", json!(root.kind.as_str())),
         ]),
         fix: if c.facts.fq_codel_available == Some(false) {
-            vec![format!("# shape below the bottleneck rate: tc qdisc replace dev {} root handle 1: htb default 1 ...", c.iface.name)]
+            vec![Fix::advice(format!(
+                "shape below the bottleneck rate: tc qdisc replace dev {} root handle 1: htb \
+                 default 1 ...",
+                c.iface.name
+            ))]
         } else {
-            vec![format!("tc qdisc replace dev {} root fq_codel", c.iface.name)]
+            vec![
+                Fix::tc(format!("qdisc replace dev {} root fq_codel", c.iface.name))
+                    .on(root.handle),
+            ]
         },
         ..Finding::default()
     });
@@ -116,10 +123,10 @@ pub(super) fn bql(c: &Ctx<'_>, out: &mut Sink<'_>) {
             fmt_bytes(max as f64)
         ),
         evidence: ev([("bql_limit_bytes", json!(link.bql_limit_bytes))]),
-        fix: vec![format!(
+        fix: vec![Fix::sh(format!(
             "for q in /sys/class/net/{}/queues/tx-*/byte_queue_limits; do echo {} > $q/limit_max; done",
             c.iface.name, c.t.bql_limit_max_bytes
-        )],
+        ))],
         ..Finding::default()
     });
 }

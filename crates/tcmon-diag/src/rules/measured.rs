@@ -3,11 +3,19 @@
 
 use serde_json::json;
 
-use crate::{Code, Evidence, Finding, Severity};
+use tcmon_core::units::Handle;
+
+use crate::{Code, Evidence, Facts, Finding, Fix, Severity};
 
 /// The test's verdict as a finding: none for A+ and A, info for B, warning for C, critical
-/// for D and F. A local bottleneck carries the fixes already found for that queue.
-pub fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Finding> {
+/// for D and F. A local bottleneck carries the fixes already found for that queue; where none
+/// was found, flow isolation there (fq_codel) where this kernel has it, or the plain reason
+/// no local fix exists. An upstream one says so, with where to shape instead.
+pub fn bufferbloat(
+    r: &tcmon_probe::Report,
+    findings: &[Finding],
+    facts: &Facts<'_>,
+) -> Option<Finding> {
     use tcmon_probe::{Bottleneck, Grade};
     let (inc, grade) = (r.latency_increase_ms?, r.grade?);
     let severity = match grade {
@@ -32,11 +40,11 @@ pub fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Find
             ..
         }) => {
             // that queue's own commands, not those of every object a merged finding names
-            let fix: Vec<String> = findings
+            let fix: Vec<Fix> = findings
                 .iter()
                 .filter(|f| &f.interface == interface && f.objects.contains(object))
                 .flat_map(|f| &f.fix)
-                .filter(|cmd| cmd.split_whitespace().any(|w| w == object))
+                .filter(|x| x.object == *object)
                 .cloned()
                 .collect();
             let role = if download_of.is_empty() {
@@ -51,7 +59,15 @@ pub fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Find
                 ),
                 None => format!("holds {queue_delay_ms:.0} ms of it"),
             };
-            let place = format!("{interface} {object}{role} {held} (see its other findings)");
+            let mut place = format!("{interface} {object}{role} {held}");
+            let fix = if fix.is_empty() {
+                let (why, fix) = no_fix_found(r, facts, interface, object);
+                place.push_str(&why);
+                fix
+            } else {
+                place.push_str(": its fix is below");
+                fix
+            };
             (interface.clone(), object.clone(), place, fix)
         }
         Some(Bottleneck::Upstream { advice, .. }) => {
@@ -69,4 +85,63 @@ pub fn bufferbloat(r: &tcmon_probe::Report, findings: &[Finding]) -> Option<Find
         fix,
         ..Finding::default()
     })
+}
+
+/// Where no finding has a fix for the queue that holds the delay (a FIFO already short, whose
+/// drops then cap the grade; a queue the configuration rules find nothing wrong with): what
+/// is left is flow isolation, an fq_codel in its place, so that a light flow's packets neither
+/// wait behind nor are dropped with the bulk traffic's. On a kernel without it, the reason in
+/// words and no step.
+fn no_fix_found(
+    r: &tcmon_probe::Report,
+    facts: &Facts<'_>,
+    interface: &str,
+    object: &str,
+) -> (String, Vec<Fix>) {
+    let harm = if r.grade_by_latency.is_some() {
+        format!(
+            "; no finding of its configuration has a fix: {:.0}% of probes were lost under load, \
+             dropped by its queue with the bulk traffic's packets, and only flow isolation keeps \
+             them apart",
+            r.loss_under_load * 100.0
+        )
+    } else {
+        "; no finding of its configuration has a fix: the queue is not too long for its rate, \
+         and only flow isolation keeps a light flow from waiting behind bulk traffic"
+            .to_owned()
+    };
+    let parent = facts
+        .snapshot
+        .interfaces
+        .iter()
+        .find(|i| i.name == interface)
+        .and_then(|i| {
+            let h: Handle = object.parse().ok()?;
+            if i.class(h).is_some() {
+                return Some(format!("parent {h}"));
+            }
+            let q = i.qdisc(h)?;
+            Some(if q.parent == Handle::ROOT {
+                "root".to_owned()
+            } else {
+                format!("parent {}", q.parent)
+            })
+        });
+    match (facts.fq_codel_available, parent) {
+        (Some(false), _) => (
+            format!(
+                "{harm}, which this kernel lacks: it has neither fq_codel nor cake (the modules \
+                 sch_fq_codel and sch_cake of most distributions' kernels, Debian's among them); \
+                 no local fix exists until it does"
+            ),
+            Vec::new(),
+        ),
+        (_, Some(at)) => {
+            let mut fix = Fix::tc(format!("qdisc replace dev {interface} {at} fq_codel"));
+            object.clone_into(&mut fix.object);
+            fix.netns = facts.snapshot.netns.as_deref().map(Into::into);
+            (format!("{harm}: fq_codel there (below)"), vec![fix])
+        }
+        (_, None) => (format!("{harm}: fq_codel in its place"), Vec::new()),
+    }
 }

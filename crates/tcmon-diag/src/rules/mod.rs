@@ -23,11 +23,13 @@ use tcmon_core::units::{fmt_ns, Handle};
 
 use crate::merge::Sink;
 use crate::plan::{self, packet_bytes, Plan};
-use crate::{Evidence, Facts, Thresholds};
+use crate::{Evidence, Facts, Fix, Thresholds};
 
 pub(crate) struct Ctx<'a> {
     /// The tree after the class fixes; built on first use (traffic rules rarely need it).
     plan: OnceCell<Plan>,
+    /// The same with the policy fixes (rates and ceils) too: only findings about rates read it.
+    policy_plan: OnceCell<Plan>,
     pub(crate) facts: &'a Facts<'a>,
     pub(crate) iface: &'a Interface,
     pub(crate) t: &'a Thresholds,
@@ -48,6 +50,7 @@ impl<'a> Ctx<'a> {
     ) -> Self {
         Ctx {
             plan: OnceCell::new(),
+            policy_plan: OnceCell::new(),
             pkt: packet_bytes(iface),
             sojourn: measured_on(facts.snapshot, iface.ifindex),
             facts,
@@ -58,7 +61,13 @@ impl<'a> Ctx<'a> {
     }
 
     fn plan(&self) -> &Plan {
-        self.plan.get_or_init(|| plan::plan(self.iface, self.t))
+        self.plan
+            .get_or_init(|| plan::plan(self.iface, self.t, plan::Policy::Kept))
+    }
+
+    fn policy_plan(&self) -> &Plan {
+        self.policy_plan
+            .get_or_init(|| plan::plan(self.iface, self.t, plan::Policy::Changed))
     }
 }
 
@@ -192,7 +201,7 @@ fn inside_tbf(iface: &Interface, q: &Qdisc) -> bool {
 
 /// A command that replaces the FIFO `q` under `class` with one of the same kind sized for the
 /// target delay at `drain_bytes_per_sec`.
-fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64) -> Vec<String> {
+fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64) -> Vec<Fix> {
     let pkt = c.pkt;
     let target_bytes = (c.t.target_queue_delay_ms * 1e-3 * drain_bytes_per_sec as f64) as u64;
     let (kind, limit) = match q.detail {
@@ -209,14 +218,17 @@ fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64
     )]
 }
 
-/// The AQM alternative to a shorter FIFO, where the kernel may have it. Evidence rather than a
-/// fix line: it replaces the same queue, so the two are not to be run one after the other.
+/// The AQM alternative to a shorter FIFO, where the kernel may have it, as it runs (in the
+/// namespace of the tree). Evidence rather than a fix step: it replaces the same queue, so the
+/// two are not to be run one after the other.
 fn aqm_alternative(c: &Ctx<'_>, class: Handle) -> Option<String> {
     (c.facts.fq_codel_available != Some(false)).then(|| {
-        format!(
-            "tc qdisc replace dev {} parent {class} fq_codel",
+        let mut fix = Fix::tc(format!(
+            "qdisc replace dev {} parent {class} fq_codel",
             c.iface.name
-        )
+        ));
+        fix.netns = c.facts.snapshot.netns.as_deref().map(Into::into);
+        fix.to_string()
     })
 }
 
@@ -231,12 +243,16 @@ fn new_handle(iface: &Interface, q: &Qdisc, class: Handle, kind: &str) -> Option
     (class.minor() != 0 && iface.qdisc(h).is_none()).then_some(h)
 }
 
-fn replace_cmd(iface: &Interface, parent: Handle, handle: Option<Handle>, what: &str) -> String {
-    match handle {
-        Some(h) => format!(
-            "tc qdisc replace dev {} parent {parent} handle {h} {what}",
+fn replace_cmd(iface: &Interface, parent: Handle, handle: Option<Handle>, what: &str) -> Fix {
+    let fix = match handle {
+        Some(h) => Fix::tc(format!(
+            "qdisc replace dev {} parent {parent} handle {h} {what}",
             iface.name
-        ),
-        None => format!("tc qdisc replace dev {} parent {parent} {what}", iface.name),
-    }
+        )),
+        None => Fix::tc(format!(
+            "qdisc replace dev {} parent {parent} {what}",
+            iface.name
+        )),
+    };
+    fix.on(parent)
 }

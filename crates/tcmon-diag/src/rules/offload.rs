@@ -7,7 +7,7 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{by_key, ev, htb_parent, inside_tbf, measured, measured_evidence, ms, Ctx};
 use crate::merge::Sink;
-use crate::{Code, Evidence, Finding, Severity};
+use crate::{Code, Evidence, Finding, Fix, Severity};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     offload_predicted(c, out);
@@ -216,13 +216,13 @@ fn ifb_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
 
 /// GRO/LRO off on the interface whose ingress an IFB shapes: the only place the merging can
 /// be stopped (settings on the IFB act after it).
-fn source_fix(src: &str, gro: Option<bool>, lro: Option<bool>) -> Vec<String> {
+fn source_fix(src: &str, gro: Option<bool>, lro: Option<bool>) -> Vec<Fix> {
     let mut fix = Vec::new();
     if gro != Some(false) {
-        fix.push(format!("ethtool -K {src} gro off"));
+        fix.push(Fix::ethtool(format!("-K {src} gro off")));
     }
     if lro == Some(true) {
-        fix.push(format!("ethtool -K {src} lro off"));
+        fix.push(Fix::ethtool(format!("-K {src} lro off")));
     }
     fix
 }
@@ -249,9 +249,9 @@ pub(super) fn offload_evidence<const N: usize>(
 /// packets again; `gso_max_segs 1` on the shaped device alone left ~2 kB ones). So: every
 /// other interface with GRO on, but not loopback (nothing forwarded arrives there); the
 /// generic advice only where GRO states are unknown, none when all are known to be off.
-pub(super) fn offload_fix(c: &Ctx<'_>) -> Vec<String> {
+pub(super) fn offload_fix(c: &Ctx<'_>) -> Vec<Fix> {
     if !c.iface.shapes_ingress_of.is_empty() {
-        let fix: Vec<String> = c
+        let fix: Vec<Fix> = c
             .iface
             .shapes_ingress_of
             .iter()
@@ -264,7 +264,10 @@ pub(super) fn offload_fix(c: &Ctx<'_>) -> Vec<String> {
             return fix;
         }
     }
-    let mut fix = vec![format!("ip link set dev {} gso_max_segs 1", c.iface.name)];
+    let mut fix = vec![Fix::ip(format!(
+        "link set dev {} gso_max_segs 1",
+        c.iface.name
+    ))];
     let others: Vec<(&String, Option<bool>)> = c
         .facts
         .links
@@ -279,16 +282,15 @@ pub(super) fn offload_fix(c: &Ctx<'_>) -> Vec<String> {
         .collect();
     if !gro_on.is_empty() {
         for name in gro_on {
-            fix.push(format!(
-                "ethtool -K {name} gro off   # if traffic through {} arrives on {name}",
+            fix.push(Fix::ethtool(format!("-K {name} gro off")).when(format!(
+                "traffic through {} arrives on {name}",
                 c.iface.name
-            ));
+            )));
         }
     } else if others.is_empty() || others.iter().any(|(_, gro)| gro.is_none()) {
-        fix.push(
-            "# for forwarded traffic: ethtool -K IN_DEV gro off, on the interface it arrives on"
-                .into(),
-        );
+        fix.push(Fix::advice(
+            "for forwarded traffic: ethtool -K IN_DEV gro off, on the interface it arrives on",
+        ));
     }
     fix
 }

@@ -9,7 +9,7 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 use super::{ev, ms, replace_cmd, shaper_rate, shorter_queue, Ctx};
 use crate::merge::Sink;
 use crate::plan::{self, rate_arg};
-use crate::{Code, Finding, Severity};
+use crate::{Code, Finding, Fix, Severity};
 
 pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
@@ -28,16 +28,21 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     let pkt = c.pkt;
     let rate = t.rate_bytes_per_sec.max(1);
     let burst_ms = t.burst_ns as f64 / 1e6;
+    // What the bucket holds, exactly (tc prints up to a microsecond of the rate less): the
+    // kernel makes its time from the bytes tc sends, so these bytes restate it as it is.
+    let held = kernel_bytes(t.burst_ns, rate);
     // A bucket must hold one full packet (TBF drops larger ones): at low rates that is more
     // than the time a burst should last, and nothing smaller works, so it is not huge.
-    let huge = burst_ms > c.t.tbf_burst_max_ms && plan::bucket_below(pkt, t.burst_bytes);
-    let small = plan::bucket_below(t.burst_bytes, pkt);
+    let huge = burst_ms > c.t.tbf_burst_max_ms && plan::bucket_below(pkt, held);
+    let small = plan::bucket_below(held, pkt);
+    // a new bucket: a tick of the rate more than wanted, which the kernel's rounding takes
+    let margin = |want: u64| want + (u128::from(rate) * 64 / 1_000_000_000) as u64;
     let burst = if huge {
-        pkt.max((rate as f64 * c.t.tbf_burst_max_ms * 0.1 * 1e-3).ceil() as u64)
+        margin(pkt.max((rate as f64 * c.t.tbf_burst_max_ms * 0.1 * 1e-3).ceil() as u64))
     } else if small {
-        pkt.max((rate as f64 * 1e-3).ceil() as u64)
+        margin(pkt.max((rate as f64 * 1e-3).ceil() as u64))
     } else {
-        t.burst_bytes
+        held
     };
     // Under sustained load the bucket is empty and the queue drains at the rate: TBF's own
     // queue (the kernel's bfifo of `limit` bytes), or the queue the user put inside it.
@@ -77,11 +82,8 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
             format!("limit {}", (target_bytes.round() as u64).max(pkt))
         }
     } else {
-        let latency_ms = ((u64::from(t.limit_bytes).saturating_sub(t.burst_bytes)) as f64 * 1e3
-            / rate as f64)
-            .max(1.0)
-            .round();
-        format!("latency {latency_ms}ms")
+        // the queue as it is, in bytes: a latency restated in whole ms would move it
+        format!("limit {}", t.limit_bytes)
     };
     let at = if q.parent == Handle::ROOT {
         "root".to_owned()
@@ -89,12 +91,13 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
         format!("parent {}", q.parent)
     };
     let mut tbf_cmd = format!(
-        "tc qdisc replace dev {} {at} handle {} tbf rate {} burst {burst} {queue_arg}",
+        "qdisc replace dev {} {at} handle {} tbf rate {} burst {burst} {queue_arg}",
         c.iface.name,
         q.handle,
         rate_arg(t.rate_bytes_per_sec)
     );
-    if let (Some(p), Some(m)) = (t.peakrate_bytes_per_sec, t.mtu_bytes) {
+    if let (Some(p), Some(_)) = (t.peakrate_bytes_per_sec, t.mtu_bytes) {
+        let m = kernel_bytes(u64::from(t.mtu_ticks) * 64, p);
         let _ = write!(tbf_cmd, " peakrate {} mtu {m}", rate_arg(p));
     }
     if t.mpu_bytes != 0 {
@@ -106,7 +109,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     if t.linklayer == "atm" {
         tbf_cmd.push_str(" linklayer atm");
     }
-    let mut tbf_fix = vec![tbf_cmd];
+    let mut tbf_fix = vec![Fix::tc(tbf_cmd).on(q.handle)];
     if let Some(i) = inner_fifo {
         // Changing a TBF resets the limit of the FIFO inside it to TBF's byte limit (read as
         // packets by a pfifo): restate that FIFO after it, shortened if it is too deep.
@@ -197,12 +200,12 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
         if shortest < capacity {
             fix.extend(tbf_fix);
         }
-        fix.push(format!(
-            "# raise the rate of tbf {}: {} a packet at {}",
+        fix.push(Fix::advice(format!(
+            "raise the rate of tbf {}: {} a packet at {}",
             q.handle,
             fmt_ns(one_packet_ns as i64),
             fmt_bits_per_sec(drain as f64 * 8.0)
-        ));
+        )));
         (fix, format!("; {note}"))
     } else {
         (tbf_fix, String::new())
@@ -240,4 +243,11 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
         weight: delay_ns,
         ..Finding::default()
     });
+}
+
+/// The bytes whose time at `rate` the kernel makes into the bucket of `ns` it has: TBF computes
+/// its ticks from the byte size tc sends, rounding down, so the smallest size that reaches
+/// `ns` gives back the same ticks.
+fn kernel_bytes(ns: u64, rate: u64) -> u64 {
+    (u128::from(ns) * u128::from(rate)).div_ceil(1_000_000_000) as u64
 }

@@ -76,13 +76,28 @@ fn findings_lines(app: &App, t: &Theme, width: usize, w: &mut Window) {
             });
         }
         for fix in fd.fix.iter().take(FIX_LINES) {
-            w.wrapped(fix, "  fix: ", "       ", width, |_, l| {
+            // the plan's steps, and those it leaves to the reader (an info finding's advice,
+            // a change of policy)
+            let label = if tcmon_diag::Scope::default().holds(fd, fix) {
+                "  fix: "
+            } else if fix.policy {
+                "  policy: "
+            } else {
+                "  advice: "
+            };
+            let indent = " ".repeat(label.len());
+            w.wrapped(&fix.to_string(), label, &indent, width, |_, l| {
                 Line::styled(l, t.good())
             });
         }
         if fd.fix.len() > FIX_LINES {
+            let netns = fd
+                .fix
+                .iter()
+                .find_map(|x| x.netns.as_deref())
+                .map_or(String::new(), |n| format!(" --netns {n}"));
             let more = format!(
-                "... {} more commands: tcmon check --fix-script",
+                "... {} more steps: tcmon check --fix-script{netns}",
                 fd.fix.len() - FIX_LINES
             );
             w.wrapped(&more, "  fix: ", "       ", width, |_, l| {

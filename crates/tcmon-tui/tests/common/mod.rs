@@ -242,7 +242,9 @@ pub fn findings() -> Vec<Finding> {
             object: "1:10".into(),
             message: "pfifo 10: under 1:10 holds 1000 packets (1.51 MB): up to 6.06 s of queueing delay at the class ceil of 2 Mbit".into(),
             evidence: Evidence::default(),
-            fix: vec!["tc qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 8".into()],
+            fix: vec![tcmon_diag::Fix::tc(
+                "qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 8",
+            )],
             ..Finding::default()
         },
         Finding {

@@ -707,3 +707,54 @@ fn a_tree_changing_under_every_read_is_said_everywhere() {
     assert_eq!(classes.len(), CLASSES as usize + 1, "1:1 and every leaf");
     assert!(!s.get("/healthz").body.contains("kept changing"));
 }
+
+/// The agent of a named namespace gives its fixes for that namespace: every command of every
+/// finding and every step of the plan runs there (`tc -n`, `ip -n`, `ip netns exec`), each
+/// step says so in `netns`, and the snapshot names it.
+#[test]
+fn findings_and_their_plan_run_in_the_served_namespace() {
+    if skip_unless_root("findings_and_their_plan_run_in_the_served_namespace") {
+        return;
+    }
+    let pair = Pair::create("srvns").unwrap();
+    // a class with the kernel's deep default FIFO: a critical finding with a queue fix
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:1 htb rate 2mbit ceil 2mbit")
+        .unwrap();
+    pair.tc_a("class add parent 1:1 classid 1:10 htb rate 2mbit ceil 2mbit")
+        .unwrap();
+    let ns = pair.a.name.as_str();
+    let s = Served::start(&["--netns", ns, "--dev", &pair.dev_a]);
+    s.wait_polls(2);
+    let findings: serde_json::Value =
+        serde_json::from_str(&s.get("/api/v1/findings").body).unwrap();
+    let here = |cmd: &str| {
+        cmd.starts_with(&format!("tc -n {ns} "))
+            || cmd.starts_with(&format!("ip -n {ns} "))
+            || cmd.starts_with(&format!("ip netns exec {ns} "))
+            || cmd.starts_with("# ")
+    };
+    let mut commands = 0;
+    for f in findings["findings"].as_array().unwrap() {
+        for cmd in f["fix"].as_array().unwrap() {
+            let cmd = cmd.as_str().unwrap();
+            assert!(here(cmd), "outside {ns}: {cmd}");
+            commands += 1;
+        }
+    }
+    let steps: Vec<&serde_json::Value> = findings["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["steps"].as_array().unwrap())
+        .collect();
+    assert!(commands > 0 && !steps.is_empty(), "{findings:#}");
+    for st in steps {
+        assert_eq!(st["netns"], ns, "{st:#}");
+        assert!(here(st["command"].as_str().unwrap()), "{st:#}");
+        assert_eq!(st["policy"], false, "{st:#}");
+    }
+    let snap: serde_json::Value = serde_json::from_str(&s.get("/api/v1/snapshot").body).unwrap();
+    assert_eq!(snap["netns"], ns);
+}

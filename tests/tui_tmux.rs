@@ -486,3 +486,42 @@ fn tui_in_tmux_issue_14_screens_at_80x24_and_200x50() {
         assert_restored(&tmux, 0);
     }
 }
+
+/// The findings pane of `tcmon --netns X` gives its fixes for X: the command a person copies
+/// from it runs in the namespace the tree was read from, not on a device of the host's.
+#[test]
+fn tui_findings_pane_gives_fixes_in_the_namespace() {
+    if skip_unless_root("tui_findings_pane_gives_fixes_in_the_namespace") {
+        return;
+    }
+    let (pair, _load) = shaped_pair();
+    let tmux = Tmux::start("fixns", 200, 50);
+    start_tui(&tmux, &pair.a.name, "");
+    tmux.wait_for("the UI", Duration::from_secs(10), |s| {
+        row(s, "1:10").is_some()
+    });
+    // Tab moves the focus pane by pane to the findings
+    let want = format!("tc -n {} qdisc replace dev veth0 parent 1:20", pair.a.name);
+    let mut s = String::new();
+    for _ in 0..4 {
+        s = tmux.screen();
+        if s.contains(&want) {
+            break;
+        }
+        tmux.send(&["Tab"]);
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let s = if s.contains(&want) {
+        s
+    } else {
+        tmux.wait_for("the fix in the namespace", Duration::from_secs(5), |s| {
+            s.contains(&want)
+        })
+    };
+    assert!(
+        !s.contains("fix: tc qdisc"),
+        "a fix for the host's namespace on screen:\n{s}"
+    );
+    tmux.send(&["q"]);
+    assert_restored(&tmux, 0);
+}

@@ -146,7 +146,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__check)
-            opts="-v -h --dev --netns --config --no-bpf --window --json --ignore --verbose --fix-script --explain --load --load-duration --cc --help"
+            opts="-v -h --dev --netns --config --no-bpf --window --json --ignore --verbose --fix-script --policy --explain --load --load-duration --cc --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -64,7 +64,8 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l cc -d 'With --load
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l json -d '`{"status": ..., "findings": [...]}`'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -s v -l verbose -d 'List every object of a finding and every command of its fix (by default: the worst three and the first three commands)'
-complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l fix-script -d 'Print the fix plan as a shell script (each command once, `tc -batch` per interface, in the namespace of --netns) instead of the report; the exit status is the check\'s'
+complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l fix-script -d 'Print the fix plan as a shell script (each command once, `tc -batch` per interface, in the namespace of --netns) instead of the report; the exit status is the check\'s. It holds the steps that warning and critical findings need; on failure it prints nothing (the error goes to stderr, exit 3), so `| sh` runs nothing'
+complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l policy -d 'Let the plan (--fix-script, and the `plan` of --json) change policy too: guaranteed rates and ceils made consistent (children within their parent, rates within ceils), each step marked as a policy change'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l load -d 'Load against this `tcmon sink` (HOST:PORT). Without it only current traffic is seen' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l duration -d 'Time measured; with --load, five equal phases (connecting and closing the streams add a few seconds)' -r

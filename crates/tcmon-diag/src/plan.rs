@@ -558,21 +558,26 @@ pub(crate) fn resolve(iface: &Interface, findings: &mut [Finding], tick: TickLen
         }
     };
     let mine = |f: &&Finding| f.interface == iface.name;
+    // the classes a policy step restates (only those need one)
+    let policy_classes: HashSet<Handle> = findings
+        .iter()
+        .filter(mine)
+        .filter(|f| policy(f))
+        .flat_map(|f| f.changes.iter().map(|ch| ch.class))
+        .collect();
     // what the needed steps set, every step that is shown sets too
     for f in findings.iter().filter(mine) {
         let p = policy(f);
         for ch in &f.changes {
-            match kind_of(f, p, ch) {
-                Kind::Needed => {
-                    set(Kind::Needed, ch);
-                    set(Kind::Advice, ch);
-                    set(Kind::Policy, ch);
+            let kinds: &[Kind] = match kind_of(f, p, ch) {
+                Kind::Needed => &[Kind::Needed, Kind::Advice, Kind::Policy],
+                Kind::Advice => &[Kind::Advice, Kind::Policy],
+                Kind::Policy => &[],
+            };
+            for &k in kinds {
+                if k != Kind::Policy || policy_classes.contains(&ch.class) {
+                    set(k, ch);
                 }
-                Kind::Advice => {
-                    set(Kind::Advice, ch);
-                    set(Kind::Policy, ch);
-                }
-                Kind::Policy => {}
             }
         }
     }

@@ -2311,3 +2311,27 @@ fn explain_names_the_measured_evidence() {
 fn fx(f: &Finding) -> Vec<String> {
     f.fix.iter().map(ToString::to_string).collect()
 }
+
+/// At 200 kbit two full-size packets take 121 ms, above the warning: a FIFO of two is as short
+/// as the fix makes it, so it is no finding (a plan that restated it would never converge);
+/// one of three is, and its fix is the two.
+#[test]
+fn a_fifo_as_short_as_its_fix_is_no_finding() {
+    let tree = |limit| {
+        iface(
+            vec![htb_qdisc(10, 0x10, 0), fifo("10:", "1:10", "pfifo", limit)],
+            vec![
+                class("1:1", "root", 25_000, 25_000, 10, 7),
+                class("1:10", "1:1", 25_000, 25_000, 10, 0),
+            ],
+        )
+    };
+    let two = check(&snap(Instant::now(), tree(2)));
+    assert!(two.iter().all(|f| f.code != "queue-too-deep"), "{two:#?}");
+    let three = check(&snap(Instant::now(), tree(3)));
+    let deep = three.iter().find(|f| f.code == "queue-too-deep").unwrap();
+    assert_eq!(
+        fx(deep),
+        ["tc qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 2"]
+    );
+}

@@ -202,13 +202,7 @@ fn inside_tbf(iface: &Interface, q: &Qdisc) -> bool {
 /// A command that replaces the FIFO `q` under `class` with one of the same kind sized for the
 /// target delay at `drain_bytes_per_sec`.
 fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64) -> Vec<Fix> {
-    let pkt = c.pkt;
-    let target_bytes = (c.t.target_queue_delay_ms * 1e-3 * drain_bytes_per_sec as f64) as u64;
-    let (kind, limit) = match q.detail {
-        Some(QdiscDetail::Bfifo(_)) => ("bfifo", target_bytes.max(2 * pkt)),
-        Some(QdiscDetail::PfifoHeadDrop(_)) => ("pfifo_head_drop", (target_bytes / pkt).max(2)),
-        _ => ("pfifo", (target_bytes / pkt).max(2)),
-    };
+    let (kind, limit, _) = shortest_fifo(c, q, drain_bytes_per_sec);
     let handle = new_handle(c.iface, q, class, kind);
     vec![replace_cmd(
         c.iface,
@@ -216,6 +210,28 @@ fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64
         handle,
         &format!("{kind} limit {limit}"),
     )]
+}
+
+/// The FIFO [`shorter_queue`] puts in place of `q`: its kind, its limit, and what it holds in
+/// bytes. Sized for the target delay at `drain_bytes_per_sec`, but never under two packets
+/// (at low rates two packets take longer than the target: only a higher rate helps there).
+fn shortest_fifo(c: &Ctx<'_>, q: &Qdisc, drain_bytes_per_sec: u64) -> (&'static str, u64, u64) {
+    let pkt = c.pkt;
+    let target_bytes = (c.t.target_queue_delay_ms * 1e-3 * drain_bytes_per_sec as f64) as u64;
+    match q.detail {
+        Some(QdiscDetail::Bfifo(_)) => {
+            let limit = target_bytes.max(2 * pkt);
+            ("bfifo", limit, limit)
+        }
+        Some(QdiscDetail::PfifoHeadDrop(_)) => {
+            let limit = (target_bytes / pkt).max(2);
+            ("pfifo_head_drop", limit, limit * pkt)
+        }
+        _ => {
+            let limit = (target_bytes / pkt).max(2);
+            ("pfifo", limit, limit * pkt)
+        }
+    }
 }
 
 /// The AQM alternative to a shorter FIFO, where the kernel may have it, as it runs (in the

@@ -56,6 +56,12 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
         };
         // the narrowest ceil above the queue, after the class fixes: the fix must fit those
         let ceil = plan::effective_ceil(c.iface, c.plan(), class.handle).max(1);
+        // No shorter FIFO than the fix's: at a rate where two packets take longer than the
+        // warning, the queue at that length is as short as a FIFO gets (and its fix would only
+        // restate it); only a higher rate, or an AQM, does better.
+        if capacity_bytes <= super::shortest_fifo(c, q, ceil).2 {
+            continue;
+        }
         let delay_ns = capacity_bytes as f64 * 1e9 / ceil as f64;
         let severity = if delay_ns / 1e6 >= c.t.queue_delay_critical_ms {
             Severity::Critical

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use serde_json::json;
-use tcmon_core::model::{Qdisc, QdiscDetail};
+use tcmon_core::model::{Qdisc, QdiscDetail, Tbf};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{ev, ms, replace_cmd, shaper_rate, shorter_queue, Ctx};
@@ -28,9 +28,9 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     let pkt = c.pkt;
     let rate = t.rate_bytes_per_sec.max(1);
     let burst_ms = t.burst_ns as f64 / 1e6;
-    // What the bucket holds, exactly (tc prints up to a microsecond of the rate less): the
-    // kernel makes its time from the bytes tc sends, so these bytes restate it as it is.
-    let held = kernel_bytes(t.burst_ns, rate);
+    // What the bucket holds on the wire, exactly (tc prints up to a microsecond of the rate
+    // less).
+    let held = wire_bytes(t.burst_ns, rate);
     // A bucket must hold one full packet (TBF drops larger ones): at low rates that is more
     // than the time a burst should last, and nothing smaller works, so it is not huge.
     let huge = burst_ms > c.t.tbf_burst_max_ms && plan::bucket_below(pkt, held);
@@ -42,7 +42,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     } else if small {
         margin(pkt.max((rate as f64 * 1e-3).ceil() as u64))
     } else {
-        held
+        burst_arg(t.burst_ns, rate, t)
     };
     // Under sustained load the bucket is empty and the queue drains at the rate: TBF's own
     // queue (the kernel's bfifo of `limit` bytes), or the queue the user put inside it.
@@ -97,7 +97,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
         rate_arg(t.rate_bytes_per_sec)
     );
     if let (Some(p), Some(_)) = (t.peakrate_bytes_per_sec, t.mtu_bytes) {
-        let m = kernel_bytes(u64::from(t.mtu_ticks) * 64, p);
+        let m = burst_arg(u64::from(t.mtu_ticks) * 64, p, t);
         let _ = write!(tbf_cmd, " peakrate {} mtu {m}", rate_arg(p));
     }
     if t.mpu_bytes != 0 {
@@ -245,9 +245,21 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     });
 }
 
-/// The bytes whose time at `rate` the kernel makes into the bucket of `ns` it has: TBF computes
-/// its ticks from the byte size tc sends, rounding down, so the smallest size that reaches
-/// `ns` gives back the same ticks.
-fn kernel_bytes(ns: u64, rate: u64) -> u64 {
+/// What a bucket of `ns` holds at `rate`, in bytes on the wire.
+fn wire_bytes(ns: u64, rate: u64) -> u64 {
     (u128::from(ns) * u128::from(rate)).div_ceil(1_000_000_000) as u64
+}
+
+/// The `burst` (or peak `mtu`) that gives back the bucket of `ns` the kernel has: TBF makes its
+/// time from the byte size tc sends, as it charges a packet of that size on the wire
+/// (psched_l2t_ns: the overhead added, whole 53-byte ATM cells of 48 bytes each on an ATM
+/// link), rounding down; so the size of the wire bytes it holds, with those undone.
+fn burst_arg(ns: u64, rate: u64, t: &Tbf) -> u64 {
+    let wire = wire_bytes(ns, rate);
+    let len = if t.linklayer == "atm" {
+        wire / 53 * 48
+    } else {
+        wire
+    };
+    len.saturating_sub(u64::from(t.overhead_bytes)).max(1)
 }

@@ -586,13 +586,17 @@ fn random_broken_trees_converge_in_one_application() {
     if skip_unless_root("random_broken_trees_converge_in_one_application") {
         return;
     }
-    // fewer in the test VM, whose emulated CPUs are ~6x slower
-    let seeds = if std::env::var_os("TCMON_IN_VM").is_some() {
-        4
-    } else {
-        12
+    // fewer in the test VM, whose emulated CPUs are ~6x slower; TCMON_RANDOM_TREES=FIRST..END
+    // explores others
+    let seeds = match std::env::var("TCMON_RANDOM_TREES").ok().and_then(|r| {
+        let (a, b) = r.split_once("..")?;
+        Some(a.parse::<u64>().ok()?..b.parse::<u64>().ok()?)
+    }) {
+        Some(r) => r,
+        None if std::env::var_os("TCMON_IN_VM").is_some() => 0..4,
+        None => 0..12,
     };
-    for seed in 0..seeds {
+    for seed in seeds {
         for more in [&[][..], &["--policy"][..]] {
             let pair = Pair::create(&format!("rt{seed}")).unwrap();
             let tree = random_tree(seed, &pair.dev_a);

@@ -83,6 +83,14 @@ pub(crate) struct Turn {
 /// The leaves of `iface` that take turns with borrowing siblings: linear in the classes. A
 /// top class has no parent to borrow from, and inner classes' quanta are not used.
 pub(crate) fn turns(iface: &Interface) -> HashMap<Handle, Turn> {
+    turns_by(iface, |_, h| (h.rate_bytes_per_sec, h.ceil_bytes_per_sec))
+}
+
+/// [`turns`] with each class's (rate, ceil) from `rate_ceil`: the tree as a plan leaves it.
+fn turns_by(
+    iface: &Interface,
+    rate_ceil: impl Fn(&Class, &HtbClass) -> (u64, u64),
+) -> HashMap<Handle, Turn> {
     let topo = iface.topology();
     let borrowing: Vec<(Handle, Handle, u32)> = iface
         .classes
@@ -91,8 +99,8 @@ pub(crate) fn turns(iface: &Interface) -> HashMap<Handle, Turn> {
         .filter_map(|(i, c)| {
             let h = c.htb()?;
             let parent = topo.parent_class(Obj::Class(i))?;
-            (h.level == 0 && h.ceil_bytes_per_sec > h.rate_bytes_per_sec)
-                .then(|| (c.handle, iface.classes[parent].handle, h.prio))
+            let (rate, ceil) = rate_ceil(c, h);
+            (h.level == 0 && ceil > rate).then(|| (c.handle, iface.classes[parent].handle, h.prio))
         })
         .collect();
     let mut members: HashMap<(Handle, u32), usize> = HashMap::new();
@@ -327,6 +335,16 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds, policy: Policy) -> Plan {
             tc.cburst = tc.cburst.max(bucket_for(tc.ceil, pkt, t));
         }
     }
+    // The leaves that take turns once the plan's rates are in (only a policy plan moves them).
+    let planned_turns = (policy == Policy::Changed).then(|| {
+        turns_by(iface, |c, h| {
+            p.targets
+                .get(&c.handle)
+                .map_or((h.rate_bytes_per_sec, h.ceil_bytes_per_sec), |t| {
+                    (t.rate, t.ceil)
+                })
+        })
+    });
     // Quanta: one r2q for all leaves of a qdisc when one fits, else clamp the flagged ones.
     // Leaves grouped by their qdisc in one pass (a scan per qdisc is slow under mq).
     let topo = iface.topology();
@@ -346,14 +364,25 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds, policy: Policy) -> Plan {
         let Some(leaves) = leaves_of.remove(&qi) else {
             continue;
         };
-        let now_caps: Vec<u64> = leaves
-            .iter()
-            .map(|(c, _)| quantum_cap_now(iface, &p, c.handle, mtu, t))
-            .collect();
+        // which leaves a quantum finding is about: as the tree is now, or, where the plan
+        // changes rates, as it leaves them (a leaf that starts to borrow starts to take turns)
         let flagged: Vec<bool> = leaves
             .iter()
-            .zip(&now_caps)
-            .map(|((_, h), cap)| quantum_flagged(h, mtu, r2q, *cap, t))
+            .map(|(c, h)| match &planned_turns {
+                None => {
+                    let cap = quantum_cap_now(iface, &p, c.handle, mtu, t);
+                    quantum_flagged(h, mtu, r2q, cap, t)
+                }
+                Some(turns) => {
+                    let mut planned = (*h).clone();
+                    planned.rate_bytes_per_sec = p.targets[&c.handle].rate;
+                    let parent_rate = turns
+                        .get(&c.handle)
+                        .and_then(|turn| p.targets.get(&turn.parent))
+                        .map(|t| t.rate);
+                    quantum_flagged(&planned, mtu, r2q, quantum_cap(t, mtu, parent_rate), t)
+                }
+            })
             .collect();
         if !flagged.contains(&true) {
             continue;
@@ -367,8 +396,9 @@ pub(crate) fn plan(iface: &Interface, t: &Thresholds, policy: Policy) -> Plan {
         let caps: Vec<u64> = leaves
             .iter()
             .map(|(c, _)| {
-                let parent_rate = p
-                    .turns
+                let parent_rate = planned_turns
+                    .as_ref()
+                    .unwrap_or(&p.turns)
                     .get(&c.handle)
                     .and_then(|turn| p.targets.get(&turn.parent))
                     .map(|t| t.rate);

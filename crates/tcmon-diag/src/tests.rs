@@ -2328,8 +2328,8 @@ fn a_fifo_as_short_as_its_fix_is_no_finding() {
     };
     let two = check(&snap(Instant::now(), tree(2)));
     assert!(two.iter().all(|f| f.code != "queue-too-deep"), "{two:#?}");
-    let three = check(&snap(Instant::now(), tree(3)));
-    let deep = three.iter().find(|f| f.code == "queue-too-deep").unwrap();
+    let longer = check(&snap(Instant::now(), tree(3)));
+    let deep = longer.iter().find(|f| f.code == "queue-too-deep").unwrap();
     assert_eq!(
         fx(deep),
         ["tc qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 2"]

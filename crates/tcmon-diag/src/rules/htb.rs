@@ -688,15 +688,12 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 ("ceil_bytes_per_sec", json!(h.ceil_bytes_per_sec)),
             ]),
             // its children's quanta follow its rate (a turn's wait is at the parent's rate)
-            changes: plan::changes(
-                c.policy_plan(),
-                c.iface
-                    .topology()
-                    .class(cl.handle)
-                    .into_iter()
-                    .flat_map(|i| std::iter::once(cl).chain(descendants(c.iface, i))),
-                plan::POLICY,
-            ),
+            changes: c
+                .iface
+                .topology()
+                .class(cl.handle)
+                .map(|i| policy_changes(c, i, true))
+                .unwrap_or_default(),
             weight: (h.rate_bytes_per_sec - h.ceil_bytes_per_sec) as f64,
             ..Finding::default()
         });
@@ -774,6 +771,24 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
     }
 }
 
+/// A policy finding's changes, as the policy plan has them: the classes below class `top`
+/// (and `top` itself where its own rates change: `top_changes`), and the buckets of `top` and
+/// the classes above it, which the plan raises where the new buckets below need it.
+fn policy_changes(c: &Ctx<'_>, top: usize, top_changes: bool) -> Vec<crate::Change> {
+    let plan = c.policy_plan();
+    let buckets = plan::BURST | plan::CBURST;
+    let topo = c.iface.topology();
+    let mut ch = plan::changes(
+        plan,
+        topo.ancestor_classes(top).map(|i| &c.iface.classes[i]),
+        buckets,
+    );
+    let own = if top_changes { plan::POLICY } else { buckets };
+    ch.extend(plan::changes(plan, [&c.iface.classes[top]], own));
+    ch.extend(plan::changes(plan, descendants(c.iface, top), plan::POLICY));
+    ch
+}
+
 /// Every class below class `top`, parents before children: linear in its subtree.
 pub(super) fn descendants(iface: &Interface, top: usize) -> impl Iterator<Item = &Class> {
     iface
@@ -830,18 +845,9 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     ),
                 ]),
                 // the children scaled down to fit, in proportion (buckets keeping their time),
-                // below them whatever that scaling pushes over its own parent, and the parent's
-                // buckets where the children's new ones need it: the policy plan as a whole
-                changes: {
-                    let mut ch =
-                        plan::changes(c.policy_plan(), [parent], plan::BURST | plan::CBURST);
-                    ch.extend(plan::changes(
-                        c.policy_plan(),
-                        descendants(c.iface, pi),
-                        plan::POLICY,
-                    ));
-                    ch
-                },
+                // below them whatever that scaling pushes over its own parent, and the buckets
+                // above where the children's new ones need it: the policy plan as a whole
+                changes: policy_changes(c, pi, false),
                 weight: (sum - u128::from(p.rate_bytes_per_sec)) as f64,
                 ..Finding::default()
             });
@@ -867,13 +873,10 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     ]),
                     // the ceil down to the parent's, below it every ceil that exceeds its new
                     // parent's, and a rate above the new ceil with it
-                    changes: plan::changes(
-                        c.policy_plan(),
-                        std::iter::once(k).chain(descendants(
-                            c.iface,
-                            topo.class(k.handle).expect("a class of the tree"),
-                        )),
-                        plan::POLICY,
+                    changes: policy_changes(
+                        c,
+                        topo.class(k.handle).expect("a class of the tree"),
+                        true,
                     ),
                     weight: (x.ceil_bytes_per_sec - p.ceil_bytes_per_sec) as f64,
                     ..Finding::default()

@@ -464,6 +464,12 @@ mod tests {
         f.message = "word ".repeat(100);
         let children: Vec<String> = (0..2000).map(|i| format!("1:{i:x}")).collect();
         f.evidence.insert("children", serde_json::json!(children));
+        // a measurement's whole record, one JSON object
+        let record: serde_json::Map<String, serde_json::Value> = (0..20)
+            .map(|i| (format!("measured_field_{i}"), serde_json::json!(i)))
+            .collect();
+        f.evidence
+            .insert("bottleneck", serde_json::Value::Object(record));
         let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
         let out = human(Status::Ok, &[f], &snap, None, &check_args());
         let longest = out.lines().map(str::len).max().unwrap();

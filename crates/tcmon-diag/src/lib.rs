@@ -203,7 +203,8 @@ impl Evidence {
 
 impl Evidence {
     /// As [`Evidence::human`], with every list of more than [`BRIEF_ITEMS`] items cut to its
-    /// first ones and its length: a finding about thousands of objects stays one short line.
+    /// first ones and its length (a finding about thousands of objects stays one short line),
+    /// and a space after each member of an object, where a terminal's lines may break.
     pub fn brief(&self) -> String {
         let mut s = String::new();
         for (k, v) in self.iter() {
@@ -212,14 +213,19 @@ impl Evidence {
             }
             s.push_str(k);
             s.push('=');
+            let mut one = String::new();
             match v {
                 Value::Array(items) if items.len() > BRIEF_ITEMS => {
-                    push_human(&mut s, &Value::Array(items[..BRIEF_ITEMS].to_vec()));
-                    s.pop();
-                    let _ = write!(s, ",... {} in all]", items.len());
+                    push_human(&mut one, &Value::Array(items[..BRIEF_ITEMS].to_vec()));
+                    one.pop();
+                    let _ = write!(one, ",... {} in all]", items.len());
                 }
-                _ => push_human(&mut s, v),
+                _ => push_human(&mut one, v),
             }
+            if matches!(v, Value::Object(_)) {
+                one = one.replace(",\"", ", \"");
+            }
+            s.push_str(&one);
         }
         s
     }

@@ -21,17 +21,46 @@ use crate::{config, CheckArgs};
 /// Fix commands a finding shows without --verbose: the rest are in the plan.
 const FIX_LINES: usize = 3;
 
+/// The words of `text`, a quoted string (JSON's: `\"` inside it) kept as one.
+fn unbroken(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for word in text.split(' ') {
+        match out.last_mut() {
+            Some(last) if open => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => out.push(word.to_owned()),
+        }
+        let mut escaped = false;
+        for ch in word.chars() {
+            if escaped {
+                escaped = false;
+                continue;
+            }
+            match ch {
+                '\\' => escaped = true,
+                '"' => open = !open,
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// Where a finding's lines after its head start.
 const INDENT: &str = "           ";
 
 /// The width prose is wrapped at (commands are never wrapped: they are pasted).
 const WIDTH: usize = 100;
 
-/// `text` after `first`, wrapped at spaces to [`WIDTH`], later lines after `indent`.
+/// `text` after `first`, wrapped at spaces to [`WIDTH`], later lines after `indent`; never
+/// inside a quoted string (a command in the evidence stays on one line, to be pasted).
 fn wrap(s: &mut String, first: &str, indent: &str, text: &str) {
     let mut line = String::from(first);
     let mut empty = true;
-    for word in text.split(' ') {
+    for word in unbroken(text) {
         if !empty && line.len() + 1 + word.len() > WIDTH {
             let _ = writeln!(s, "{line}");
             line.clear();
@@ -41,7 +70,7 @@ fn wrap(s: &mut String, first: &str, indent: &str, text: &str) {
         if !empty {
             line.push(' ');
         }
-        line.push_str(word);
+        line.push_str(&word);
         empty = false;
     }
     let _ = writeln!(s, "{line}");
@@ -471,7 +500,11 @@ mod tests {
         f.evidence
             .insert("bottleneck", serde_json::Value::Object(record));
         let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
+        let alt = "tc -n lab qdisc replace dev r1 parent 1:10 fq_codel";
+        f.evidence.insert("alternative_fix", alt.into());
         let out = human(Status::Ok, &[f], &snap, None, &check_args());
+        // a command in the evidence is never broken across lines
+        assert!(out.contains(alt), "{out}");
         let longest = out.lines().map(str::len).max().unwrap();
         assert!(longest <= 120, "{longest}\n{out}");
         assert!(out.contains("2000 in all"), "{out}");

@@ -188,31 +188,14 @@ impl Evidence {
     /// numbers rounded by [`human_number`] (`predicted_delay_ms=6056`, not `6056.0`;
     /// `queue_delay_ms=1927`, not `1927.4895472379544`). The JSON keeps full precision.
     pub fn human(&self) -> String {
-        let mut s = String::new();
-        for (k, v) in self.iter() {
-            if !s.is_empty() {
-                s.push(' ');
-            }
-            s.push_str(k);
-            s.push('=');
-            push_human(&mut s, v);
-        }
-        s
+        self.pairs(push_human)
     }
-}
 
-impl Evidence {
     /// As [`Evidence::human`], with every list of more than [`BRIEF_ITEMS`] items cut to its
     /// first ones and its length (a finding about thousands of objects stays one short line),
     /// and a space after each member of an object, where a terminal's lines may break.
     pub fn brief(&self) -> String {
-        let mut s = String::new();
-        for (k, v) in self.iter() {
-            if !s.is_empty() {
-                s.push(' ');
-            }
-            s.push_str(k);
-            s.push('=');
+        self.pairs(|s, v| {
             let mut one = String::new();
             match v {
                 Value::Array(items) if items.len() > BRIEF_ITEMS => {
@@ -226,6 +209,19 @@ impl Evidence {
                 one = one.replace(",\"", ", \"");
             }
             s.push_str(&one);
+        })
+    }
+
+    /// `name=value` pairs in name order, each value written by `value`.
+    fn pairs(&self, value: impl Fn(&mut String, &Value)) -> String {
+        let mut s = String::new();
+        for (k, v) in self.iter() {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(k);
+            s.push('=');
+            value(&mut s, v);
         }
         s
     }

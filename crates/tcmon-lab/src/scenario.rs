@@ -161,6 +161,11 @@ impl Scenario {
         SCENARIOS.iter().find(|s| s.name == name)
     }
 
+    /// The `tc` commands (without the leading `tc`) that build it in the router's namespace.
+    pub fn commands(&self) -> &'static [&'static str] {
+        self.commands
+    }
+
     /// Filter rules added in bulk (`tc -batch`), which take the kernel tens of seconds.
     pub fn bulk_rules(&self) -> usize {
         self.bulk_filters.map_or(0, |(n, _)| n)

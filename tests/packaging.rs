@@ -180,6 +180,10 @@ fn the_debian_package_has_its_files_scripts_and_a_binary_that_runs() {
         "./usr/lib/systemd/system/tcmon.service",
         "./etc/tcmon/config.toml",
         "./usr/share/doc/tcmon/README.md",
+        "./usr/share/doc/tcmon/CHANGELOG.md",
+        "./usr/share/doc/tcmon/docs/README.md",
+        "./usr/share/doc/tcmon/docs/guide/check.md",
+        "./usr/share/doc/tcmon/docs/reference/findings.md",
         "./usr/share/doc/tcmon/examples/prometheus/tcmon-rules.yml",
         "./usr/share/doc/tcmon/examples/grafana/tcmon-dashboard.json",
         "./usr/share/man/man1/tcmon.1",
@@ -191,6 +195,10 @@ fn the_debian_package_has_its_files_scripts_and_a_binary_that_runs() {
     ] {
         assert!(files.contains(f), "{f} not in the package:\n{files}");
     }
+    assert!(
+        !files.contains("/docs/dev/"),
+        "developer docs are not shipped:\n{files}"
+    );
     assert!(dpkg(&["-f", deb, "Depends"]).contains("libc6"));
     let ctl = dir.join("control");
     dpkg(&["-e", deb, ctl.to_str().unwrap()]);

@@ -9,8 +9,11 @@
 # Usage: sudo benches/report.sh [BENCH...]          run these (default: all, in the order below)
 #        benches/report.sh --table DIR              only print the table of an earlier run's DIR
 #
-# Sizes: each bench's arguments can be overridden by an environment variable, e.g.
-#   DUMP_10K="10000 21" CHECK_SCALE="5000 2000 10000" sudo benches/report.sh dump_10k check_scale
+# Sizes: each bench's arguments can be overridden by an environment variable named after it in
+# capitals (DUMP_10K, SERVE_10K, POLL_10K, POLL_50K_BIG, POLL_50K_LIBREQOS_U32, POLL_100HZ,
+# SOJOURN_COST, SOJOURN_SCALE, CHECK_SCALE, CHECK_LIBREQOS, CHECK_LIBREQOS_U32,
+# PROMETHEUS_SCALE), e.g.
+#   sudo DUMP_10K="10000 21" CHECK_SCALE="5000 2000 10000" benches/report.sh dump_10k check_scale
 # The runs take about an hour with the default sizes; run them on an otherwise idle machine, and
 # compare ratios (taken within one run) rather than absolute times across days.
 set -euo pipefail
@@ -61,10 +64,14 @@ if [ "${1:-}" = --table ]; then
 fi
 
 [ "$(id -u)" = 0 ] || { echo "report.sh: the benches need root" >&2; exit 1; }
+want=("$@")
+for w in "${want[@]}"; do
+  printf '%s\n' "${BENCHES[@]}" | cut -d'|' -f1 | grep -qx -- "$w" ||
+    { echo "report.sh: no bench named $w (have: $(printf '%s\n' "${BENCHES[@]}" | cut -d'|' -f1 | tr '\n' ' '))" >&2; exit 2; }
+done
 DATE=$(date -u +%F)
 OUT=benches/runs/$DATE
 mkdir -p "$OUT"
-want=("$@")
 for b in "${BENCHES[@]}"; do
   IFS='|' read -r name script args <<<"$b"
   if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$name"; then

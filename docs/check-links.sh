@@ -2,7 +2,8 @@
 # Every relative link in the Markdown docs (README.md, CHANGELOG.md, docs/, benches/README.md,
 # packaging/README.md) resolves to a file in the repository, and its #anchor, if any, to a
 # heading of that file; no link leaves the repository. Prints each broken link as
-# FILE: TARGET (why) and exits 1 if there is one.
+# FILE: TARGET (why) and exits 1 if there is one. Also checks that the README's test command
+# is the one `.ci/run` ends with, so the two cannot drift apart.
 #
 # Usage: docs/check-links.sh [FILE.md...]     (default: the files above)
 set -euo pipefail
@@ -56,4 +57,10 @@ for f in "${files[@]}"; do
     fi
   done
 done
+
+ci=$(grep -v '^\s*$' .ci/run | tail -1)
+if ! grep -q "^$ci  *#" README.md; then
+  echo "README.md: its test command is not .ci/run's last line ($ci)"
+  bad=1
+fi
 exit $bad

@@ -377,7 +377,7 @@ pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         out.extend(settle(iface, sink, facts.snapshot.tick, netns.as_ref()));
     }
     let mut sink = Sink::new(None, &t.ignore);
-    rules::host(facts, t, &mut sink);
+    rules::run_host(facts, t, &mut sink);
     out.extend(sink.finish().into_iter().map(|mut f| {
         f.run_in(netns.as_ref());
         f

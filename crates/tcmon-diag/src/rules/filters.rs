@@ -27,10 +27,6 @@ const BUCKETS: usize = 256;
 /// the kernel picks wrap after 0x7ff and would reorder longer buckets.
 const NODES_PER_BUCKET: usize = 0xFFF;
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    filter_chains(c, out);
-}
-
 /// `filter-chain-long`: the kernel tries the rules at one (parent, prio) one by one, so a
 /// packet that matches none of them (or matches a rule after them) pays for each.
 pub(super) fn filter_chains(c: &Ctx<'_>, out: &mut Sink<'_>) {

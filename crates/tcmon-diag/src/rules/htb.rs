@@ -11,26 +11,35 @@ use crate::merge::Sink;
 use crate::plan::{self, rate_arg};
 use crate::{Code, Finding, Fix, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
+/// The quanta of every HTB qdisc's classes.
+pub(super) fn quanta(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
         if let Some(QdiscDetail::Htb(h)) = &q.detail {
             htb_quantum(c, q, h, out);
         }
     }
+}
+
+/// Each HTB class's own configuration.
+pub(super) fn classes(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for cl in &c.iface.classes {
         if let Some(h) = cl.htb() {
             htb_class(c, cl, h, out);
         }
     }
-    htb_children(c, out);
 }
 
-pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
+/// Every HTB qdisc's default class.
+pub(super) fn default_class(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
         if let Some(QdiscDetail::Htb(h)) = &q.detail {
             htb_default(c, q, h, out);
         }
     }
+}
+
+/// Each HTB class's counters.
+pub(super) fn classes_traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for cl in &c.iface.classes {
         if let Some(h) = cl.htb() {
             htb_class_traffic(c, cl, h, out);

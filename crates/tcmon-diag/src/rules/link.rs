@@ -9,13 +9,8 @@ use super::{ev, Ctx};
 use crate::merge::Sink;
 use crate::{Code, Facts, Finding, Fix, Severity, Thresholds};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    unshaped_root(c, out);
-    bql(c, out);
-}
-
 /// Findings about the host rather than one interface.
-pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Sink<'_>) {
+pub(super) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Sink<'_>) {
     let has_htb = facts.snapshot.interfaces.iter().any(|i| {
         i.qdiscs
             .iter()

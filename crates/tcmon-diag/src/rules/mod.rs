@@ -9,11 +9,11 @@ mod offload;
 mod queue;
 mod tbf;
 
-pub(crate) use link::host;
 pub use measured::bufferbloat;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::OnceCell;
+use std::sync::LazyLock;
 
 use serde_json::{json, Value};
 use tcmon_core::model::{Class, HtbClass, Interface, Qdisc, QdiscDetail};
@@ -71,22 +71,88 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// A rule: reads the context, pushes findings.
+type RuleFn = fn(&Ctx<'_>, &mut Sink<'_>);
+
+/// What the registry's table says of a rule's running: when, and which function(s).
+enum Run {
+    Config(RuleFn),
+    Traffic(RuleFn),
+    Both(RuleFn, RuleFn),
+    Host(fn(&Facts<'_>, &Thresholds, &mut Sink<'_>)),
+    /// On request, outside the diagnosis: `tcmon check --load` calls [`bufferbloat`].
+    Load,
+}
+
+/// The rule functions of the registry's table, each with its path (several findings may name
+/// one function).
+macro_rules! dispatch {
+    ($($code:ident $name:literal {
+        area: $area:ident,
+        phase: $phase:ident $(($($run:path),+))?,
+        $($rest:tt)*
+    })+) => {
+        const RUNS: &[(&str, Run)] = &[$(
+            (stringify!($($($run),+)?), Run::$phase $(($($run),+))?),
+        )+];
+    };
+}
+
+crate::registry::findings!(dispatch);
+
+/// The functions of `pick`, each once, in the order of their first finding in the table.
+fn runs<F: Copy>(pick: impl Fn(&Run) -> Option<F>) -> Vec<F> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for (path, run) in RUNS {
+        if let Some(f) = pick(run) {
+            if !seen.contains(path) {
+                seen.push(path);
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+static CONFIG: LazyLock<Vec<RuleFn>> = LazyLock::new(|| {
+    runs(|r| match r {
+        Run::Config(f) | Run::Both(f, _) => Some(*f),
+        _ => None,
+    })
+});
+
+static TRAFFIC: LazyLock<Vec<RuleFn>> = LazyLock::new(|| {
+    runs(|r| match r {
+        Run::Traffic(f) | Run::Both(_, f) => Some(*f),
+        _ => None,
+    })
+});
+
 /// Rules that read only configuration: the tree's options, link facts and thresholds. Never
 /// counters, rates or the poll before, so their findings hold until the configuration changes.
 pub(crate) fn run_config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    queue::config(c, out);
-    offload::config(c, out);
-    htb::config(c, out);
-    tbf::config(c, out);
-    filters::config(c, out);
-    link::config(c, out);
+    for rule in CONFIG.iter() {
+        rule(c, out);
+    }
 }
 
 /// Rules that read counters, backlog and rates: run on every poll.
 pub(crate) fn run_traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    queue::traffic(c, out);
-    offload::traffic(c, out);
-    htb::traffic(c, out);
+    for rule in TRAFFIC.iter() {
+        rule(c, out);
+    }
+}
+
+/// Rules about the host rather than one interface: once per diagnosis.
+pub(crate) fn run_host(facts: &Facts<'_>, t: &Thresholds, out: &mut Sink<'_>) {
+    let host: Vec<_> = runs(|r| match r {
+        Run::Host(f) => Some(*f),
+        _ => None,
+    });
+    for rule in host {
+        rule(facts, t, out);
+    }
 }
 
 fn ev<const N: usize>(pairs: [(&'static str, Value); N]) -> Evidence {

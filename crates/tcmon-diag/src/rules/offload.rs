@@ -9,14 +9,6 @@ use super::{by_key, ev, htb_parent, inside_tbf, measured, measured_evidence, ms,
 use crate::merge::Sink;
 use crate::{Code, Evidence, Finding, Fix, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    offload_predicted(c, out);
-}
-
-pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    offload_observed(c, out);
-}
-
 /// `offload-on-shaped-link`: a software shaper's queue holding GSO/GRO super-packets, each of
 /// which takes long at the class rate. Seen in the backlog (bytes per queued packet far above
 /// the MTU) it is a warning; predicted from the link's GSO limits it is information, and an

@@ -16,14 +16,6 @@ use crate::merge::Sink;
 use crate::plan;
 use crate::{Code, Evidence, Finding, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    queue_depth(c, out);
-}
-
-pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    standing_queue(c, out);
-}
-
 /// `queue-too-deep`: a FIFO under a shaped class that takes long to drain when full.
 pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let pkt = c.pkt;

@@ -11,7 +11,8 @@ use crate::merge::Sink;
 use crate::plan::{self, rate_arg};
 use crate::{Code, Finding, Fix, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
+/// Every TBF qdisc.
+pub(super) fn tbfs(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
         if matches!(q.detail, Some(QdiscDetail::Tbf(_))) {
             tbf(c, q, out);

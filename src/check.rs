@@ -405,14 +405,13 @@ mod tests {
 
     fn finding(sev: Severity, iface: &str, code: &str) -> Finding {
         Finding {
-            code: code.parse().unwrap(),
             severity: sev,
             interface: iface.to_owned(),
             object: "1:10".to_owned(),
             message: format!("{code} on {iface}"),
             evidence: Evidence::new(),
             fix: vec![tcmon_diag::Fix::tc(format!("fix {iface}"))],
-            ..Finding::default()
+            ..Finding::new(code.parse().unwrap())
         }
     }
 

@@ -92,26 +92,11 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// A finding of `code`, info until a rule says otherwise.
+    /// A finding of `code`, info until a rule says otherwise: the one way to start one, so
+    /// that no finding goes without its code (rules fill in the rest with struct update).
     pub fn new(code: Code) -> Finding {
         Finding {
             code,
-            ..Finding::default()
-        }
-    }
-
-    /// Puts every step in the namespace the tree was read from.
-    fn run_in(&mut self, netns: Option<&Arc<str>>) {
-        for x in &mut self.fix {
-            x.netns = netns.cloned();
-        }
-    }
-}
-
-impl Default for Finding {
-    fn default() -> Self {
-        Finding {
-            code: Code::QueueTooDeep,
             severity: Severity::Info,
             interface: String::new(),
             object: String::new(),
@@ -124,6 +109,13 @@ impl Default for Finding {
             severities: Vec::new(),
             examples: Vec::new(),
             weight: 0.0,
+        }
+    }
+
+    /// Puts every step in the namespace the tree was read from.
+    fn run_in(&mut self, netns: Option<&Arc<str>>) {
+        for x in &mut self.fix {
+            x.netns = netns.cloned();
         }
     }
 }

@@ -209,7 +209,6 @@ fn finding(
         ))],
     };
     Finding {
-        code: Code::FilterChainLong,
         severity: harm.severity(),
         interface: c.iface.name.clone(),
         object: ch.parent.to_string(),
@@ -219,7 +218,7 @@ fn finding(
         weight: harm.shaper.map_or(0.0, |(_, pps)| {
             pps / harm.ceiling_pps.max(f64::MIN_POSITIVE)
         }),
-        ..Finding::default()
+        ..Finding::new(Code::FilterChainLong)
     }
 }
 

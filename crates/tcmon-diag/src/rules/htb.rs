@@ -189,7 +189,6 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         )
     };
     out.push(Finding {
-        code: Code::HtbDefaultClassMissing,
         severity,
         interface: c.iface.name.clone(),
         object: q.handle.to_string(),
@@ -232,7 +231,7 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             ("share_critical", json!(c.t.direct_share_critical)),
         ]),
         fix,
-        ..Finding::default()
+        ..Finding::new(Code::HtbDefaultClassMissing)
     });
 }
 
@@ -480,7 +479,6 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                     .to_owned(),
             };
             out.push(Finding {
-                code: Code::HtbQuantumSmall,
                 severity,
                 interface: c.iface.name.clone(),
                 object: cl.handle.to_string(),
@@ -525,7 +523,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 fix,
                 changes,
                 weight: distortion * 1e9 + seen_bytes.max(mtu).saturating_sub(qb) as f64,
-                ..Finding::default()
+                ..Finding::new(Code::HtbQuantumSmall)
             });
         }
         if plan::quantum_big(x, r2q, cap) && !c.t.ignores(Code::HtbQuantumBig) {
@@ -582,7 +580,6 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                     .to_owned(),
             };
             out.push(Finding {
-                code: Code::HtbQuantumBig,
                 severity,
                 interface: c.iface.name.clone(),
                 object: cl.handle.to_string(),
@@ -611,7 +608,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 fix,
                 changes,
                 weight: wait_ms.unwrap_or(0.0) * 1e9 + qb.saturating_sub(mtu) as f64,
-                ..Finding::default()
+                ..Finding::new(Code::HtbQuantumBig)
             });
         }
     }
@@ -650,7 +647,6 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
             continue;
         }
         out.push(Finding {
-            code,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: cl.handle.to_string(),
@@ -677,12 +673,11 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
             changes: plan::changes(c.plan(), [cl], bit),
             // the shortfall against what the bucket should hold
             weight: want.unwrap_or(bytes).saturating_sub(bytes) as f64,
-            ..Finding::default()
+            ..Finding::new(code)
         });
     }
     if h.rate_bytes_per_sec > h.ceil_bytes_per_sec {
         out.push(Finding {
-            code: Code::HtbRateExceedsCeil,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: cl.handle.to_string(),
@@ -704,7 +699,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 .map(|i| policy_changes(c, i, true))
                 .unwrap_or_default(),
             weight: (h.rate_bytes_per_sec - h.ceil_bytes_per_sec) as f64,
-            ..Finding::default()
+            ..Finding::new(Code::HtbRateExceedsCeil)
         });
     }
 }
@@ -713,7 +708,6 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
 pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_>) {
     if h.giants > 0 {
         out.push(Finding {
-            code: Code::HtbGiants,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: cl.handle.to_string(),
@@ -736,7 +730,7 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
             )
             .into_iter()
             .collect(),
-            ..Finding::default()
+            ..Finding::new(Code::HtbGiants)
         });
     }
     // Saturation needs drops or overlimits in the window: a class that never had either is
@@ -750,7 +744,6 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
         let pressure = r.drops_per_sec.unwrap_or(0.0) + r.overlimits_per_sec.unwrap_or(0.0);
         if ceil_bits > 0.0 && sending >= c.t.saturated_ratio * ceil_bits && pressure > 0.0 {
             out.push(Finding {
-                code: Code::ClassSaturated,
                 severity: Severity::Info,
                 interface: c.iface.name.clone(),
                 object: cl.handle.to_string(),
@@ -774,7 +767,7 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
                     ),
                 ]),
                 fix: vec![],
-                ..Finding::default()
+                ..Finding::new(Code::ClassSaturated)
             });
         }
     }
@@ -831,7 +824,6 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
             .sum();
         if plan::oversubscribed(sum, p.rate_bytes_per_sec) {
             out.push(Finding {
-                code: Code::HtbRatesOversubscribed,
                 severity: Severity::Info,
                 interface: c.iface.name.clone(),
                 object: parent.handle.to_string(),
@@ -858,13 +850,12 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                 // above where the children's new ones need it: the policy plan as a whole
                 changes: policy_changes(c, pi, false),
                 weight: (sum - u128::from(p.rate_bytes_per_sec)) as f64,
-                ..Finding::default()
+                ..Finding::new(Code::HtbRatesOversubscribed)
             });
         }
         for &(k, x) in &kids {
             if x.ceil_bytes_per_sec > p.ceil_bytes_per_sec {
                 out.push(Finding {
-                    code: Code::HtbCeilExceedsParent,
                     severity: Severity::Info,
                     interface: c.iface.name.clone(),
                     object: k.handle.to_string(),
@@ -888,7 +879,7 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                         true,
                     ),
                     weight: (x.ceil_bytes_per_sec - p.ceil_bytes_per_sec) as f64,
-                    ..Finding::default()
+                    ..Finding::new(Code::HtbCeilExceedsParent)
                 });
             }
             let exceeds = |child: u64, parent: u64| plan::bucket_below(parent, child);
@@ -902,7 +893,6 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     || exceeds(x.cburst_bytes, p.cburst_bytes))
             {
                 out.push(Finding {
-                    code: Code::HtbChildBurstExceedsParent,
                     severity: Severity::Info,
                     interface: c.iface.name.clone(),
                     object: k.handle.to_string(),
@@ -928,7 +918,7 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     weight: (x.burst_bytes.saturating_sub(p.burst_bytes)
                         + x.cburst_bytes.saturating_sub(p.cburst_bytes))
                         as f64,
-                    ..Finding::default()
+                    ..Finding::new(Code::HtbChildBurstExceedsParent)
                 });
             }
         }

@@ -73,7 +73,6 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
             evidence.insert("measured_sojourn", measured_evidence(m));
         }
         out.push(Finding {
-            code: Code::OffloadOnShapedLink,
             severity: Severity::Warning,
             interface: c.iface.name.clone(),
             object: object.to_string(),
@@ -89,7 +88,7 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
             ),
             evidence,
             fix: offload_fix(c),
-            ..Finding::default()
+            ..Finding::new(Code::OffloadOnShapedLink)
         });
     }
 }
@@ -116,7 +115,6 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
         return;
     }
     out.push(Finding {
-        code: Code::OffloadOnShapedLink,
         severity: Severity::Info,
         interface: c.iface.name.clone(),
         object: class.to_string(),
@@ -134,7 +132,7 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
             ("one_packet_ms", json!(ms(one_ns))),
         ]),
         fix: offload_fix(c),
-        ..Finding::default()
+        ..Finding::new(Code::OffloadOnShapedLink)
     });
 }
 
@@ -188,7 +186,6 @@ fn ifb_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
         ]);
         evidence.insert("shapes_ingress_of", json!(c.iface.shapes_ingress_of));
         out.push(Finding {
-            code: Code::OffloadOnShapedLink,
             severity,
             interface: c.iface.name.clone(),
             object: class.to_string(),
@@ -201,7 +198,7 @@ fn ifb_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
             ),
             evidence,
             fix: source_fix(src, gro, lro),
-            ..Finding::default()
+            ..Finding::new(Code::OffloadOnShapedLink)
         });
     }
 }

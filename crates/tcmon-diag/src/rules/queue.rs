@@ -87,7 +87,6 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
             evidence.insert("alternative_fix", json!(alt));
         }
         out.push(Finding {
-            code: Code::QueueTooDeep,
             severity,
             interface: c.iface.name.clone(),
             object: if builtin { class.handle.to_string() } else { q.handle.to_string() },
@@ -100,7 +99,7 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
             evidence,
             fix,
             weight: delay_ns,
-            ..Finding::default()
+            ..Finding::new(Code::QueueTooDeep)
         });
     }
 }
@@ -211,7 +210,6 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
             (None, None) => unreachable!("one of them is long"),
         };
         out.push(Finding {
-            code: Code::StandingQueue,
             severity: Severity::Warning,
             interface: c.iface.name.clone(),
             object: object.to_string(),
@@ -238,7 +236,7 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
                 _ => Vec::new(),
             },
             weight: seen.unwrap_or(0.0).max(p99_ns.unwrap_or(0.0)),
-            ..Finding::default()
+            ..Finding::new(Code::StandingQueue)
         });
     }
 }

@@ -133,7 +133,6 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     }
     if huge {
         out.push(Finding {
-            code: Code::TbfBurstHuge,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: q.handle.to_string(),
@@ -152,12 +151,11 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
                 ("threshold_ms", json!(c.t.tbf_burst_max_ms)),
             ]),
             fix: tbf_fix.clone(),
-            ..Finding::default()
+            ..Finding::new(Code::TbfBurstHuge)
         });
     }
     if small {
         out.push(Finding {
-            code: Code::TbfBurstSmall,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: q.handle.to_string(),
@@ -172,7 +170,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
                 ("packet_bytes", json!(pkt)),
             ]),
             fix: tbf_fix.clone(),
-            ..Finding::default()
+            ..Finding::new(Code::TbfBurstSmall)
         });
     }
     if !deep {
@@ -221,7 +219,6 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
         fmt_bits_per_sec(rate as f64 * 8.0)
     };
     out.push(Finding {
-        code: Code::TbfQueueTooDeep,
         severity,
         interface: c.iface.name.clone(),
         object: q.handle.to_string(),
@@ -242,7 +239,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
         ]),
         fix,
         weight: delay_ns,
-        ..Finding::default()
+        ..Finding::new(Code::TbfQueueTooDeep)
     });
 }
 

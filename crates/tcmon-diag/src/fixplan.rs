@@ -190,15 +190,9 @@ fn policy_words(fix: &Fix) -> String {
     let parts: Vec<String> = fix
         .changes
         .iter()
-        .filter(|c| c.field == "rate" || c.field == "ceil" || c.field == "prio")
+        .filter(|c| c.field.is_policy())
         .map(|c| {
-            let v = |x: u64| {
-                if c.field == "prio" {
-                    x.to_string()
-                } else {
-                    tcmon_core::units::fmt_bits_per_sec(x as f64 * 8.0)
-                }
-            };
+            let v = |x: u64| tcmon_core::units::fmt_bits_per_sec(x as f64 * 8.0);
             format!(
                 "the {} of {} ({} -> {})",
                 c.field,
@@ -218,7 +212,7 @@ fn policy_words(fix: &Fix) -> String {
 #[cfg(test)]
 mod tests {
     use super::{fix_plans, script, Scope};
-    use crate::{Change, Finding, Fix, Severity};
+    use crate::{Change, Finding, Fix, Param, Severity};
     use tcmon_core::units::Handle;
 
     fn f(code: &str, sev: Severity, iface: &str, object: &str, fix: Vec<Fix>) -> Finding {
@@ -314,7 +308,7 @@ mod tests {
         rate.policy = true;
         rate.changes.push(Change {
             class: Handle::new(1, 0x10),
-            field: "rate",
+            field: Param::Rate,
             from: 1000,
             to: 500,
             severity: None,

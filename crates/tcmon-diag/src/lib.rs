@@ -124,14 +124,48 @@ impl Finding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Change {
     pub class: Handle,
-    /// As tc names it: `rate`, `ceil` (bytes/s), `burst`, `cburst`, `quantum` (bytes).
-    pub field: &'static str,
+    pub field: Param,
     pub from: u64,
     pub to: u64,
     /// The severity of the object it is for, where a merged finding's objects differ (none:
     /// the finding's own).
     #[serde(skip)]
     pub severity: Option<Severity>,
+}
+
+/// A class parameter a fix sets, as tc names it: `rate`, `ceil` (bytes/s), `burst`, `cburst`,
+/// `quantum` (bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Param {
+    Rate,
+    Ceil,
+    Burst,
+    Cburst,
+    Quantum,
+}
+
+impl Param {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Param::Rate => "rate",
+            Param::Ceil => "ceil",
+            Param::Burst => "burst",
+            Param::Cburst => "cburst",
+            Param::Quantum => "quantum",
+        }
+    }
+
+    /// What the operator sold or decided (a policy change), rather than how it is shaped.
+    pub fn is_policy(self) -> bool {
+        matches!(self, Param::Rate | Param::Ceil)
+    }
+}
+
+impl std::fmt::Display for Param {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One object of a merged finding, with what the rule said about it.

@@ -259,13 +259,49 @@ fn default_class_rate(c: &Ctx<'_>, parent: Handle, ceil: u64) -> u64 {
         .max(1)
 }
 
+/// Where the largest packets the shaper is handed come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// Nothing merges: full-size frames.
+    Frames,
+    /// GSO packets of local TCP, up to the device's gso_max_size.
+    Gso { device: String },
+    /// Forwarded traffic GRO merges on the interface it arrives on.
+    Forwarded { on: String },
+    /// GRO merges on an IFB's source before the redirect.
+    Redirected { source: String },
+}
+
+impl Source {
+    /// Merged by GRO before the shaper: traffic a router forwards.
+    fn gro(&self) -> bool {
+        matches!(self, Source::Forwarded { .. } | Source::Redirected { .. })
+    }
+}
+
+/// In the finding's words (its message and `packet_seen_from`).
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Frames => f.write_str("full-size frames"),
+            Source::Gso { device } => {
+                write!(f, "GSO packets of local TCP (gso_max_size of {device})")
+            }
+            Source::Forwarded { on } => write!(f, "packets GRO merges on {on} (forwarded traffic)"),
+            Source::Redirected { source } => {
+                write!(f, "packets GRO merges on {source} before the redirect")
+            }
+        }
+    }
+}
+
 /// The largest packet the shaper can be handed, and where it comes from: local TCP builds
 /// GSO packets of gso_max_size whenever gso_max_segs > 1 (whatever the gso/tso features say),
 /// GRO merges forwarded traffic up to 64 KiB on the interface it arrives on (an IFB's: on its
 /// source); otherwise one full-size frame.
-fn packet_seen(c: &Ctx<'_>) -> (u64, String) {
-    let mut seen = (c.pkt, "full-size frames".to_owned());
-    let mut bigger = |bytes: u64, why: String| {
+fn packet_seen(c: &Ctx<'_>) -> (u64, Source) {
+    let mut seen = (c.pkt, Source::Frames);
+    let mut bigger = |bytes: u64, why: Source| {
         if bytes > seen.0 {
             seen = (bytes, why);
         }
@@ -280,10 +316,9 @@ fn packet_seen(c: &Ctx<'_>) -> (u64, String) {
         if c.iface.gso_max_segs.unwrap_or(0) > 1 {
             bigger(
                 u64::from(c.iface.gso_max_size.unwrap_or(0)),
-                format!(
-                    "GSO packets of local TCP (gso_max_size of {})",
-                    c.iface.name
-                ),
+                Source::Gso {
+                    device: c.iface.name.clone(),
+                },
             );
         }
         if let Some(name) = c
@@ -294,13 +329,15 @@ fn packet_seen(c: &Ctx<'_>) -> (u64, String) {
         {
             bigger(
                 offload::GRO_MAX_BYTES,
-                format!("packets GRO merges on {name} (forwarded traffic)"),
+                Source::Forwarded { on: name.clone() },
             );
         }
     } else if let Some(src) = c.iface.shapes_ingress_of.iter().find(|s| merges(s)) {
         bigger(
             offload::GRO_MAX_BYTES,
-            format!("packets GRO merges on {src} before the redirect"),
+            Source::Redirected {
+                source: src.clone(),
+            },
         );
     }
     seen
@@ -423,7 +460,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         // Merged packets that make a small quantum a warning (see below): GRO's, which a
         // router forwards, or GSO packets seen queued in a member.
         let seen_merged = share.filter(|s| s.largest_queued_bytes > c.pkt);
-        let forwarded = seen_why.starts_with("packets GRO merges");
+        let forwarded = seen_why.gro();
         let quantum_line = format!(
             "class {} has quantum {qb} B (rate {} / r2q {r2q} = {computed} B{})",
             cl.handle,
@@ -500,7 +537,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                     ("computed_quantum_bytes", json!(computed)),
                     ("mtu", json!(mtu)),
                     ("packet_seen_bytes", json!(seen_bytes)),
-                    ("packet_seen_from", json!(seen_why)),
+                    ("packet_seen_from", json!(seen_why.to_string())),
                     ("borrowing_siblings", json!(turn.map(|t| t.members))),
                     ("parent", json!(turn.map(|t| t.parent.to_string()))),
                     (

@@ -9,11 +9,11 @@
 //! else is `info`, with its numbers.
 
 mod fix;
-mod fixplan;
 mod merge;
-mod plan;
 mod registry;
 mod rules;
+mod script;
+mod target;
 mod thresholds;
 
 use std::cmp::Ordering;
@@ -28,11 +28,11 @@ use tcmon_core::rates::Rates;
 use tcmon_core::units::Handle;
 
 pub use fix::{Action, Fix};
-pub use fixplan::{fix_plans, script, FixPlan, Scope, Step};
 use merge::Sink;
 pub use merge::EXAMPLES;
 pub use registry::{explain, table, Area, Code, Phase, Rule, RULES};
 pub use rules::bufferbloat;
+pub use script::{fix_plans, script, FixPlan, Scope, ScriptStep};
 pub use thresholds::Thresholds;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -446,7 +446,7 @@ fn settle(
 ) -> Vec<Finding> {
     let mut out = sink.finish();
     if out.iter().any(|f| !f.changes.is_empty()) {
-        plan::resolve(iface, &mut out, tick);
+        target::resolve(iface, &mut out, tick);
     }
     for f in &mut out {
         f.run_in(netns);
@@ -587,7 +587,7 @@ fn before_of<'a>(facts: &Facts<'a>, iface: &Interface) -> Option<&'a Interface> 
 
 /// The `tcmon check --json` document; `tcmon serve`'s `/api/v1/findings` serves the same.
 #[derive(Debug, Serialize)]
-pub struct Report<'a, F: Serialize + ?Sized> {
+pub struct CheckReport<'a, F: Serialize + ?Sized> {
     pub status: Status,
     pub findings: &'a F,
     /// Each interface's commands, once each, in the order of the findings that need them.

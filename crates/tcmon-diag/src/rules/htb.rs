@@ -8,7 +8,7 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{ev, offload, tenths, Ctx};
 use crate::merge::Sink;
-use crate::plan::{self, rate_arg};
+use crate::target::{self, rate_arg};
 use crate::{Code, Finding, Fix, Severity};
 
 /// The quanta of every HTB qdisc's classes.
@@ -238,7 +238,7 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
 /// The guaranteed rate of a default class added under `parent` (a class, or the qdisc): a
 /// tenth of its ceil, but no more than its parent has left after its children's rates, so the
 /// new class does not oversubscribe it; where nothing is left, the share of the parent that
-/// [`plan::oversubscribed`] tolerates.
+/// [`target::oversubscribed`] tolerates.
 fn default_class_rate(c: &Ctx<'_>, parent: Handle, ceil: u64) -> u64 {
     let tenth = (ceil / 10).max(125);
     let topo = c.iface.topology();
@@ -255,7 +255,7 @@ fn default_class_rate(c: &Ctx<'_>, parent: Handle, ceil: u64) -> u64 {
         .sum();
     let spare = p.rate_bytes_per_sec.saturating_sub(children);
     tenth
-        .min(spare.max(plan::oversubscription_tolerated(p.rate_bytes_per_sec)))
+        .min(spare.max(target::oversubscription_tolerated(p.rate_bytes_per_sec)))
         .max(1)
 }
 
@@ -421,9 +421,9 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             }
         }
     }
-    let cap_of = |cl: &Class| plan::quantum_cap_now(c.iface, plan, cl.handle, mtu, c.t);
+    let cap_of = |cl: &Class| target::quantum_cap_now(c.iface, plan, cl.handle, mtu, c.t);
     let flagged = |cl: &Class| {
-        plan::quantum_flagged(
+        target::quantum_flagged(
             cl.htb().expect("filtered on htb"),
             mtu,
             r2q,
@@ -433,10 +433,10 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
     };
     // The leaves that change only with the common r2q go with the first finding, once (a list
     // of every leaf per finding is quadratic).
-    let mut others = Some(plan::changes(
+    let mut others = Some(target::changes(
         plan,
         leaves.iter().copied().filter(|cl| !flagged(cl)),
-        plan::QUANTUM,
+        target::QUANTUM,
     ));
     let how = match plan.quantum.get(&q.handle).and_then(|qp| qp.r2q) {
         Some(n) => format!(
@@ -455,7 +455,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         let turn = plan.turns.get(&cl.handle);
         let share: Option<Share> = group(cl).and_then(|k| shares.get(&k).copied());
         let cap = cap_of(cl);
-        let below_mtu = plan::quantum_small(x, mtu);
+        let below_mtu = target::quantum_small(x, mtu);
         let below_seen = turn.is_some() && seen_bytes > c.pkt && qb < seen_bytes;
         // Merged packets that make a small quantum a warning (see below): GRO's, which a
         // router forwards, or GSO packets seen queued in a member.
@@ -484,7 +484,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             } else {
                 Severity::Info
             };
-            let mut changes = plan::changes(plan, [*cl], plan::QUANTUM);
+            let mut changes = target::changes(plan, [*cl], target::QUANTUM);
             changes.extend(others.take().into_iter().flatten());
             // a quantum cannot fix packets merged before the shaper: stop the merging
             let fix = if below_seen {
@@ -563,7 +563,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 ..Finding::new(Code::HtbQuantumSmall)
             });
         }
-        if plan::quantum_big(x, r2q, cap) && !c.t.ignores(Code::HtbQuantumBig) {
+        if target::quantum_big(x, r2q, cap) && !c.t.ignores(Code::HtbQuantumBig) {
             let parent_rate = turn
                 .and_then(|t| c.iface.class(t.parent))
                 .and_then(Class::htb)
@@ -575,7 +575,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             } else {
                 Severity::Info
             };
-            let mut changes = plan::changes(plan, [*cl], plan::QUANTUM);
+            let mut changes = target::changes(plan, [*cl], target::QUANTUM);
             changes.extend(others.take().into_iter().flatten());
             // The shorter turn puts the quantum below merged packets the shaper gets: stop the
             // merging in the same plan, or the next check warns htb-quantum-small in its place.
@@ -659,7 +659,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
         (
             Code::HtbBurstSmall,
             "burst",
-            plan::BURST,
+            target::BURST,
             h.burst_bytes,
             h.burst_ns,
             h.rate_bytes_per_sec,
@@ -668,7 +668,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
         (
             Code::HtbCburstSmall,
             "cburst",
-            plan::CBURST,
+            target::CBURST,
             h.cburst_bytes,
             h.cburst_ns,
             h.ceil_bytes_per_sec,
@@ -678,8 +678,8 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
         // tc's default bucket (what a script that sets no burst gets on every class) costs
         // 1-3% of throughput where measured: not a finding, let alone one per class.
         if rate == 0
-            || !plan::bucket_small(bytes, ns, pkt, c.t)
-            || plan::tc_default_bucket(bytes, ns, rate)
+            || !target::bucket_small(bytes, ns, pkt, c.t)
+            || target::tc_default_bucket(bytes, ns, rate)
         {
             continue;
         }
@@ -694,7 +694,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 fmt_bytes(bytes as f64),
                 fmt_ns(ns as i64),
                 fmt_bits_per_sec(rate as f64 * 8.0),
-                if plan::bucket_below(bytes, pkt) {
+                if target::bucket_below(bytes, pkt) {
                     format!("one packet ({pkt} B)")
                 } else {
                     format!("{} ms of rate", c.t.burst_min_ms)
@@ -707,7 +707,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 ("packet_bytes", json!(pkt)),
                 ("proposed_bytes", json!(want)),
             ]),
-            changes: plan::changes(c.plan(), [cl], bit),
+            changes: target::changes(c.plan(), [cl], bit),
             // the shortfall against what the bucket should hold
             weight: want.unwrap_or(bytes).saturating_sub(bytes) as f64,
             ..Finding::new(code)
@@ -758,7 +758,7 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
                 ("link_mtu", json!(c.iface.mtu)),
             ]),
             // GSO packets can pass the class as one: size the tables for the largest.
-            fix: plan::command_with_mtu(
+            fix: target::command_with_mtu(
                 c.iface,
                 c.plan(),
                 cl,
@@ -815,16 +815,20 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
 /// the classes above it, which the plan raises where the new buckets below need it.
 fn policy_changes(c: &Ctx<'_>, top: usize, top_changes: bool) -> Vec<crate::Change> {
     let plan = c.policy_plan();
-    let buckets = plan::BURST | plan::CBURST;
+    let buckets = target::BURST | target::CBURST;
     let topo = c.iface.topology();
-    let mut ch = plan::changes(
+    let mut ch = target::changes(
         plan,
         topo.ancestor_classes(top).map(|i| &c.iface.classes[i]),
         buckets,
     );
-    let own = if top_changes { plan::POLICY } else { buckets };
-    ch.extend(plan::changes(plan, [&c.iface.classes[top]], own));
-    ch.extend(plan::changes(plan, descendants(c.iface, top), plan::POLICY));
+    let own = if top_changes { target::POLICY } else { buckets };
+    ch.extend(target::changes(plan, [&c.iface.classes[top]], own));
+    ch.extend(target::changes(
+        plan,
+        descendants(c.iface, top),
+        target::POLICY,
+    ));
     ch
 }
 
@@ -859,7 +863,7 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
             .iter()
             .map(|(_, x)| u128::from(x.rate_bytes_per_sec))
             .sum();
-        if plan::oversubscribed(sum, p.rate_bytes_per_sec) {
+        if target::oversubscribed(sum, p.rate_bytes_per_sec) {
             out.push(Finding {
                 severity: Severity::Info,
                 interface: c.iface.name.clone(),
@@ -919,12 +923,13 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     ..Finding::new(Code::HtbCeilExceedsParent)
                 });
             }
-            let exceeds = |child: u64, parent: u64| plan::bucket_below(parent, child);
+            let exceeds = |child: u64, parent: u64| target::bucket_below(parent, child);
             // tc's defaults differ between rates only by the kernel's rounding of ticks
-            let defaults = plan::tc_default_bucket(x.burst_bytes, x.burst_ns, x.rate_bytes_per_sec)
-                && plan::tc_default_bucket(x.cburst_bytes, x.cburst_ns, x.ceil_bytes_per_sec)
-                && plan::tc_default_bucket(p.burst_bytes, p.burst_ns, p.rate_bytes_per_sec)
-                && plan::tc_default_bucket(p.cburst_bytes, p.cburst_ns, p.ceil_bytes_per_sec);
+            let defaults =
+                target::tc_default_bucket(x.burst_bytes, x.burst_ns, x.rate_bytes_per_sec)
+                    && target::tc_default_bucket(x.cburst_bytes, x.cburst_ns, x.ceil_bytes_per_sec)
+                    && target::tc_default_bucket(p.burst_bytes, p.burst_ns, p.rate_bytes_per_sec)
+                    && target::tc_default_bucket(p.cburst_bytes, p.cburst_ns, p.ceil_bytes_per_sec);
             if !defaults
                 && (exceeds(x.burst_bytes, p.burst_bytes)
                     || exceeds(x.cburst_bytes, p.cburst_bytes))
@@ -951,7 +956,7 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     ]),
                     // The plan lowers the child to the parent's buckets, and raises the parent
                     // only where the child's own minimum is still larger.
-                    changes: plan::changes(c.plan(), [k, parent], plan::BURST | plan::CBURST),
+                    changes: target::changes(c.plan(), [k, parent], target::BURST | target::CBURST),
                     weight: (x.burst_bytes.saturating_sub(p.burst_bytes)
                         + x.cburst_bytes.saturating_sub(p.cburst_bytes))
                         as f64,

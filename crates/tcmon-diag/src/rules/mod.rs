@@ -22,7 +22,7 @@ use tcmon_core::sojourn::ObjectSojourn;
 use tcmon_core::units::{fmt_ns, Handle};
 
 use crate::merge::Sink;
-use crate::plan::{self, packet_bytes, Plan};
+use crate::target::{self, packet_bytes, Plan};
 use crate::{Evidence, Facts, Fix, Thresholds};
 
 pub(crate) struct Ctx<'a> {
@@ -62,12 +62,12 @@ impl<'a> Ctx<'a> {
 
     fn plan(&self) -> &Plan {
         self.plan
-            .get_or_init(|| plan::plan(self.iface, self.t, plan::Policy::Kept))
+            .get_or_init(|| target::plan(self.iface, self.t, target::Policy::Kept))
     }
 
     fn policy_plan(&self) -> &Plan {
         self.policy_plan
-            .get_or_init(|| plan::plan(self.iface, self.t, plan::Policy::Changed))
+            .get_or_init(|| target::plan(self.iface, self.t, target::Policy::Changed))
     }
 }
 
@@ -245,7 +245,7 @@ fn htb_parent<'a>(iface: &'a Interface, q: &Qdisc) -> Option<(&'a Class, &'a Htb
 /// narrowest HTB ceil above it (after the plan's fixes); `None` when nothing shapes it.
 fn shaper_rate(c: &Ctx<'_>, q: &Qdisc) -> Option<u64> {
     let ceil = htb_parent(c.iface, q)
-        .map(|(class, _)| plan::effective_ceil(c.iface, c.plan(), class.handle));
+        .map(|(class, _)| target::effective_ceil(c.iface, c.plan(), class.handle));
     let tbf = match &q.detail {
         Some(QdiscDetail::Tbf(t)) => Some(t.rate_bytes_per_sec),
         _ => None,

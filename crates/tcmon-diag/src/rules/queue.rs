@@ -13,7 +13,7 @@ use super::{
     measured_text, ms, shaper_rate, shorter_queue, Ctx,
 };
 use crate::merge::Sink;
-use crate::plan;
+use crate::target;
 use crate::{Code, Evidence, Finding, Severity};
 
 /// `queue-too-deep`: a FIFO under a shaped class that takes long to drain when full.
@@ -47,7 +47,7 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
             continue;
         };
         // the narrowest ceil above the queue, after the class fixes: the fix must fit those
-        let ceil = plan::effective_ceil(c.iface, c.plan(), class.handle).max(1);
+        let ceil = target::effective_ceil(c.iface, c.plan(), class.handle).max(1);
         // No shorter FIFO than the fix's: at a rate where two packets take longer than the
         // warning, the queue at that length is as short as a FIFO gets (and its fix would only
         // restate it); only a higher rate, or an AQM, does better.
@@ -231,7 +231,7 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     c,
                     q,
                     class.handle,
-                    plan::effective_ceil(c.iface, c.plan(), class.handle).max(1),
+                    target::effective_ceil(c.iface, c.plan(), class.handle).max(1),
                 ),
                 _ => Vec::new(),
             },

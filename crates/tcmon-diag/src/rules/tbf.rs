@@ -8,7 +8,7 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{ev, ms, replace_cmd, shaper_rate, shorter_queue, Ctx};
 use crate::merge::Sink;
-use crate::plan::{self, rate_arg};
+use crate::target::{self, rate_arg};
 use crate::{Code, Finding, Fix, Severity};
 
 /// Every TBF qdisc.
@@ -34,8 +34,8 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     let held = wire_bytes(t.burst_ns, rate);
     // A bucket must hold one full packet (TBF drops larger ones): at low rates that is more
     // than the time a burst should last, and nothing smaller works, so it is not huge.
-    let huge = burst_ms > c.t.tbf_burst_max_ms && plan::bucket_below(pkt, held);
-    let small = plan::bucket_below(held, pkt);
+    let huge = burst_ms > c.t.tbf_burst_max_ms && target::bucket_below(pkt, held);
+    let small = target::bucket_below(held, pkt);
     // a new bucket: a tick of the rate more than wanted, which the kernel's rounding takes
     let margin = |want: u64| want + (u128::from(rate) * 64 / 1_000_000_000) as u64;
     let burst = if huge {

@@ -1,6 +1,7 @@
-//! One target state per HTB class, computed from every class-level rule at once, so that the
-//! fixes of different findings about the same class (or its parent and children) are the same
-//! command and never undo each other: applying them all, once, gives a tree the rules accept.
+//! The class target state: one target per HTB class, computed from every class-level rule at
+//! once, so that the fixes of different findings about the same class (or its parent and
+//! children) are the same command and never undo each other: applying them all, once, gives a
+//! tree the rules accept. (The ordered script of those commands is [`crate::script`].)
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;

@@ -1,7 +1,7 @@
-//! One fix plan per interface: the steps the findings need, each once, in the order of the
-//! findings that need it (worst first), so that findings share steps instead of repeating
-//! each other's. Printed as a runnable script by `tcmon check --fix-script`. Linear in the
-//! steps.
+//! The fix script: one fix plan per interface, the steps the findings need, each once, in the
+//! order of the findings that need it (worst first), so that findings share steps instead of
+//! repeating each other's. Printed as a runnable script by `tcmon check --fix-script`. Linear
+//! in the steps.
 //!
 //! What a plan holds ([`Scope`]): the steps of warning and critical findings; a step that
 //! changes policy (a guaranteed rate, a ceil) only when asked for, and then from findings of
@@ -18,11 +18,11 @@ use crate::{Finding, Fix, Severity};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FixPlan {
     pub interface: String,
-    pub steps: Vec<Step>,
+    pub steps: Vec<ScriptStep>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Step {
+pub struct ScriptStep {
     /// The line as a shell runs it (the namespace in it), with its condition as a comment.
     pub command: String,
     #[serde(flatten)]
@@ -70,7 +70,7 @@ pub fn fix_plans<'a>(
             });
             let steps = &mut plans[p].steps;
             let s = *step_of.entry((p, fix)).or_insert_with(|| {
-                steps.push(Step {
+                steps.push(ScriptStep {
                     command: fix.to_string(),
                     fix: fix.clone(),
                     findings: Vec::new(),
@@ -133,8 +133,8 @@ pub fn script(plans: &[FixPlan]) -> String {
                 String::new()
             }
         );
-        let mut batch: Vec<&Step> = Vec::new();
-        let flush = |s: &mut String, batch: &mut Vec<&Step>| {
+        let mut batch: Vec<&ScriptStep> = Vec::new();
+        let flush = |s: &mut String, batch: &mut Vec<&ScriptStep>| {
             match batch.as_slice() {
                 [] => {}
                 [one] => {

@@ -30,7 +30,7 @@ use tcmon_core::units::Handle;
 pub use fix::{Action, Fix};
 use merge::Sink;
 pub use merge::EXAMPLES;
-pub use registry::{explain, table, Area, Code, Phase, Rule, RULES};
+pub use registry::{explain, reference, Area, Code, Phase, Rule, RULES};
 pub use rules::bufferbloat;
 pub use script::{fix_plans, script, FixPlan, Scope, ScriptStep};
 pub use thresholds::Thresholds;

@@ -16,6 +16,7 @@ use serde::{Serialize, Serializer};
 ///     area: Area,                 // the file of rules/ its rule lives in
 ///     phase: Phase(rule::fn, ..), // when it runs, and the function(s) that report it
 ///     severity, title, meaning, why, numbers: what --explain says
+///     fix: what its fix does, in a sentence (docs/reference/findings.md)
 /// }
 /// ```
 ///
@@ -52,6 +53,9 @@ macro_rules! findings {
                  the configuration allows, so it does not change with traffic: where queueing \
                  delay is measured from real packets, what the class's packets waited is \
                  standing-queue's evidence (measured_sojourn), and a long wait is that finding.",
+            fix: "Replaces the FIFO with one of the same kind sized for target_queue_delay_ms at \
+                 the class ceil (never under two packets); fq_codel in its place is given as \
+                 alternative_fix where the kernel may have it.",
         }
         StandingQueue "standing-queue" {
             area: Queue,
@@ -72,6 +76,8 @@ macro_rules! findings {
                  exact). Reported when the estimate or the measured p99 is at least \
                  standing_queue_ms (100 ms); the measurement alone is enough where the backlog at \
                  the polls missed the queue.",
+            fix: "Shortens a FIFO under a class as queue-too-deep sizes it; an AQM or a TBF is \
+                 left as chosen (the TBF's own finding bounds it).",
         }
         OffloadOnShapedLink "offload-on-shaped-link" {
             area: Offload,
@@ -104,6 +110,9 @@ macro_rules! findings {
                  packets, a seen finding carries what the queue's packets waited in the window \
                  (measured_sojourn, as for standing-queue) beside queue_delay_ms, the estimate \
                  from its backlog.",
+            fix: "gso_max_segs 1 on the shaped device (local traffic) and GRO off on every other \
+                 interface with GRO on, loopback aside (forwarded traffic); for an IFB, GRO (LRO) \
+                 off on the interface whose ingress it shapes.",
         }
         HtbDefaultClassMissing "htb-default-class-missing" {
             area: Htb,
@@ -131,6 +140,9 @@ macro_rules! findings {
                  of its own, under an inner class, never under a leaf; and, for `default 0` or an \
                  inner default, a catch-all u32 filter at the lowest priority, since HTB cannot \
                  change `default` in place.",
+            fix: "Adds a leaf (rate a tenth of the ceil of the inner class above it, ceil that \
+                 ceil) with a short pfifo; for `default 0` or an inner default, also a catch-all \
+                 u32 filter at the lowest priority.",
         }
         HtbQuantumSmall "htb-quantum-small" {
             area: Htb,
@@ -172,6 +184,9 @@ macro_rules! findings {
                  rate/r2q <= each leaf's cap (see htb-quantum-big), applied as explicit quanta \
                  with `tc class change` (HTB cannot change r2q in place); when no r2q fits, \
                  explicit quanta clamped to that range.",
+            fix: "Stops the merging before the shaper (the offload-on-shaped-link fix); below the \
+                 MTU, explicit quanta from one r2q for the whole qdisc, or clamped to MTU..cap \
+                 where no r2q fits.",
         }
         HtbQuantumBig "htb-quantum-big" {
             area: Htb,
@@ -196,6 +211,8 @@ macro_rules! findings {
                  larger. Warning when the wait > quantum_wait_max_ms (20 ms), else info. The fix \
                  is one r2q for the qdisc that puts every leaf within MTU..its cap (quanta set \
                  explicitly: HTB cannot change r2q in place), else explicit quanta clamped to it.",
+            fix: "Explicit quanta from one r2q for the qdisc that puts every leaf within MTU..its \
+                 cap, else explicit quanta clamped to that range.",
         }
         HtbBurstSmall "htb-burst-small" {
             area: Htb,
@@ -205,6 +222,7 @@ macro_rules! findings {
             meaning: BUCKET.0,
             why: BUCKET.1,
             numbers: BUCKET.2,
+            fix: "Sets burst to max(MTU + 14, rate x burst_min_ms).",
         }
         HtbCburstSmall "htb-cburst-small" {
             area: Htb,
@@ -214,6 +232,7 @@ macro_rules! findings {
             meaning: BUCKET.0,
             why: BUCKET.1,
             numbers: BUCKET.2,
+            fix: "Sets cburst to max(MTU + 14, ceil x burst_min_ms).",
         }
         HtbChildBurstExceedsParent "htb-child-burst-exceeds-parent" {
             area: Htb,
@@ -227,6 +246,7 @@ macro_rules! findings {
                  differ between rates only by the kernel's tick rounding: 1600 B under 1496 B costs \
                  nothing measurable); the fix lowers the child's buckets to the parent's (raising \
                  the parent's would weaken the shaper above it).",
+            fix: "Lowers the child's buckets to the parent's.",
         }
         HtbRatesOversubscribed "htb-rates-oversubscribed" {
             area: Htb,
@@ -238,6 +258,8 @@ macro_rules! findings {
             numbers:
                 "sum of children's rate > parent rate; the fix scales the children down to fit, in \
                  proportion, and their own children with them.",
+            fix: "Scales the children's rates down to fit, in proportion, and their own children \
+                 with them (a policy change: only with --policy).",
         }
         HtbCeilExceedsParent "htb-ceil-exceeds-parent" {
             area: Htb,
@@ -247,6 +269,7 @@ macro_rules! findings {
             meaning: "A class may borrow up to a ceil its parent can never supply.",
             why: "The configuration promises bandwidth that does not exist.",
             numbers: "child ceil > parent ceil; the fix lowers the child's ceil.",
+            fix: "Lowers the child's ceil to the parent's (a policy change).",
         }
         HtbRateExceedsCeil "htb-rate-exceeds-ceil" {
             area: Htb,
@@ -257,6 +280,7 @@ macro_rules! findings {
             why: "The guarantee cannot be met.",
             numbers:
                 "rate > ceil; the fix lowers the rate to the ceil (the ceil may be the link's cap).",
+            fix: "Lowers the rate to the ceil (a policy change).",
         }
         HtbGiants "htb-giants" {
             area: Htb,
@@ -271,6 +295,8 @@ macro_rules! findings {
                  findings change it) with `mtu` set to the device's gso_max_size (at least its MTU), \
                  so the rate tables cover the largest packet. Kernels since 3.8 compute transmit times \
                  exactly and no longer count giants, so this fires on older kernels only.",
+            fix: "Restates the class with `mtu` set to the device's gso_max_size (at least its \
+                 MTU), so its rate tables cover the largest packet.",
         }
         ClassSaturated "class-saturated" {
             area: Htb,
@@ -282,6 +308,7 @@ macro_rules! findings {
                  drops or overlimits grew.",
             why: "This is the bottleneck. It is working as configured; it tells where queues form.",
             numbers: "bits/s over the window vs ceil; drops/s + overlimits/s > 0.",
+            fix: "None: the class works as configured; the finding says where queues form.",
         }
         TbfQueueTooDeep "tbf-queue-too-deep" {
             area: Tbf,
@@ -304,6 +331,9 @@ macro_rules! findings {
                  higher rate shortens the delay, proposes the one-packet queue only where it is \
                  shorter than the queue now, and never a deeper one (tdc's case 6430, `tbf limit \
                  1000 burst 1500 rate 10000`: 800 ms of queue, 1.21 s a packet).",
+            fix: "Restates the TBF (rate, peak rate, mpu, overhead, link layer kept) with a \
+                 latency or limit that drains its queue in target_queue_delay_ms, or shortens the \
+                 FIFO inside it; never a deeper queue.",
         }
         TbfBurstHuge "tbf-burst-huge" {
             area: Tbf,
@@ -316,6 +346,8 @@ macro_rules! findings {
                 "burst time = burst / rate > tbf_burst_max_ms (100 ms), for a bucket of more than \
                       one full packet (one is the least that passes them, whatever time it lasts); \
                       the fix proposes 10 ms, at least one packet.",
+            fix: "Restates the TBF with a bucket of a tenth of tbf_burst_max_ms at its rate (10 \
+                 ms), at least one packet.",
         }
         TbfBurstSmall "tbf-burst-small" {
             area: Tbf,
@@ -325,6 +357,7 @@ macro_rules! findings {
             meaning: "A packet larger than the bucket can never earn enough tokens.",
             why: "Such packets are dropped: large transfers stall.",
             numbers: "burst < MTU + 14.",
+            fix: "Restates the TBF with a bucket of 1 ms at its rate, at least one full packet.",
         }
         FilterChainLong "filter-chain-long" {
             area: Filters,
@@ -358,6 +391,10 @@ macro_rules! findings {
                  prio next to the chain's, then the old prio deleted: one command per rule. Where \
                  the keys allow no hash (mixed offsets or masks, links, actions), a comment says \
                  why.",
+            fix: "Where every rule is a plain u32 rule with a flowid: a divisor 256 hash table \
+                 keyed on the octet the rules match exactly, each rule in its bucket in the \
+                 chain's order, linked from a free prio, the old prio deleted; otherwise a \
+                 comment says why not.",
         }
         TxqueuelenDeepUnshaped "txqueuelen-deep-unshaped" {
             area: Link,
@@ -370,6 +407,8 @@ macro_rules! findings {
                       pfifo_fast gives each of its three bands a ring of txqueuelen packets, so a \
                       flow waits behind its band's (unmarked traffic: the band priomap's first \
                       entry names, 1), up to three times that with every band busy.",
+            fix: "Replaces the root with fq_codel; on a kernel without it, advice to shape below \
+                 the bottleneck rate.",
         }
         HtbHysteresisOn "htb-hysteresis-on" {
             area: Link,
@@ -380,6 +419,7 @@ macro_rules! findings {
             why: "Classes change mode late, letting rates overshoot by up to a burst; it saves CPU \
                  on very fast links only.",
             numbers: "/sys/module/sch_htb/parameters/htb_hysteresis = 1.",
+            fix: "Sets htb_hysteresis to 0, now and in /etc/modprobe.d/sch_htb.conf.",
         }
         BqlLimitHigh "bql-limit-high" {
             area: Link,
@@ -389,6 +429,7 @@ macro_rules! findings {
             meaning: "Byte Queue Limits let the driver hold this many bytes.",
             why: "Bytes in the driver queue are beyond the qdisc's control and add delay.",
             numbers: "max over tx queues of byte_queue_limits/limit > bql_limit_max_bytes (100000).",
+            fix: "Caps every tx queue's byte_queue_limits at bql_limit_max_bytes (limit_max).",
         }
         Bufferbloat "bufferbloat" {
             area: Measured,
@@ -405,6 +446,9 @@ macro_rules! findings {
                  C warning, D and F critical. The bottleneck is the queue on this host whose \
                  backlog / sending rate, averaged over the worst phase, holds at least a quarter \
                  of that phase's increase; none: upstream. RPM = 60000 / loaded median RTT (ms).",
+            fix: "The fixes already found for the queue that holds the delay; where there are \
+                 none, fq_codel in its place (none on a kernel without it); for an upstream \
+                 bottleneck, where to shape instead.",
         }
         }
     };
@@ -421,7 +465,8 @@ macro_rules! declare {
         title: $title:expr,
         meaning: $meaning:expr,
         why: $why:expr,
-        numbers: $numbers:expr $(,)?
+        numbers: $numbers:expr,
+        fix: $fix:expr $(,)?
     })+) => {
         /// A finding's stable identifier; its kebab-case name is what every face shows.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -451,6 +496,7 @@ macro_rules! declare {
                 meaning: $meaning,
                 why: $why,
                 numbers: $numbers,
+                fix: $fix,
             },
         )+];
     };
@@ -526,6 +572,21 @@ pub enum Area {
     Measured,
 }
 
+impl Area {
+    /// Its file in `rules/`, without `.rs`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Area::Queue => "queue",
+            Area::Offload => "offload",
+            Area::Htb => "htb",
+            Area::Tbf => "tbf",
+            Area::Filters => "filters",
+            Area::Link => "link",
+            Area::Measured => "measured",
+        }
+    }
+}
+
 /// What a rule reads, and so when it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -541,6 +602,19 @@ pub enum Phase {
     Load,
 }
 
+impl Phase {
+    /// When it runs, in the reference's words.
+    pub fn when(self) -> &'static str {
+        match self {
+            Phase::Config => "on the configuration (held until it changes)",
+            Phase::Traffic => "on counters and rates, every poll",
+            Phase::Both => "predicted from the configuration, superseded when seen in traffic",
+            Phase::Host => "on the host (module parameters)",
+            Phase::Load => "on a latency-under-load test (`tcmon check --load`)",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
     pub code: Code,
@@ -552,6 +626,8 @@ pub struct Rule {
     pub meaning: &'static str,
     pub why: &'static str,
     pub numbers: &'static str,
+    /// What its fix does, in a sentence: the reference's summary of `numbers`' detail.
+    pub fix: &'static str,
 }
 
 /// What `htb-burst-small` and `htb-cburst-small` say (meaning, why, numbers): one bucket each.
@@ -574,11 +650,52 @@ pub fn explain(code: &str) -> Option<&'static Rule> {
     code.parse::<Code>().ok().map(Code::rule)
 }
 
-/// The README's table of findings: code, severity, title.
-pub fn table() -> String {
-    let mut s = String::from("| code | severity | what |\n|---|---|---|\n");
+/// docs/reference/findings.md: every finding, its area, when it runs, the policy of its
+/// severity, what `--explain` says and what its fix does. A test keeps the file current
+/// (`UPDATE_EXPECT=1 cargo test -p tcmon-diag --lib reference` rewrites it).
+pub fn reference() -> String {
+    let mut s = String::from(
+        "# Findings\n\n\
+         <!-- Generated from the registry (crates/tcmon-diag/src/registry.rs): do not edit. \
+         `UPDATE_EXPECT=1 cargo test -p tcmon-diag --lib reference` rewrites it. -->\n\n\
+         Every finding `tcmon check` reports, in the order `tcmon check --explain list` gives \
+         them. `tcmon check --explain CODE` prints one of them; `--ignore CODE` accepts its \
+         risk. How to add one: [adding a finding](../dev/adding-a-finding.md).\n\n\
+         | code | area | severity | what |\n|---|---|---|---|\n",
+    );
     for r in RULES {
-        let _ = writeln!(s, "| `{}` | {} | {} |", r.code, r.severity, r.title);
+        let _ = writeln!(
+            s,
+            "| [`{}`](#{}) | {} | {} | {} |",
+            r.code,
+            r.code,
+            r.area.as_str(),
+            r.severity,
+            r.title
+        );
+    }
+    for r in RULES {
+        let _ = write!(
+            s,
+            "\n## `{}`\n\n**{}**\n\n\
+             - Area: {} (`crates/tcmon-diag/src/rules/{}.rs`)\n\
+             - Runs: {}\n\
+             - Severity: {}\n\n\
+             What it means: {}\n\n\
+             Why it matters: {}\n\n\
+             How the numbers are derived: {}\n\n\
+             What its fix does: {}\n",
+            r.code,
+            r.title,
+            r.area.as_str(),
+            r.area.as_str(),
+            r.phase.when(),
+            r.severity,
+            r.meaning,
+            r.why,
+            r.numbers,
+            r.fix
+        );
     }
     s
 }

@@ -24,16 +24,27 @@ fn every_code_is_in_the_registry_once_and_explained() {
     }
 }
 
-/// The README's table of findings is the registry's, as `tcmon check --explain list` is.
+/// docs/reference/findings.md is the registry's, as `tcmon check --explain` is:
+/// `UPDATE_EXPECT=1 cargo test -p tcmon-diag --lib reference` rewrites it.
 #[test]
-fn readme_table_comes_from_the_registry() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README.md at the top of the workspace");
-    let table = table();
-    assert!(
-        readme.contains(&table),
-        "README.md's table of findings is not the registry's; it should read:\n{table}"
-    );
+fn the_reference_comes_from_the_registry() {
+    expect_test::expect_file!["../../../../docs/reference/findings.md"].assert_eq(&reference());
+}
+
+/// Each code's name is its variant in kebab case, and each has a fix sentence.
+#[test]
+fn names_are_the_variants_in_kebab_case() {
+    for r in RULES {
+        let mut kebab = String::new();
+        for (i, ch) in format!("{:?}", r.code).char_indices() {
+            if ch.is_ascii_uppercase() && i > 0 {
+                kebab.push('-');
+            }
+            kebab.push(ch.to_ascii_lowercase());
+        }
+        assert_eq!(r.code.as_str(), kebab);
+        assert!(!r.fix.is_empty(), "{} says nothing of its fix", r.code);
+    }
 }
 
 /// The explanation says where the measurement goes.

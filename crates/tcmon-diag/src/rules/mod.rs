@@ -74,42 +74,49 @@ impl<'a> Ctx<'a> {
 /// A rule: reads the context, pushes findings.
 type RuleFn = fn(&Ctx<'_>, &mut Sink<'_>);
 
+/// A rule about the host rather than one interface.
+type HostFn = fn(&Facts<'_>, &Thresholds, &mut Sink<'_>);
+
+/// A rule function with its path in the table, by which findings that share it run it once.
+struct Named<F> {
+    path: &'static str,
+    run: F,
+}
+
 /// What the registry's table says of a rule's running: when, and which function(s).
 enum Run {
-    Config(RuleFn),
-    Traffic(RuleFn),
-    Both(RuleFn, RuleFn),
-    Host(fn(&Facts<'_>, &Thresholds, &mut Sink<'_>)),
+    Config(Named<RuleFn>),
+    Traffic(Named<RuleFn>),
+    /// The configuration rule, then the traffic one.
+    Both(Named<RuleFn>, Named<RuleFn>),
+    Host(Named<HostFn>),
     /// On request, outside the diagnosis: `tcmon check --load` calls [`bufferbloat`].
     Load,
 }
 
-/// The rule functions of the registry's table, each with its path (several findings may name
-/// one function).
+/// The registry's table as [`Run`]s, one per finding.
 macro_rules! dispatch {
     ($($code:ident $name:literal {
         area: $area:ident,
         phase: $phase:ident $(($($run:path),+))?,
         $($rest:tt)*
     })+) => {
-        const RUNS: &[(&str, Run)] = &[$(
-            (stringify!($($($run),+)?), Run::$phase $(($($run),+))?),
+        const RUNS: &[Run] = &[$(
+            Run::$phase $(($(Named { path: stringify!($run), run: $run }),+))?,
         )+];
     };
 }
 
 crate::registry::findings!(dispatch);
 
-/// The functions of `pick`, each once, in the order of their first finding in the table.
-fn runs<F: Copy>(pick: impl Fn(&Run) -> Option<F>) -> Vec<F> {
+/// The functions `pick` takes from the table, each once, in the order of its first finding.
+fn runs<F: Copy>(pick: impl Fn(&Run) -> Option<&Named<F>>) -> Vec<F> {
     let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
-    for (path, run) in RUNS {
-        if let Some(f) = pick(run) {
-            if !seen.contains(path) {
-                seen.push(path);
-                out.push(f);
-            }
+    for f in RUNS.iter().filter_map(pick) {
+        if !seen.contains(&f.path) {
+            seen.push(f.path);
+            out.push(f.run);
         }
     }
     out
@@ -117,14 +124,21 @@ fn runs<F: Copy>(pick: impl Fn(&Run) -> Option<F>) -> Vec<F> {
 
 static CONFIG: LazyLock<Vec<RuleFn>> = LazyLock::new(|| {
     runs(|r| match r {
-        Run::Config(f) | Run::Both(f, _) => Some(*f),
+        Run::Config(f) | Run::Both(f, _) => Some(f),
         _ => None,
     })
 });
 
 static TRAFFIC: LazyLock<Vec<RuleFn>> = LazyLock::new(|| {
     runs(|r| match r {
-        Run::Traffic(f) | Run::Both(_, f) => Some(*f),
+        Run::Traffic(f) | Run::Both(_, f) => Some(f),
+        _ => None,
+    })
+});
+
+static HOST: LazyLock<Vec<HostFn>> = LazyLock::new(|| {
+    runs(|r| match r {
+        Run::Host(f) => Some(f),
         _ => None,
     })
 });
@@ -146,11 +160,7 @@ pub(crate) fn run_traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
 
 /// Rules about the host rather than one interface: once per diagnosis.
 pub(crate) fn run_host(facts: &Facts<'_>, t: &Thresholds, out: &mut Sink<'_>) {
-    let host: Vec<_> = runs(|r| match r {
-        Run::Host(f) => Some(*f),
-        _ => None,
-    });
-    for rule in host {
+    for rule in HOST.iter() {
         rule(facts, t, out);
     }
 }

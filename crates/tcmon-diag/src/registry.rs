@@ -447,8 +447,8 @@ macro_rules! findings {
                  backlog / sending rate, averaged over the worst phase, holds at least a quarter \
                  of that phase's increase; none: upstream. RPM = 60000 / loaded median RTT (ms).",
             fix: "The fixes already found for the queue that holds the delay; where there are \
-                 none, fq_codel in its place (none on a kernel without it); for an upstream \
-                 bottleneck, where to shape instead.",
+                 none, fq_codel in its place (none on a kernel without it). None for an \
+                 upstream bottleneck: the message says where to shape instead.",
         }
         }
     };

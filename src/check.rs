@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::Result;
 use tcmon_core::rates::Rates;
 use tcmon_diag::{
-    diagnose, explain, fix_plans, script, Code, Facts, Finding, Report, Scope, Severity, Status,
-    RULES,
+    diagnose, explain, fix_plans, script, CheckReport, Code, Facts, Finding, Scope, Severity,
+    Status, RULES,
 };
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
@@ -183,7 +183,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         serde_json::to_writer(
             &mut out,
             &WithLoad {
-                report: Report {
+                report: CheckReport {
                     status,
                     findings: &findings,
                     plan,
@@ -203,7 +203,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
 #[derive(serde::Serialize)]
 struct WithLoad<'a> {
     #[serde(flatten)]
-    report: Report<'a, [Finding]>,
+    report: CheckReport<'a, [Finding]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     load: Option<&'a tcmon_probe::Report>,
 }
@@ -405,14 +405,13 @@ mod tests {
 
     fn finding(sev: Severity, iface: &str, code: &str) -> Finding {
         Finding {
-            code: code.parse().unwrap(),
             severity: sev,
             interface: iface.to_owned(),
             object: "1:10".to_owned(),
             message: format!("{code} on {iface}"),
             evidence: Evidence::new(),
             fix: vec![tcmon_diag::Fix::tc(format!("fix {iface}"))],
-            ..Finding::default()
+            ..Finding::new(code.parse().unwrap())
         }
     }
 

@@ -285,7 +285,7 @@ impl Rendered {
             }),
             Doc::Snapshot => json(&*s.snapshot, w),
             Doc::Findings => json(
-                &tcmon_diag::Report {
+                &tcmon_diag::CheckReport {
                     status: s.status,
                     findings: &s.findings,
                     plan: tcmon_diag::fix_plans(s.findings.iter(), tcmon_diag::Scope::default()),

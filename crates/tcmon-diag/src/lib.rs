@@ -9,11 +9,11 @@
 //! else is `info`, with its numbers.
 
 mod fix;
-mod fixplan;
 mod merge;
-mod plan;
 mod registry;
 mod rules;
+mod script;
+mod target;
 mod thresholds;
 
 use std::cmp::Ordering;
@@ -28,11 +28,11 @@ use tcmon_core::rates::Rates;
 use tcmon_core::units::Handle;
 
 pub use fix::{Action, Fix};
-pub use fixplan::{fix_plans, script, FixPlan, Scope, Step};
 use merge::Sink;
 pub use merge::EXAMPLES;
-pub use registry::{explain, table, Area, Code, Phase, Rule, RULES};
+pub use registry::{explain, reference, Area, Code, Phase, Rule, RULES};
 pub use rules::bufferbloat;
+pub use script::{fix_plans, script, FixPlan, Scope, ScriptStep};
 pub use thresholds::Thresholds;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -92,26 +92,11 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// A finding of `code`, info until a rule says otherwise.
+    /// A finding of `code`, info until a rule says otherwise: the one way to start one, so
+    /// that no finding goes without its code (rules fill in the rest with struct update).
     pub fn new(code: Code) -> Finding {
         Finding {
             code,
-            ..Finding::default()
-        }
-    }
-
-    /// Puts every step in the namespace the tree was read from.
-    fn run_in(&mut self, netns: Option<&Arc<str>>) {
-        for x in &mut self.fix {
-            x.netns = netns.cloned();
-        }
-    }
-}
-
-impl Default for Finding {
-    fn default() -> Self {
-        Finding {
-            code: Code::QueueTooDeep,
             severity: Severity::Info,
             interface: String::new(),
             object: String::new(),
@@ -126,20 +111,61 @@ impl Default for Finding {
             weight: 0.0,
         }
     }
+
+    /// Puts every step in the namespace the tree was read from.
+    fn run_in(&mut self, netns: Option<&Arc<str>>) {
+        for x in &mut self.fix {
+            x.netns = netns.cloned();
+        }
+    }
 }
 
 /// One parameter of one HTB class that a fix changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Change {
     pub class: Handle,
-    /// As tc names it: `rate`, `ceil` (bytes/s), `burst`, `cburst`, `quantum` (bytes).
-    pub field: &'static str,
+    pub field: Param,
     pub from: u64,
     pub to: u64,
     /// The severity of the object it is for, where a merged finding's objects differ (none:
     /// the finding's own).
     #[serde(skip)]
     pub severity: Option<Severity>,
+}
+
+/// A class parameter a fix sets, as tc names it: `rate`, `ceil` (bytes/s), `burst`, `cburst`,
+/// `quantum` (bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Param {
+    Rate,
+    Ceil,
+    Burst,
+    Cburst,
+    Quantum,
+}
+
+impl Param {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Param::Rate => "rate",
+            Param::Ceil => "ceil",
+            Param::Burst => "burst",
+            Param::Cburst => "cburst",
+            Param::Quantum => "quantum",
+        }
+    }
+
+    /// What the operator sold or decided (a policy change), rather than how it is shaped.
+    pub fn is_policy(self) -> bool {
+        matches!(self, Param::Rate | Param::Ceil)
+    }
+}
+
+impl std::fmt::Display for Param {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One object of a merged finding, with what the rule said about it.
@@ -377,7 +403,7 @@ pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         out.extend(settle(iface, sink, facts.snapshot.tick, netns.as_ref()));
     }
     let mut sink = Sink::new(None, &t.ignore);
-    rules::host(facts, t, &mut sink);
+    rules::run_host(facts, t, &mut sink);
     out.extend(sink.finish().into_iter().map(|mut f| {
         f.run_in(netns.as_ref());
         f
@@ -420,7 +446,7 @@ fn settle(
 ) -> Vec<Finding> {
     let mut out = sink.finish();
     if out.iter().any(|f| !f.changes.is_empty()) {
-        plan::resolve(iface, &mut out, tick);
+        target::resolve(iface, &mut out, tick);
     }
     for f in &mut out {
         f.run_in(netns);
@@ -561,7 +587,7 @@ fn before_of<'a>(facts: &Facts<'a>, iface: &Interface) -> Option<&'a Interface> 
 
 /// The `tcmon check --json` document; `tcmon serve`'s `/api/v1/findings` serves the same.
 #[derive(Debug, Serialize)]
-pub struct Report<'a, F: Serialize + ?Sized> {
+pub struct CheckReport<'a, F: Serialize + ?Sized> {
     pub status: Status,
     pub findings: &'a F,
     /// Each interface's commands, once each, in the order of the findings that need them.

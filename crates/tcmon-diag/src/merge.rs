@@ -22,21 +22,38 @@ pub const EXAMPLES: usize = 3;
 /// The qdisc a finding about `object` is reported under: the one whose classes (or whose
 /// classes' queues) it is about, or the multiqueue root above it (one HTB per TX queue is one
 /// shaper made by one script); `None` for the link, or an object not in the tree. With what
-/// the objects are: `classes` or `qdiscs`.
-fn scope(iface: &Interface, object: &str) -> Option<(usize, &'static str)> {
+/// the objects are.
+fn scope(iface: &Interface, object: &str) -> Option<(usize, Kind)> {
     let h: Handle = object.parse().ok()?;
     let t = iface.topology();
     // a class id, or a qdisc handle (minor 0); a default leaf is named by its class
-    let (q, noun) = if h.minor() != 0 {
-        (t.owner(t.class(h)?)?, "classes")
+    let (q, kind) = if h.minor() != 0 {
+        (t.owner(t.class(h)?)?, Kind::Classes)
     } else {
         let q = t.qdisc(h)?;
         match t.parent_class(Obj::Qdisc(q)) {
-            Some(c) => (t.owner(c)?, "qdiscs"),
-            None => (q, "qdiscs"),
+            Some(c) => (t.owner(c)?, Kind::Qdiscs),
+            None => (q, Kind::Qdiscs),
         }
     };
-    Some((per_queue_root(iface, q), noun))
+    Some((per_queue_root(iface, q), kind))
+}
+
+/// What the objects of a merged finding are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Classes,
+    Qdiscs,
+}
+
+impl Kind {
+    /// As the merged message counts them.
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Classes => "classes",
+            Kind::Qdiscs => "qdiscs",
+        }
+    }
 }
 
 /// `q`, or the mq-like qdisc whose queue it is attached to.
@@ -55,16 +72,16 @@ fn is_per_queue(iface: &Interface, q: usize) -> bool {
     )
 }
 
-/// How many objects of `noun` the qdisc has below it (not counting a multiqueue root's own
+/// How many objects of `kind` the qdisc has below it (not counting a multiqueue root's own
 /// queues).
-fn total(iface: &Interface, qdisc: usize, noun: &str) -> usize {
+fn total(iface: &Interface, qdisc: usize, kind: Kind) -> usize {
     let t = iface.topology();
     let own_queues = is_per_queue(iface, qdisc);
     t.descendants(Obj::Qdisc(qdisc))
         .iter()
         .filter(|n| match n.obj {
-            Obj::Class(c) => noun == "classes" && !(own_queues && t.owner(c) == Some(qdisc)),
-            Obj::Qdisc(_) => noun == "qdiscs",
+            Obj::Class(c) => kind == Kind::Classes && !(own_queues && t.owner(c) == Some(qdisc)),
+            Obj::Qdisc(_) => kind == Kind::Qdiscs,
         })
         .count()
 }
@@ -81,7 +98,7 @@ pub(crate) struct Sink<'a> {
 struct Group {
     /// The worst so far, whole.
     worst: Finding,
-    scope: Option<(usize, &'static str)>,
+    scope: Option<(usize, Kind)>,
     /// Set once a second finding joined.
     merged: Option<Merged>,
 }
@@ -188,7 +205,7 @@ impl<'a> Sink<'a> {
         self.groups
             .into_iter()
             .map(|g| match (g.merged, g.scope, iface) {
-                (Some(m), Some((qdisc, noun)), Some(i)) => one(g.worst, m, i, qdisc, noun),
+                (Some(m), Some((qdisc, kind)), Some(i)) => one(g.worst, m, i, qdisc, kind),
                 _ => {
                     let mut f = g.worst;
                     if f.objects.is_empty() && !f.object.is_empty() {
@@ -201,7 +218,7 @@ impl<'a> Sink<'a> {
     }
 }
 
-fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, noun: &str) -> Finding {
+fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, kind: Kind) -> Finding {
     // worst first; stable: equally bad objects keep the tree's order
     fn order<T>(v: &mut [(Severity, f64, T)]) {
         v.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
@@ -212,9 +229,10 @@ fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, noun:
     let handle = iface.qdiscs[qdisc].handle;
     let title = worst.code.rule().title;
     worst.message = format!(
-        "{title}: {} of the {} {noun} of qdisc {handle}. Worst: {}",
+        "{title}: {} of the {} {} of qdisc {handle}. Worst: {}",
         m.count,
-        total(iface, qdisc, noun),
+        total(iface, qdisc, kind),
+        kind.noun(),
         worst.message
     );
     worst.evidence.insert("count", json!(m.count));

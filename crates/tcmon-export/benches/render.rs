@@ -62,14 +62,13 @@ fn tree(classes: u16) -> (Snapshot, Vec<Finding>) {
             (Code::HtbQuantumSmall, Severity::Info),
         ] {
             findings.push(Finding {
-                code,
                 severity,
                 interface: "v0".into(),
                 object: id.to_string(),
                 message: String::new(),
                 evidence: Evidence::default(),
                 fix: Vec::new(),
-                ..Finding::default()
+                ..Finding::new(code)
             });
         }
     }

@@ -227,14 +227,13 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
     };
     s.interfaces = vec![veth, wan, lan];
     let finding = |code: &str, severity, interface: &str, object: &str| Finding {
-        code: code.parse().unwrap(),
         severity,
         interface: interface.into(),
         object: object.into(),
         message: String::new(),
         evidence: Evidence::default(),
         fix: Vec::new(),
-        ..Finding::default()
+        ..Finding::new(code.parse().unwrap())
     };
     let findings = vec![
         finding("queue-too-deep", Severity::Critical, "veth0", "1:10"),

@@ -60,7 +60,6 @@ fn merged_findings(n: u16) -> Vec<Finding> {
     let count = usize::from(n);
     vec![
         Finding {
-            code: Code::QueueTooDeep,
             severity: Severity::Warning,
             interface: "eth0".into(),
             object: "1:".into(),
@@ -88,10 +87,9 @@ fn merged_findings(n: u16) -> Vec<Finding> {
                     message: deep(*c, *q),
                 })
                 .collect(),
-            ..Finding::default()
+            ..Finding::new(Code::QueueTooDeep)
         },
         Finding {
-            code: Code::HtbQuantumSmall,
             severity: Severity::Info,
             interface: "eth0".into(),
             object: "1:".into(),
@@ -119,7 +117,7 @@ fn merged_findings(n: u16) -> Vec<Finding> {
                     message: small(*c),
                 })
                 .collect(),
-            ..Finding::default()
+            ..Finding::new(Code::HtbQuantumSmall)
         },
     ]
 }

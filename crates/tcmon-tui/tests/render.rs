@@ -279,7 +279,6 @@ fn the_findings_pane_scrolls_line_by_line_to_its_last_line() {
     use tcmon_diag::{Code, Example, Finding, Severity};
     let mut findings = common::findings();
     findings.push(Finding {
-        code: Code::HtbQuantumSmall,
         severity: Severity::Info,
         interface: "eth1".into(),
         object: "1:".into(),
@@ -302,16 +301,15 @@ fn the_findings_pane_scrolls_line_by_line_to_its_last_line() {
                 ))
             })
             .collect(),
-        ..Finding::default()
+        ..Finding::new(Code::HtbQuantumSmall)
     });
     for n in 0..12 {
         findings.push(Finding {
-            code: Code::HtbBurstSmall,
             severity: Severity::Info,
             interface: "eth1".into(),
             object: format!("1:{n}"),
             message: format!("class 1:{n} has a burst of 1600 B, less than one tick at its rate"),
-            ..Finding::default()
+            ..Finding::new(Code::HtbBurstSmall)
         });
     }
     let t0 = Instant::now();

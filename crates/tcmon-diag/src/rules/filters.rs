@@ -27,10 +27,6 @@ const BUCKETS: usize = 256;
 /// the kernel picks wrap after 0x7ff and would reorder longer buckets.
 const NODES_PER_BUCKET: usize = 0xFFF;
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    filter_chains(c, out);
-}
-
 /// `filter-chain-long`: the kernel tries the rules at one (parent, prio) one by one, so a
 /// packet that matches none of them (or matches a rule after them) pays for each.
 pub(super) fn filter_chains(c: &Ctx<'_>, out: &mut Sink<'_>) {
@@ -213,7 +209,6 @@ fn finding(
         ))],
     };
     Finding {
-        code: Code::FilterChainLong,
         severity: harm.severity(),
         interface: c.iface.name.clone(),
         object: ch.parent.to_string(),
@@ -223,7 +218,7 @@ fn finding(
         weight: harm.shaper.map_or(0.0, |(_, pps)| {
             pps / harm.ceiling_pps.max(f64::MIN_POSITIVE)
         }),
-        ..Finding::default()
+        ..Finding::new(Code::FilterChainLong)
     }
 }
 

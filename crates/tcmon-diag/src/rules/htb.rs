@@ -8,29 +8,38 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{ev, offload, tenths, Ctx};
 use crate::merge::Sink;
-use crate::plan::{self, rate_arg};
+use crate::target::{self, rate_arg};
 use crate::{Code, Finding, Fix, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
+/// The quanta of every HTB qdisc's classes.
+pub(super) fn quanta(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
         if let Some(QdiscDetail::Htb(h)) = &q.detail {
             htb_quantum(c, q, h, out);
         }
     }
+}
+
+/// Each HTB class's own configuration.
+pub(super) fn classes(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for cl in &c.iface.classes {
         if let Some(h) = cl.htb() {
             htb_class(c, cl, h, out);
         }
     }
-    htb_children(c, out);
 }
 
-pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
+/// Every HTB qdisc's default class.
+pub(super) fn default_class(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
         if let Some(QdiscDetail::Htb(h)) = &q.detail {
             htb_default(c, q, h, out);
         }
     }
+}
+
+/// Each HTB class's counters.
+pub(super) fn classes_traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for cl in &c.iface.classes {
         if let Some(h) = cl.htb() {
             htb_class_traffic(c, cl, h, out);
@@ -180,7 +189,6 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         )
     };
     out.push(Finding {
-        code: Code::HtbDefaultClassMissing,
         severity,
         interface: c.iface.name.clone(),
         object: q.handle.to_string(),
@@ -223,14 +231,14 @@ pub(super) fn htb_default(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             ("share_critical", json!(c.t.direct_share_critical)),
         ]),
         fix,
-        ..Finding::default()
+        ..Finding::new(Code::HtbDefaultClassMissing)
     });
 }
 
 /// The guaranteed rate of a default class added under `parent` (a class, or the qdisc): a
 /// tenth of its ceil, but no more than its parent has left after its children's rates, so the
 /// new class does not oversubscribe it; where nothing is left, the share of the parent that
-/// [`plan::oversubscribed`] tolerates.
+/// [`target::oversubscribed`] tolerates.
 fn default_class_rate(c: &Ctx<'_>, parent: Handle, ceil: u64) -> u64 {
     let tenth = (ceil / 10).max(125);
     let topo = c.iface.topology();
@@ -247,17 +255,53 @@ fn default_class_rate(c: &Ctx<'_>, parent: Handle, ceil: u64) -> u64 {
         .sum();
     let spare = p.rate_bytes_per_sec.saturating_sub(children);
     tenth
-        .min(spare.max(plan::oversubscription_tolerated(p.rate_bytes_per_sec)))
+        .min(spare.max(target::oversubscription_tolerated(p.rate_bytes_per_sec)))
         .max(1)
+}
+
+/// Where the largest packets the shaper is handed come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// Nothing merges: full-size frames.
+    Frames,
+    /// GSO packets of local TCP, up to the device's gso_max_size.
+    Gso { device: String },
+    /// Forwarded traffic GRO merges on the interface it arrives on.
+    Forwarded { on: String },
+    /// GRO merges on an IFB's source before the redirect.
+    Redirected { source: String },
+}
+
+impl Source {
+    /// Merged by GRO before the shaper: traffic a router forwards.
+    fn gro(&self) -> bool {
+        matches!(self, Source::Forwarded { .. } | Source::Redirected { .. })
+    }
+}
+
+/// In the finding's words (its message and `packet_seen_from`).
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Frames => f.write_str("full-size frames"),
+            Source::Gso { device } => {
+                write!(f, "GSO packets of local TCP (gso_max_size of {device})")
+            }
+            Source::Forwarded { on } => write!(f, "packets GRO merges on {on} (forwarded traffic)"),
+            Source::Redirected { source } => {
+                write!(f, "packets GRO merges on {source} before the redirect")
+            }
+        }
+    }
 }
 
 /// The largest packet the shaper can be handed, and where it comes from: local TCP builds
 /// GSO packets of gso_max_size whenever gso_max_segs > 1 (whatever the gso/tso features say),
 /// GRO merges forwarded traffic up to 64 KiB on the interface it arrives on (an IFB's: on its
 /// source); otherwise one full-size frame.
-fn packet_seen(c: &Ctx<'_>) -> (u64, String) {
-    let mut seen = (c.pkt, "full-size frames".to_owned());
-    let mut bigger = |bytes: u64, why: String| {
+fn packet_seen(c: &Ctx<'_>) -> (u64, Source) {
+    let mut seen = (c.pkt, Source::Frames);
+    let mut bigger = |bytes: u64, why: Source| {
         if bytes > seen.0 {
             seen = (bytes, why);
         }
@@ -272,10 +316,9 @@ fn packet_seen(c: &Ctx<'_>) -> (u64, String) {
         if c.iface.gso_max_segs.unwrap_or(0) > 1 {
             bigger(
                 u64::from(c.iface.gso_max_size.unwrap_or(0)),
-                format!(
-                    "GSO packets of local TCP (gso_max_size of {})",
-                    c.iface.name
-                ),
+                Source::Gso {
+                    device: c.iface.name.clone(),
+                },
             );
         }
         if let Some(name) = c
@@ -286,13 +329,15 @@ fn packet_seen(c: &Ctx<'_>) -> (u64, String) {
         {
             bigger(
                 offload::GRO_MAX_BYTES,
-                format!("packets GRO merges on {name} (forwarded traffic)"),
+                Source::Forwarded { on: name.clone() },
             );
         }
     } else if let Some(src) = c.iface.shapes_ingress_of.iter().find(|s| merges(s)) {
         bigger(
             offload::GRO_MAX_BYTES,
-            format!("packets GRO merges on {src} before the redirect"),
+            Source::Redirected {
+                source: src.clone(),
+            },
         );
     }
     seen
@@ -376,9 +421,9 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             }
         }
     }
-    let cap_of = |cl: &Class| plan::quantum_cap_now(c.iface, plan, cl.handle, mtu, c.t);
+    let cap_of = |cl: &Class| target::quantum_cap_now(c.iface, plan, cl.handle, mtu, c.t);
     let flagged = |cl: &Class| {
-        plan::quantum_flagged(
+        target::quantum_flagged(
             cl.htb().expect("filtered on htb"),
             mtu,
             r2q,
@@ -388,10 +433,10 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
     };
     // The leaves that change only with the common r2q go with the first finding, once (a list
     // of every leaf per finding is quadratic).
-    let mut others = Some(plan::changes(
+    let mut others = Some(target::changes(
         plan,
         leaves.iter().copied().filter(|cl| !flagged(cl)),
-        plan::QUANTUM,
+        target::QUANTUM,
     ));
     let how = match plan.quantum.get(&q.handle).and_then(|qp| qp.r2q) {
         Some(n) => format!(
@@ -410,12 +455,12 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         let turn = plan.turns.get(&cl.handle);
         let share: Option<Share> = group(cl).and_then(|k| shares.get(&k).copied());
         let cap = cap_of(cl);
-        let below_mtu = plan::quantum_small(x, mtu);
+        let below_mtu = target::quantum_small(x, mtu);
         let below_seen = turn.is_some() && seen_bytes > c.pkt && qb < seen_bytes;
         // Merged packets that make a small quantum a warning (see below): GRO's, which a
         // router forwards, or GSO packets seen queued in a member.
         let seen_merged = share.filter(|s| s.largest_queued_bytes > c.pkt);
-        let forwarded = seen_why.starts_with("packets GRO merges");
+        let forwarded = seen_why.gro();
         let quantum_line = format!(
             "class {} has quantum {qb} B (rate {} / r2q {r2q} = {computed} B{})",
             cl.handle,
@@ -439,7 +484,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             } else {
                 Severity::Info
             };
-            let mut changes = plan::changes(plan, [*cl], plan::QUANTUM);
+            let mut changes = target::changes(plan, [*cl], target::QUANTUM);
             changes.extend(others.take().into_iter().flatten());
             // a quantum cannot fix packets merged before the shaper: stop the merging
             let fix = if below_seen {
@@ -471,7 +516,6 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                     .to_owned(),
             };
             out.push(Finding {
-                code: Code::HtbQuantumSmall,
                 severity,
                 interface: c.iface.name.clone(),
                 object: cl.handle.to_string(),
@@ -493,7 +537,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                     ("computed_quantum_bytes", json!(computed)),
                     ("mtu", json!(mtu)),
                     ("packet_seen_bytes", json!(seen_bytes)),
-                    ("packet_seen_from", json!(seen_why)),
+                    ("packet_seen_from", json!(seen_why.to_string())),
                     ("borrowing_siblings", json!(turn.map(|t| t.members))),
                     ("parent", json!(turn.map(|t| t.parent.to_string()))),
                     (
@@ -516,10 +560,10 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 fix,
                 changes,
                 weight: distortion * 1e9 + seen_bytes.max(mtu).saturating_sub(qb) as f64,
-                ..Finding::default()
+                ..Finding::new(Code::HtbQuantumSmall)
             });
         }
-        if plan::quantum_big(x, r2q, cap) && !c.t.ignores(Code::HtbQuantumBig) {
+        if target::quantum_big(x, r2q, cap) && !c.t.ignores(Code::HtbQuantumBig) {
             let parent_rate = turn
                 .and_then(|t| c.iface.class(t.parent))
                 .and_then(Class::htb)
@@ -531,7 +575,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             } else {
                 Severity::Info
             };
-            let mut changes = plan::changes(plan, [*cl], plan::QUANTUM);
+            let mut changes = target::changes(plan, [*cl], target::QUANTUM);
             changes.extend(others.take().into_iter().flatten());
             // The shorter turn puts the quantum below merged packets the shaper gets: stop the
             // merging in the same plan, or the next check warns htb-quantum-small in its place.
@@ -573,7 +617,6 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                     .to_owned(),
             };
             out.push(Finding {
-                code: Code::HtbQuantumBig,
                 severity,
                 interface: c.iface.name.clone(),
                 object: cl.handle.to_string(),
@@ -602,7 +645,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 fix,
                 changes,
                 weight: wait_ms.unwrap_or(0.0) * 1e9 + qb.saturating_sub(mtu) as f64,
-                ..Finding::default()
+                ..Finding::new(Code::HtbQuantumBig)
             });
         }
     }
@@ -616,7 +659,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
         (
             Code::HtbBurstSmall,
             "burst",
-            plan::BURST,
+            target::BURST,
             h.burst_bytes,
             h.burst_ns,
             h.rate_bytes_per_sec,
@@ -625,7 +668,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
         (
             Code::HtbCburstSmall,
             "cburst",
-            plan::CBURST,
+            target::CBURST,
             h.cburst_bytes,
             h.cburst_ns,
             h.ceil_bytes_per_sec,
@@ -635,13 +678,12 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
         // tc's default bucket (what a script that sets no burst gets on every class) costs
         // 1-3% of throughput where measured: not a finding, let alone one per class.
         if rate == 0
-            || !plan::bucket_small(bytes, ns, pkt, c.t)
-            || plan::tc_default_bucket(bytes, ns, rate)
+            || !target::bucket_small(bytes, ns, pkt, c.t)
+            || target::tc_default_bucket(bytes, ns, rate)
         {
             continue;
         }
         out.push(Finding {
-            code,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: cl.handle.to_string(),
@@ -652,7 +694,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 fmt_bytes(bytes as f64),
                 fmt_ns(ns as i64),
                 fmt_bits_per_sec(rate as f64 * 8.0),
-                if plan::bucket_below(bytes, pkt) {
+                if target::bucket_below(bytes, pkt) {
                     format!("one packet ({pkt} B)")
                 } else {
                     format!("{} ms of rate", c.t.burst_min_ms)
@@ -665,15 +707,14 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 ("packet_bytes", json!(pkt)),
                 ("proposed_bytes", json!(want)),
             ]),
-            changes: plan::changes(c.plan(), [cl], bit),
+            changes: target::changes(c.plan(), [cl], bit),
             // the shortfall against what the bucket should hold
             weight: want.unwrap_or(bytes).saturating_sub(bytes) as f64,
-            ..Finding::default()
+            ..Finding::new(code)
         });
     }
     if h.rate_bytes_per_sec > h.ceil_bytes_per_sec {
         out.push(Finding {
-            code: Code::HtbRateExceedsCeil,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: cl.handle.to_string(),
@@ -695,7 +736,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 .map(|i| policy_changes(c, i, true))
                 .unwrap_or_default(),
             weight: (h.rate_bytes_per_sec - h.ceil_bytes_per_sec) as f64,
-            ..Finding::default()
+            ..Finding::new(Code::HtbRateExceedsCeil)
         });
     }
 }
@@ -704,7 +745,6 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
 pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_>) {
     if h.giants > 0 {
         out.push(Finding {
-            code: Code::HtbGiants,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: cl.handle.to_string(),
@@ -718,7 +758,7 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
                 ("link_mtu", json!(c.iface.mtu)),
             ]),
             // GSO packets can pass the class as one: size the tables for the largest.
-            fix: plan::command_with_mtu(
+            fix: target::command_with_mtu(
                 c.iface,
                 c.plan(),
                 cl,
@@ -727,7 +767,7 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
             )
             .into_iter()
             .collect(),
-            ..Finding::default()
+            ..Finding::new(Code::HtbGiants)
         });
     }
     // Saturation needs drops or overlimits in the window: a class that never had either is
@@ -741,7 +781,6 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
         let pressure = r.drops_per_sec.unwrap_or(0.0) + r.overlimits_per_sec.unwrap_or(0.0);
         if ceil_bits > 0.0 && sending >= c.t.saturated_ratio * ceil_bits && pressure > 0.0 {
             out.push(Finding {
-                code: Code::ClassSaturated,
                 severity: Severity::Info,
                 interface: c.iface.name.clone(),
                 object: cl.handle.to_string(),
@@ -765,7 +804,7 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
                     ),
                 ]),
                 fix: vec![],
-                ..Finding::default()
+                ..Finding::new(Code::ClassSaturated)
             });
         }
     }
@@ -776,16 +815,20 @@ pub(super) fn htb_class_traffic(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut
 /// the classes above it, which the plan raises where the new buckets below need it.
 fn policy_changes(c: &Ctx<'_>, top: usize, top_changes: bool) -> Vec<crate::Change> {
     let plan = c.policy_plan();
-    let buckets = plan::BURST | plan::CBURST;
+    let buckets = target::BURST | target::CBURST;
     let topo = c.iface.topology();
-    let mut ch = plan::changes(
+    let mut ch = target::changes(
         plan,
         topo.ancestor_classes(top).map(|i| &c.iface.classes[i]),
         buckets,
     );
-    let own = if top_changes { plan::POLICY } else { buckets };
-    ch.extend(plan::changes(plan, [&c.iface.classes[top]], own));
-    ch.extend(plan::changes(plan, descendants(c.iface, top), plan::POLICY));
+    let own = if top_changes { target::POLICY } else { buckets };
+    ch.extend(target::changes(plan, [&c.iface.classes[top]], own));
+    ch.extend(target::changes(
+        plan,
+        descendants(c.iface, top),
+        target::POLICY,
+    ));
     ch
 }
 
@@ -820,9 +863,8 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
             .iter()
             .map(|(_, x)| u128::from(x.rate_bytes_per_sec))
             .sum();
-        if plan::oversubscribed(sum, p.rate_bytes_per_sec) {
+        if target::oversubscribed(sum, p.rate_bytes_per_sec) {
             out.push(Finding {
-                code: Code::HtbRatesOversubscribed,
                 severity: Severity::Info,
                 interface: c.iface.name.clone(),
                 object: parent.handle.to_string(),
@@ -849,13 +891,12 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                 // above where the children's new ones need it: the policy plan as a whole
                 changes: policy_changes(c, pi, false),
                 weight: (sum - u128::from(p.rate_bytes_per_sec)) as f64,
-                ..Finding::default()
+                ..Finding::new(Code::HtbRatesOversubscribed)
             });
         }
         for &(k, x) in &kids {
             if x.ceil_bytes_per_sec > p.ceil_bytes_per_sec {
                 out.push(Finding {
-                    code: Code::HtbCeilExceedsParent,
                     severity: Severity::Info,
                     interface: c.iface.name.clone(),
                     object: k.handle.to_string(),
@@ -879,21 +920,21 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                         true,
                     ),
                     weight: (x.ceil_bytes_per_sec - p.ceil_bytes_per_sec) as f64,
-                    ..Finding::default()
+                    ..Finding::new(Code::HtbCeilExceedsParent)
                 });
             }
-            let exceeds = |child: u64, parent: u64| plan::bucket_below(parent, child);
+            let exceeds = |child: u64, parent: u64| target::bucket_below(parent, child);
             // tc's defaults differ between rates only by the kernel's rounding of ticks
-            let defaults = plan::tc_default_bucket(x.burst_bytes, x.burst_ns, x.rate_bytes_per_sec)
-                && plan::tc_default_bucket(x.cburst_bytes, x.cburst_ns, x.ceil_bytes_per_sec)
-                && plan::tc_default_bucket(p.burst_bytes, p.burst_ns, p.rate_bytes_per_sec)
-                && plan::tc_default_bucket(p.cburst_bytes, p.cburst_ns, p.ceil_bytes_per_sec);
+            let defaults =
+                target::tc_default_bucket(x.burst_bytes, x.burst_ns, x.rate_bytes_per_sec)
+                    && target::tc_default_bucket(x.cburst_bytes, x.cburst_ns, x.ceil_bytes_per_sec)
+                    && target::tc_default_bucket(p.burst_bytes, p.burst_ns, p.rate_bytes_per_sec)
+                    && target::tc_default_bucket(p.cburst_bytes, p.cburst_ns, p.ceil_bytes_per_sec);
             if !defaults
                 && (exceeds(x.burst_bytes, p.burst_bytes)
                     || exceeds(x.cburst_bytes, p.cburst_bytes))
             {
                 out.push(Finding {
-                    code: Code::HtbChildBurstExceedsParent,
                     severity: Severity::Info,
                     interface: c.iface.name.clone(),
                     object: k.handle.to_string(),
@@ -915,11 +956,11 @@ pub(super) fn htb_children(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     ]),
                     // The plan lowers the child to the parent's buckets, and raises the parent
                     // only where the child's own minimum is still larger.
-                    changes: plan::changes(c.plan(), [k, parent], plan::BURST | plan::CBURST),
+                    changes: target::changes(c.plan(), [k, parent], target::BURST | target::CBURST),
                     weight: (x.burst_bytes.saturating_sub(p.burst_bytes)
                         + x.cburst_bytes.saturating_sub(p.cburst_bytes))
                         as f64,
-                    ..Finding::default()
+                    ..Finding::new(Code::HtbChildBurstExceedsParent)
                 });
             }
         }

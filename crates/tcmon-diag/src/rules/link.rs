@@ -9,13 +9,8 @@ use super::{ev, Ctx};
 use crate::merge::Sink;
 use crate::{Code, Facts, Finding, Fix, Severity, Thresholds};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    unshaped_root(c, out);
-    bql(c, out);
-}
-
 /// Findings about the host rather than one interface.
-pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Sink<'_>) {
+pub(super) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Sink<'_>) {
     let has_htb = facts.snapshot.interfaces.iter().any(|i| {
         i.qdiscs
             .iter()
@@ -23,7 +18,6 @@ pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Sink<'_>) {
     });
     if has_htb && facts.htb_hysteresis == Some(true) {
         out.push(Finding {
-            code: Code::HtbHysteresisOn,
             severity: Severity::Info,
             interface: String::new(),
             object: String::new(),
@@ -35,7 +29,7 @@ pub(crate) fn host(facts: &Facts<'_>, _t: &Thresholds, out: &mut Sink<'_>) {
                 Fix::host("echo 0 > /sys/module/sch_htb/parameters/htb_hysteresis"),
                 Fix::host("echo 'options sch_htb htb_hysteresis=0' > /etc/modprobe.d/sch_htb.conf"),
             ],
-            ..Finding::default()
+            ..Finding::new(Code::HtbHysteresisOn)
         });
     }
 }
@@ -63,7 +57,6 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
     }
     let pkt = c.pkt;
     out.push(Finding {
-        code: Code::TxqueuelenDeepUnshaped,
         severity: Severity::Info,
         interface: c.iface.name.clone(),
         object: root.handle.to_string(),
@@ -97,7 +90,7 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     .on(root.handle),
             ]
         },
-        ..Finding::default()
+        ..Finding::new(Code::TxqueuelenDeepUnshaped)
     });
 }
 
@@ -113,7 +106,6 @@ pub(super) fn bql(c: &Ctx<'_>, out: &mut Sink<'_>) {
         return;
     }
     out.push(Finding {
-        code: Code::BqlLimitHigh,
         severity: Severity::Info,
         interface: c.iface.name.clone(),
         object: String::new(),
@@ -127,6 +119,6 @@ pub(super) fn bql(c: &Ctx<'_>, out: &mut Sink<'_>) {
             "for q in /sys/class/net/{}/queues/tx-*/byte_queue_limits; do echo {} > $q/limit_max; done",
             c.iface.name, c.t.bql_limit_max_bytes
         ))],
-        ..Finding::default()
+        ..Finding::new(Code::BqlLimitHigh)
     });
 }

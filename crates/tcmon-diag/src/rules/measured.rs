@@ -76,14 +76,13 @@ pub fn bufferbloat(
         None => (String::new(), String::new(), String::new(), Vec::new()),
     };
     Some(Finding {
-        code: Code::Bufferbloat,
         severity,
         interface,
         object,
         message: format!("latency rises {inc:.0} ms under load (grade {grade}{rpm}); {place}"),
         evidence,
         fix,
-        ..Finding::default()
+        ..Finding::new(Code::Bufferbloat)
     })
 }
 

@@ -9,11 +9,11 @@ mod offload;
 mod queue;
 mod tbf;
 
-pub(crate) use link::host;
 pub use measured::bufferbloat;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::OnceCell;
+use std::sync::LazyLock;
 
 use serde_json::{json, Value};
 use tcmon_core::model::{Class, HtbClass, Interface, Qdisc, QdiscDetail};
@@ -22,7 +22,7 @@ use tcmon_core::sojourn::ObjectSojourn;
 use tcmon_core::units::{fmt_ns, Handle};
 
 use crate::merge::Sink;
-use crate::plan::{self, packet_bytes, Plan};
+use crate::target::{self, packet_bytes, Plan};
 use crate::{Evidence, Facts, Fix, Thresholds};
 
 pub(crate) struct Ctx<'a> {
@@ -62,31 +62,107 @@ impl<'a> Ctx<'a> {
 
     fn plan(&self) -> &Plan {
         self.plan
-            .get_or_init(|| plan::plan(self.iface, self.t, plan::Policy::Kept))
+            .get_or_init(|| target::plan(self.iface, self.t, target::Policy::Kept))
     }
 
     fn policy_plan(&self) -> &Plan {
         self.policy_plan
-            .get_or_init(|| plan::plan(self.iface, self.t, plan::Policy::Changed))
+            .get_or_init(|| target::plan(self.iface, self.t, target::Policy::Changed))
     }
 }
+
+/// A rule: reads the context, pushes findings.
+type RuleFn = fn(&Ctx<'_>, &mut Sink<'_>);
+
+/// A rule about the host rather than one interface.
+type HostFn = fn(&Facts<'_>, &Thresholds, &mut Sink<'_>);
+
+/// A rule function with its path in the table, by which findings that share it run it once.
+struct Named<F> {
+    path: &'static str,
+    run: F,
+}
+
+/// What the registry's table says of a rule's running: when, and which function(s).
+enum Run {
+    Config(Named<RuleFn>),
+    Traffic(Named<RuleFn>),
+    /// The configuration rule, then the traffic one.
+    Both(Named<RuleFn>, Named<RuleFn>),
+    Host(Named<HostFn>),
+    /// On request, outside the diagnosis: `tcmon check --load` calls [`bufferbloat`].
+    Load,
+}
+
+/// The registry's table as [`Run`]s, one per finding.
+macro_rules! dispatch {
+    ($($code:ident $name:literal {
+        area: $area:ident,
+        phase: $phase:ident $(($($run:path),+))?,
+        $($rest:tt)*
+    })+) => {
+        const RUNS: &[Run] = &[$(
+            Run::$phase $(($(Named { path: stringify!($run), run: $run }),+))?,
+        )+];
+    };
+}
+
+crate::registry::findings!(dispatch);
+
+/// The functions `pick` takes from the table, each once, in the order of its first finding.
+fn runs<F: Copy>(pick: impl Fn(&Run) -> Option<&Named<F>>) -> Vec<F> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for f in RUNS.iter().filter_map(pick) {
+        if !seen.contains(&f.path) {
+            seen.push(f.path);
+            out.push(f.run);
+        }
+    }
+    out
+}
+
+static CONFIG: LazyLock<Vec<RuleFn>> = LazyLock::new(|| {
+    runs(|r| match r {
+        Run::Config(f) | Run::Both(f, _) => Some(f),
+        _ => None,
+    })
+});
+
+static TRAFFIC: LazyLock<Vec<RuleFn>> = LazyLock::new(|| {
+    runs(|r| match r {
+        Run::Traffic(f) | Run::Both(_, f) => Some(f),
+        _ => None,
+    })
+});
+
+static HOST: LazyLock<Vec<HostFn>> = LazyLock::new(|| {
+    runs(|r| match r {
+        Run::Host(f) => Some(f),
+        _ => None,
+    })
+});
 
 /// Rules that read only configuration: the tree's options, link facts and thresholds. Never
 /// counters, rates or the poll before, so their findings hold until the configuration changes.
 pub(crate) fn run_config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    queue::config(c, out);
-    offload::config(c, out);
-    htb::config(c, out);
-    tbf::config(c, out);
-    filters::config(c, out);
-    link::config(c, out);
+    for rule in CONFIG.iter() {
+        rule(c, out);
+    }
 }
 
 /// Rules that read counters, backlog and rates: run on every poll.
 pub(crate) fn run_traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    queue::traffic(c, out);
-    offload::traffic(c, out);
-    htb::traffic(c, out);
+    for rule in TRAFFIC.iter() {
+        rule(c, out);
+    }
+}
+
+/// Rules about the host rather than one interface: once per diagnosis.
+pub(crate) fn run_host(facts: &Facts<'_>, t: &Thresholds, out: &mut Sink<'_>) {
+    for rule in HOST.iter() {
+        rule(facts, t, out);
+    }
 }
 
 fn ev<const N: usize>(pairs: [(&'static str, Value); N]) -> Evidence {
@@ -179,7 +255,7 @@ fn htb_parent<'a>(iface: &'a Interface, q: &Qdisc) -> Option<(&'a Class, &'a Htb
 /// narrowest HTB ceil above it (after the plan's fixes); `None` when nothing shapes it.
 fn shaper_rate(c: &Ctx<'_>, q: &Qdisc) -> Option<u64> {
     let ceil = htb_parent(c.iface, q)
-        .map(|(class, _)| plan::effective_ceil(c.iface, c.plan(), class.handle));
+        .map(|(class, _)| target::effective_ceil(c.iface, c.plan(), class.handle));
     let tbf = match &q.detail {
         Some(QdiscDetail::Tbf(t)) => Some(t.rate_bytes_per_sec),
         _ => None,

@@ -9,14 +9,6 @@ use super::{by_key, ev, htb_parent, inside_tbf, measured, measured_evidence, ms,
 use crate::merge::Sink;
 use crate::{Code, Evidence, Finding, Fix, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    offload_predicted(c, out);
-}
-
-pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    offload_observed(c, out);
-}
-
 /// `offload-on-shaped-link`: a software shaper's queue holding GSO/GRO super-packets, each of
 /// which takes long at the class rate. Seen in the backlog (bytes per queued packet far above
 /// the MTU) it is a warning; predicted from the link's GSO limits it is information, and an
@@ -81,7 +73,6 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
             evidence.insert("measured_sojourn", measured_evidence(m));
         }
         out.push(Finding {
-            code: Code::OffloadOnShapedLink,
             severity: Severity::Warning,
             interface: c.iface.name.clone(),
             object: object.to_string(),
@@ -97,7 +88,7 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
             ),
             evidence,
             fix: offload_fix(c),
-            ..Finding::default()
+            ..Finding::new(Code::OffloadOnShapedLink)
         });
     }
 }
@@ -124,7 +115,6 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
         return;
     }
     out.push(Finding {
-        code: Code::OffloadOnShapedLink,
         severity: Severity::Info,
         interface: c.iface.name.clone(),
         object: class.to_string(),
@@ -142,7 +132,7 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
             ("one_packet_ms", json!(ms(one_ns))),
         ]),
         fix: offload_fix(c),
-        ..Finding::default()
+        ..Finding::new(Code::OffloadOnShapedLink)
     });
 }
 
@@ -196,7 +186,6 @@ fn ifb_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
         ]);
         evidence.insert("shapes_ingress_of", json!(c.iface.shapes_ingress_of));
         out.push(Finding {
-            code: Code::OffloadOnShapedLink,
             severity,
             interface: c.iface.name.clone(),
             object: class.to_string(),
@@ -209,7 +198,7 @@ fn ifb_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
             ),
             evidence,
             fix: source_fix(src, gro, lro),
-            ..Finding::default()
+            ..Finding::new(Code::OffloadOnShapedLink)
         });
     }
 }

@@ -13,16 +13,8 @@ use super::{
     measured_text, ms, shaper_rate, shorter_queue, Ctx,
 };
 use crate::merge::Sink;
-use crate::plan;
+use crate::target;
 use crate::{Code, Evidence, Finding, Severity};
-
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    queue_depth(c, out);
-}
-
-pub(super) fn traffic(c: &Ctx<'_>, out: &mut Sink<'_>) {
-    standing_queue(c, out);
-}
 
 /// `queue-too-deep`: a FIFO under a shaped class that takes long to drain when full.
 pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
@@ -55,7 +47,7 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
             continue;
         };
         // the narrowest ceil above the queue, after the class fixes: the fix must fit those
-        let ceil = plan::effective_ceil(c.iface, c.plan(), class.handle).max(1);
+        let ceil = target::effective_ceil(c.iface, c.plan(), class.handle).max(1);
         // No shorter FIFO than the fix's: at a rate where two packets take longer than the
         // warning, the queue at that length is as short as a FIFO gets (and its fix would only
         // restate it); only a higher rate, or an AQM, does better.
@@ -95,7 +87,6 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
             evidence.insert("alternative_fix", json!(alt));
         }
         out.push(Finding {
-            code: Code::QueueTooDeep,
             severity,
             interface: c.iface.name.clone(),
             object: if builtin { class.handle.to_string() } else { q.handle.to_string() },
@@ -108,7 +99,7 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
             evidence,
             fix,
             weight: delay_ns,
-            ..Finding::default()
+            ..Finding::new(Code::QueueTooDeep)
         });
     }
 }
@@ -219,7 +210,6 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
             (None, None) => unreachable!("one of them is long"),
         };
         out.push(Finding {
-            code: Code::StandingQueue,
             severity: Severity::Warning,
             interface: c.iface.name.clone(),
             object: object.to_string(),
@@ -241,12 +231,12 @@ pub(super) fn standing_queue(c: &Ctx<'_>, out: &mut Sink<'_>) {
                     c,
                     q,
                     class.handle,
-                    plan::effective_ceil(c.iface, c.plan(), class.handle).max(1),
+                    target::effective_ceil(c.iface, c.plan(), class.handle).max(1),
                 ),
                 _ => Vec::new(),
             },
             weight: seen.unwrap_or(0.0).max(p99_ns.unwrap_or(0.0)),
-            ..Finding::default()
+            ..Finding::new(Code::StandingQueue)
         });
     }
 }

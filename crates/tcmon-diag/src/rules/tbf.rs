@@ -8,10 +8,11 @@ use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 
 use super::{ev, ms, replace_cmd, shaper_rate, shorter_queue, Ctx};
 use crate::merge::Sink;
-use crate::plan::{self, rate_arg};
+use crate::target::{self, rate_arg};
 use crate::{Code, Finding, Fix, Severity};
 
-pub(super) fn config(c: &Ctx<'_>, out: &mut Sink<'_>) {
+/// Every TBF qdisc.
+pub(super) fn tbfs(c: &Ctx<'_>, out: &mut Sink<'_>) {
     for q in &c.iface.qdiscs {
         if matches!(q.detail, Some(QdiscDetail::Tbf(_))) {
             tbf(c, q, out);
@@ -33,8 +34,8 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     let held = wire_bytes(t.burst_ns, rate);
     // A bucket must hold one full packet (TBF drops larger ones): at low rates that is more
     // than the time a burst should last, and nothing smaller works, so it is not huge.
-    let huge = burst_ms > c.t.tbf_burst_max_ms && plan::bucket_below(pkt, held);
-    let small = plan::bucket_below(held, pkt);
+    let huge = burst_ms > c.t.tbf_burst_max_ms && target::bucket_below(pkt, held);
+    let small = target::bucket_below(held, pkt);
     // a new bucket: a tick of the rate more than wanted, which the kernel's rounding takes
     let margin = |want: u64| want + (u128::from(rate) * 64 / 1_000_000_000) as u64;
     let burst = if huge {
@@ -132,7 +133,6 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     }
     if huge {
         out.push(Finding {
-            code: Code::TbfBurstHuge,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: q.handle.to_string(),
@@ -151,12 +151,11 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
                 ("threshold_ms", json!(c.t.tbf_burst_max_ms)),
             ]),
             fix: tbf_fix.clone(),
-            ..Finding::default()
+            ..Finding::new(Code::TbfBurstHuge)
         });
     }
     if small {
         out.push(Finding {
-            code: Code::TbfBurstSmall,
             severity: Severity::Info,
             interface: c.iface.name.clone(),
             object: q.handle.to_string(),
@@ -171,7 +170,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
                 ("packet_bytes", json!(pkt)),
             ]),
             fix: tbf_fix.clone(),
-            ..Finding::default()
+            ..Finding::new(Code::TbfBurstSmall)
         });
     }
     if !deep {
@@ -220,7 +219,6 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
         fmt_bits_per_sec(rate as f64 * 8.0)
     };
     out.push(Finding {
-        code: Code::TbfQueueTooDeep,
         severity,
         interface: c.iface.name.clone(),
         object: q.handle.to_string(),
@@ -241,7 +239,7 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
         ]),
         fix,
         weight: delay_ns,
-        ..Finding::default()
+        ..Finding::new(Code::TbfQueueTooDeep)
     });
 }
 

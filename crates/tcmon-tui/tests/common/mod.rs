@@ -236,7 +236,6 @@ pub fn shaped(at: Instant, shape: Shape) -> Snapshot {
 pub fn findings() -> Vec<Finding> {
     vec![
         Finding {
-            code: tcmon_diag::Code::QueueTooDeep,
             severity: Severity::Critical,
             interface: "eth1".into(),
             object: "1:10".into(),
@@ -245,17 +244,16 @@ pub fn findings() -> Vec<Finding> {
             fix: vec![tcmon_diag::Fix::tc(
                 "qdisc replace dev eth1 parent 1:10 handle 10: pfifo limit 8",
             )],
-            ..Finding::default()
+            ..Finding::new(tcmon_diag::Code::QueueTooDeep)
         },
         Finding {
-            code: tcmon_diag::Code::ClassSaturated,
             severity: Severity::Info,
             interface: "eth1".into(),
             object: "1:1".into(),
             message: "class 1:1 sends 2 Mbit of its 2 Mbit ceil".into(),
             evidence: Evidence::default(),
             fix: vec![],
-            ..Finding::default()
+            ..Finding::new(tcmon_diag::Code::ClassSaturated)
         },
     ]
 }

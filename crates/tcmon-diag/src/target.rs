@@ -1,6 +1,7 @@
-//! One target state per HTB class, computed from every class-level rule at once, so that the
-//! fixes of different findings about the same class (or its parent and children) are the same
-//! command and never undo each other: applying them all, once, gives a tree the rules accept.
+//! The class target state: one target per HTB class, computed from every class-level rule at
+//! once, so that the fixes of different findings about the same class (or its parent and
+//! children) are the same command and never undo each other: applying them all, once, gives a
+//! tree the rules accept. (The ordered script of those commands is [`crate::script`].)
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -9,7 +10,7 @@ use tcmon_core::model::{Class, HtbClass, Interface, QdiscDetail};
 use tcmon_core::topology::Obj;
 use tcmon_core::units::{Handle, TickLen};
 
-use crate::{Change, Code, Finding, Fix, Severity, Thresholds};
+use crate::{Change, Code, Finding, Fix, Param, Severity, Thresholds};
 
 /// Whether a plan changes what the operator decided: rates and ceils.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -482,12 +483,12 @@ pub(crate) const QUANTUM: u8 = 16;
 /// What a policy finding's step sets: the classes as the policy plan has them, rates and ceils
 /// with the buckets and quanta that follow from them.
 pub(crate) const POLICY: u8 = RATE | CEIL | BURST | CBURST | QUANTUM;
-const FIELDS: [(u8, &str); 5] = [
-    (RATE, "rate"),
-    (CEIL, "ceil"),
-    (BURST, "burst"),
-    (CBURST, "cburst"),
-    (QUANTUM, "quantum"),
+const FIELDS: [(u8, Param); 5] = [
+    (RATE, Param::Rate),
+    (CEIL, Param::Ceil),
+    (BURST, Param::Burst),
+    (CBURST, Param::Cburst),
+    (QUANTUM, Param::Quantum),
 ];
 
 fn field(t: &Target, bit: u8) -> u64 {
@@ -553,11 +554,7 @@ pub(crate) fn resolve(iface: &Interface, findings: &mut [Finding], tick: TickLen
         Advice,
         Policy,
     }
-    let policy = |f: &Finding| {
-        f.changes
-            .iter()
-            .any(|ch| ch.field == "rate" || ch.field == "ceil")
-    };
+    let policy = |f: &Finding| f.changes.iter().any(|ch| ch.field.is_policy());
     // a change's step: the policy step of a finding that changes rates (`policy`: once per
     // finding, never per change), else the plan's for a warning or critical object, advice for
     // an info one
@@ -645,7 +642,7 @@ pub(crate) fn resolve(iface: &Interface, findings: &mut [Finding], tick: TickLen
     }
 }
 
-fn field_order(name: &str) -> usize {
+fn field_order(name: Param) -> usize {
     FIELDS
         .iter()
         .position(|(_, n)| *n == name)

@@ -1,7 +1,7 @@
-//! One fix plan per interface: the steps the findings need, each once, in the order of the
-//! findings that need it (worst first), so that findings share steps instead of repeating
-//! each other's. Printed as a runnable script by `tcmon check --fix-script`. Linear in the
-//! steps.
+//! The fix script: one fix plan per interface, the steps the findings need, each once, in the
+//! order of the findings that need it (worst first), so that findings share steps instead of
+//! repeating each other's. Printed as a runnable script by `tcmon check --fix-script`. Linear
+//! in the steps.
 //!
 //! What a plan holds ([`Scope`]): the steps of warning and critical findings; a step that
 //! changes policy (a guaranteed rate, a ceil) only when asked for, and then from findings of
@@ -18,11 +18,11 @@ use crate::{Finding, Fix, Severity};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FixPlan {
     pub interface: String,
-    pub steps: Vec<Step>,
+    pub steps: Vec<ScriptStep>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Step {
+pub struct ScriptStep {
     /// The line as a shell runs it (the namespace in it), with its condition as a comment.
     pub command: String,
     #[serde(flatten)]
@@ -70,7 +70,7 @@ pub fn fix_plans<'a>(
             });
             let steps = &mut plans[p].steps;
             let s = *step_of.entry((p, fix)).or_insert_with(|| {
-                steps.push(Step {
+                steps.push(ScriptStep {
                     command: fix.to_string(),
                     fix: fix.clone(),
                     findings: Vec::new(),
@@ -133,8 +133,8 @@ pub fn script(plans: &[FixPlan]) -> String {
                 String::new()
             }
         );
-        let mut batch: Vec<&Step> = Vec::new();
-        let flush = |s: &mut String, batch: &mut Vec<&Step>| {
+        let mut batch: Vec<&ScriptStep> = Vec::new();
+        let flush = |s: &mut String, batch: &mut Vec<&ScriptStep>| {
             match batch.as_slice() {
                 [] => {}
                 [one] => {
@@ -190,15 +190,9 @@ fn policy_words(fix: &Fix) -> String {
     let parts: Vec<String> = fix
         .changes
         .iter()
-        .filter(|c| c.field == "rate" || c.field == "ceil" || c.field == "prio")
+        .filter(|c| c.field.is_policy())
         .map(|c| {
-            let v = |x: u64| {
-                if c.field == "prio" {
-                    x.to_string()
-                } else {
-                    tcmon_core::units::fmt_bits_per_sec(x as f64 * 8.0)
-                }
-            };
+            let v = |x: u64| tcmon_core::units::fmt_bits_per_sec(x as f64 * 8.0);
             format!(
                 "the {} of {} ({} -> {})",
                 c.field,
@@ -218,7 +212,7 @@ fn policy_words(fix: &Fix) -> String {
 #[cfg(test)]
 mod tests {
     use super::{fix_plans, script, Scope};
-    use crate::{Change, Finding, Fix, Severity};
+    use crate::{Change, Finding, Fix, Param, Severity};
     use tcmon_core::units::Handle;
 
     fn f(code: &str, sev: Severity, iface: &str, object: &str, fix: Vec<Fix>) -> Finding {
@@ -314,7 +308,7 @@ mod tests {
         rate.policy = true;
         rate.changes.push(Change {
             class: Handle::new(1, 0x10),
-            field: "rate",
+            field: Param::Rate,
             from: 1000,
             to: 500,
             severity: None,

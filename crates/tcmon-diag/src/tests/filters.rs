@@ -1,0 +1,307 @@
+//! `filter-chain-long`: the packet rate a linear u32 chain allows against the shaper's, and
+//! the hashed replacement generated from the rules' keys.
+
+use super::*;
+
+use tcmon_core::filter::{U32Filter, U32Key};
+
+#[test]
+fn long_filter_chain_names_the_classes_behind_it() {
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
+    // As tc builds it when prio 400 gets its rule first: prio 400's root table is 800:,
+    // prio 100's 801:.
+    let rule = |prio: u16, n: u32, class: &str| Filter {
+        parent: h("1:"),
+        prio,
+        protocol: "ip".into(),
+        kind: "u32".into(),
+        chain: 0,
+        handle: format!("{}::{n:x}", if prio == 100 { 801 } else { 800 }),
+        handle_raw: (if prio == 100 { 0x801 } else { 0x800 } << 20) | n,
+        class_id: Some(h(class)),
+        is_rule: true,
+        ..Filter::new(h("1:"), prio, "ip", "u32")
+    };
+    i.filters = (1..=150).map(|n| rule(100, n, "1:10")).collect();
+    i.filters.push(rule(400, 1, "1:30"));
+    sort_interface(&mut i);
+    let f = check(&snap(Instant::now(), i));
+    let l = f.iter().find(|f| f.code == "filter-chain-long").unwrap();
+    assert_eq!(l.evidence["rules"], 150);
+    assert_eq!(l.evidence["classes_behind"], serde_json::json!(["1:30"]));
+    assert!(l
+        .message
+        .contains("traffic for 1:30 is classified only after all of them"));
+    // 150 rules at 10 ns: 666,667 packets/s, far above the 165 a 2 Mbit shaper passes
+    assert_eq!(l.severity, Severity::Info);
+    // keys not decoded: advice, as a comment, rather than a script that would lose rules
+    assert_eq!(fx(l).len(), 1, "{:?}", fx(l));
+    assert!(
+        fx(l)[0].starts_with("# no hashed replacement generated: rule 801::1 was not decoded"),
+        "prose is a comment: {:?}",
+        fx(l)
+    );
+}
+
+/// A u32 rule with `keys` (value, mask, offset) at `handle` (htid:bucket:node). Node ids
+/// stop at fff, as 6.18 gives every rule after the 4,095th of a bucket.
+fn rule(prio: u16, handle: (u32, u32, u32), keys: &[(u32, u32, i32)], class: &str) -> Filter {
+    let (ht, bucket, node) = handle;
+    let raw = ht << 20 | bucket << 12 | node.min(0xFFF);
+    Filter {
+        handle: tcmon_core::filter::u32_handle(raw),
+        handle_raw: raw,
+        class_id: Some(h(class)),
+        u32: Some(U32Filter {
+            keys: keys.len() as u32,
+            matches: keys
+                .iter()
+                .map(|&(value, mask, offset)| U32Key {
+                    text: "".into(),
+                    value,
+                    mask,
+                    offset,
+                    nexthdr: false,
+                })
+                .collect(),
+            terminal: true,
+            ..U32Filter::default()
+        }),
+        ..Filter::new(h("1:"), prio, "ip", "u32")
+    }
+}
+
+/// `ip dst 10.200.x.y/32` for the i-th subscriber.
+fn dst(i: u32) -> (u32, u32, i32) {
+    (0x0ac8_0000 | i, 0xffff_ffff, 16)
+}
+
+/// HTB whose top class has `ceil`, leaves 1:2 and 1:3 (the default), and `n` rules for
+/// 10.200.x.y at prio 100 (root table 801:) to 1:2 before a catch-all at prio 400 (800:).
+fn chain(ceil: u64, n: u32) -> Interface {
+    let mut i = iface(
+        vec![
+            htb_qdisc(10, 3, 0),
+            fifo("2:", "1:2", "pfifo", 10),
+            fifo("3:", "1:3", "pfifo", 10),
+        ],
+        vec![
+            class("1:1", "root", ceil, ceil, 10, 7),
+            class("1:2", "1:1", ceil / 2, ceil, 10, 0),
+            class("1:3", "1:1", ceil / 2, ceil, 10, 0),
+        ],
+    );
+    i.filters = (0..n)
+        .map(|k| rule(100, (0x801, 0, k + 1), &[dst(k)], "1:2"))
+        .collect();
+    i.filters
+        .push(rule(400, (0x800, 0, 1), &[(0, 0, 0)], "1:3"));
+    sort_interface(&mut i);
+    i
+}
+
+fn long(i: Interface) -> Option<Finding> {
+    check(&snap(Instant::now(), i))
+        .into_iter()
+        .find(|f| f.code == "filter-chain-long")
+}
+
+#[test]
+fn below_the_shaper_packet_rate_is_info() {
+    // 150 rules x 10 ns: 666,667 packets/s against 165 of 1514 B at 2 Mbit
+    let f = long(chain(2 * MBIT, 150)).unwrap();
+    assert_eq!(f.severity, Severity::Info, "{}", f.message);
+    assert_eq!(f.evidence["rules_tried"], 150);
+    assert_eq!(f.evidence["ceiling_pps"], 666_667.0);
+    assert_eq!(f.evidence["shaper_pps"], 165.0);
+    assert_eq!(f.evidence["classes_behind"], json!(["1:3"]));
+    assert!(
+        f.message.contains(
+            "at most 666667 packets/s, above the 165 full-size packets/s of the shaper's 2 Mbit"
+        ),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn above_the_shaper_packet_rate_is_a_warning_and_ten_times_critical() {
+    // the seed: 10,000 rules, 10,000 packets/s; 82,563 of 1514 B at 1 Gbit
+    let f = long(chain(1000 * MBIT, 10_000)).unwrap();
+    assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+    assert_eq!(f.evidence["ceiling_pps"], 10_000.0);
+    assert_eq!(f.evidence["shaper_pps"], 82_563.0);
+    assert!(
+        f.message.contains(
+            "at most 10000 packets/s, below the 82563 full-size packets/s of the shaper's 1 Gbit"
+        ),
+        "{}",
+        f.message
+    );
+    // at 10 Gbit, 825,627 packets/s: the chain passes under a tenth
+    let f = long(chain(10_000 * MBIT, 10_000)).unwrap();
+    assert_eq!(f.severity, Severity::Critical, "{}", f.message);
+    // a short chain that alone caps a fast shaper is reported too: 90 rules, 1.1 Mpps
+    // against 2 Mpps at 25 Gbit
+    let f = long(chain(25_000 * MBIT, 90)).unwrap();
+    assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+    // the cost is a setting
+    let t = Thresholds {
+        filter_rule_cost_ns: 1.0,
+        ..Thresholds::default()
+    };
+    let s = snap(Instant::now(), chain(1000 * MBIT, 10_000));
+    let links = BTreeMap::new();
+    let facts = Facts {
+        snapshot: &s,
+        before: None,
+        rates: None,
+        links: &links,
+        htb_hysteresis: Some(false),
+        fq_codel_available: Some(false),
+    };
+    let f = diagnose(&facts, &t);
+    let f = f.iter().find(|f| f.code == "filter-chain-long").unwrap();
+    assert_eq!(f.severity, Severity::Info, "{}", f.message);
+}
+
+#[test]
+fn the_fix_is_a_hashed_table_of_the_same_rules() {
+    let f = long(chain(1000 * MBIT, 600)).unwrap();
+    let at = "tc filter add dev eth1 parent 1: prio 99 protocol ip";
+    assert_eq!(fx(&f)[0], format!("{at} handle ffe: u32 divisor 256"));
+    // in the chain's order, each in the bucket of its last octet, numbered in it
+    assert_eq!(
+        fx(&f)[1],
+        format!(
+            "{at} handle ffe:0:1 u32 ht ffe:0: match u32 0x0ac80000 0xffffffff at 16 flowid 1:2"
+        )
+    );
+    assert_eq!(
+        fx(&f)[2],
+        format!(
+            "{at} handle ffe:1:1 u32 ht ffe:1: match u32 0x0ac80001 0xffffffff at 16 flowid 1:2"
+        )
+    );
+    assert_eq!(
+        fx(&f)[257],
+        format!(
+            "{at} handle ffe:0:2 u32 ht ffe:0: match u32 0x0ac80100 0xffffffff at 16 flowid 1:2"
+        )
+    );
+    assert_eq!(
+        fx(&f)[601],
+        format!("{at} u32 match u32 0 0 at 0 hashkey mask 0x000000ff at 16 link ffe:")
+    );
+    assert_eq!(
+        fx(&f)[602],
+        "tc filter del dev eth1 parent 1: prio 100 protocol ip u32"
+    );
+    assert_eq!(fx(&f).len(), 603);
+    assert!(
+        f.fix.iter().all(crate::Fix::runs_unattended),
+        "{:?}",
+        &fx(&f)[..3]
+    );
+    assert_eq!(f.evidence["hash_key"], "mask 0x000000ff at 16");
+    assert_eq!(f.evidence["new_prio"], 99);
+    // the link, then 3 rules of bucket 0 (octets 0, 256, 512)
+    assert_eq!(f.evidence["rules_tried_after_fix"], 4);
+
+    // /24 prefixes differ in the third octet: hashed there
+    let mut i = chain(1000 * MBIT, 0);
+    i.filters.extend((0..300).map(|k| {
+        rule(
+            100,
+            (0x801, 0, k + 1),
+            &[(0x0a00_0000 | k << 8, 0xffff_ff00, 16)],
+            "1:2",
+        )
+    }));
+    sort_interface(&mut i);
+    let f = long(i).unwrap();
+    assert_eq!(
+        f.evidence["hash_key"],
+        "mask 0x0000ff00 at 16",
+        "{:?}",
+        fx(&f)
+    );
+    // the seed's ten thousand copies of one rule: the first is the one that matches
+    let mut i = chain(1000 * MBIT, 0);
+    i.filters
+        .extend((0..10_000).map(|k| rule(100, (0x801, 0, k + 1), &[dst(132)], "1:2")));
+    sort_interface(&mut i);
+    let f = long(i).unwrap();
+    assert_eq!(f.evidence["rules_never_reached"], 9_999);
+    assert_eq!(fx(&f).len(), 4, "{:?}", fx(&f));
+    assert!(
+        fx(&f)[1].contains(" handle ffe:84:1 u32 ht ffe:84: match u32 0x0ac80084"),
+        "{:?}",
+        fx(&f)
+    );
+}
+
+#[test]
+fn keys_that_allow_no_hash_get_advice_not_a_script() {
+    // every other rule matches the source instead of the destination
+    let mut i = chain(1000 * MBIT, 0);
+    i.filters.extend((0..300).map(|k| {
+        let key = if k % 2 == 0 {
+            dst(k)
+        } else {
+            (0x0ac8_0000 | k, 0xffff_ffff, 12)
+        };
+        rule(100, (0x801, 0, k + 1), &[key], "1:2")
+    }));
+    sort_interface(&mut i);
+    let f = long(i).unwrap();
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(fx(&f).len(), 1);
+    assert!(
+        fx(&f)[0].starts_with("# no hashed replacement generated: no octet is matched exactly"),
+        "{:?}",
+        fx(&f)
+    );
+    // no free prio between the neighbours
+    let mut i = chain(1000 * MBIT, 300);
+    i.filters.push(rule(99, (0x802, 0, 1), &[dst(7)], "1:3"));
+    i.filters.push(rule(101, (0x803, 0, 1), &[dst(8)], "1:3"));
+    sort_interface(&mut i);
+    let f = long(i).unwrap();
+    assert!(fx(&f)[0].contains("no free prio"), "{:?}", fx(&f));
+}
+
+/// The tree the fix makes: a link in prio 99's root table 802:, 10,000 rules in 256
+/// buckets of ffe:. Nothing to report about it, at any rate; exit 0.
+#[test]
+fn a_hashed_tree_is_sound() {
+    for ceil in [1000 * MBIT, 10_000 * MBIT] {
+        let mut i = chain(ceil, 0);
+        let mut table = Filter::new(h("1:"), 99, "ip", "u32");
+        table.handle_raw = 0xffe << 20;
+        table.is_rule = false;
+        table.u32 = Some(U32Filter {
+            divisor: Some(256),
+            ..U32Filter::default()
+        });
+        i.filters.push(table);
+        let mut link = rule(99, (0x802, 0, 0x800), &[(0, 0, 0)], "1:2");
+        link.class_id = None;
+        let u = link.u32.as_mut().unwrap();
+        u.terminal = false;
+        u.link = Some("ffe:".into());
+        u.link_raw = Some(0xffe << 20);
+        u.hashkey = Some(tcmon_core::filter::U32HashKey {
+            mask: 0xff,
+            offset: 16,
+        });
+        i.filters.push(link);
+        i.filters
+            .extend((0..10_000).map(|k| rule(99, (0xffe, k % 256, k / 256 + 1), &[dst(k)], "1:2")));
+        sort_interface(&mut i);
+        let f = check(&snap(Instant::now(), i));
+        // (the helper's buckets leave an info about the children's cburst)
+        assert!(f.iter().all(|f| f.code != "filter-chain-long"), "{f:#?}");
+        assert_eq!(Status::of(&f), Status::Ok, "{f:#?}");
+    }
+}

@@ -12,6 +12,7 @@
 mod encode;
 mod gzip;
 mod negotiate;
+pub mod reference;
 
 use std::sync::{Arc, Weak};
 

@@ -9,6 +9,8 @@ use clap::CommandFactory;
 
 use crate::Cli;
 
+mod json;
+
 /// config.toml: the documented default config.
 const CONFIG: &str = include_str!("../config.toml");
 
@@ -129,6 +131,11 @@ mod tests {
     #[test]
     fn the_configuration_reference_is_current() {
         expect_test::expect_file!["../docs/reference/configuration.md"].assert_eq(&configuration());
+    }
+
+    #[test]
+    fn the_json_reference_is_current() {
+        expect_test::expect_file!["../docs/reference/json.md"].assert_eq(&json::markdown());
     }
 
     #[test]

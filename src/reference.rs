@@ -143,6 +143,22 @@ mod tests {
         expect_test::expect_file!["../docs/reference/cli.md"].assert_eq(&cli());
     }
 
+    /// The index lists every reference.
+    #[test]
+    fn the_index_lists_every_reference() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference");
+        let index = std::fs::read_to_string(format!("{dir}/README.md")).unwrap();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            if name != "README.md" {
+                assert!(
+                    index.contains(&format!("]({name})")),
+                    "{name} not in README.md"
+                );
+            }
+        }
+    }
+
     /// What a struct's `Deserialize` asks for: its field names.
     struct Fields(&'static [&'static str]);
 

@@ -334,22 +334,24 @@ impl App {
             return Action::None;
         }
         let context = if self.editing_filter {
-            // Alt-x arrives as ESC x when keys come fast: neither is filter text.
-            if k.modifiers
-                .intersects(KeyModifiers::ALT | KeyModifiers::CONTROL)
-                && keys::command(Context::Filter, &k) != Some(Command::Quit)
-            {
-                return Action::None;
-            }
             Context::Filter
         } else if self.help {
             Context::Help
         } else {
             Context::Main
         };
-        let Some(command) = keys::command(context, &k) else {
+        let Some(binding) = keys::binding(context, &k) else {
             return Action::None;
         };
+        // Alt-x arrives as ESC x when keys come fast: neither is filter text.
+        if self.editing_filter
+            && !binding.everywhere
+            && k.modifiers
+                .intersects(KeyModifiers::ALT | KeyModifiers::CONTROL)
+        {
+            return Action::None;
+        }
+        let command = binding.command;
         match command {
             Command::Quit => return Action::Quit,
             Command::Up => self.move_by(-1),

@@ -300,20 +300,23 @@ pub const KEYS: &[Entry] = &[
     },
 ];
 
-/// What `k` asks for in `context`: a binding that works everywhere first, then the context's.
-pub fn command(context: Context, k: &KeyEvent) -> Option<Command> {
+/// The binding of `k` in `context`: one that works everywhere first, then the context's.
+pub fn binding(context: Context, k: &KeyEvent) -> Option<&'static Binding> {
     let everywhere = KEYS
         .iter()
         .flat_map(Entry::bindings)
         .find(|b| b.everywhere && b.key.matches(k));
-    everywhere
-        .or_else(|| {
-            KEYS.iter()
-                .filter(|e| e.context == context)
-                .flat_map(Entry::bindings)
-                .find(|b| b.key.matches(k))
-        })
-        .map(|b| b.command)
+    everywhere.or_else(|| {
+        KEYS.iter()
+            .filter(|e| e.context == context)
+            .flat_map(Entry::bindings)
+            .find(|b| b.key.matches(k))
+    })
+}
+
+/// What `k` asks for in `context`.
+pub fn command(context: Context, k: &KeyEvent) -> Option<Command> {
+    binding(context, k).map(|b| b.command)
 }
 
 /// The help overlay's lines: the main context's keys and what they do.

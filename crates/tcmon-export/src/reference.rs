@@ -1,24 +1,19 @@
-//! Every family `/metrics` may carry, in the order it writes them, with its labels and the
-//! `[serve] metrics` group that switches it: `docs/reference/metrics.md` is generated from this,
-//! and the tests check it against what the encoder writes (no family missing, none extra, the
-//! labels and groups those of the samples).
+//! Every family `/metrics` may carry, in the order it writes them, with its labels (declared
+//! beside the families, and written from those declarations) and the `[serve] metrics` group
+//! that switches it: `docs/reference/metrics.md` is generated from this, and the tests check it
+//! against what the encoder writes (no family missing, none extra, the labels and groups those
+//! of the samples).
 
 use std::fmt::Write as _;
 
 use crate::encode::{Family, Type};
 use crate::{
-    BUILD, CAKE, CAKE_TIN, FILTER_CHAIN, FINDING, FINDING_OBJECTS, FQ_CODEL, HTB_CLASS, HTB_DIRECT,
+    htb_class_group, stats_group, BUILD, BUILD_LABELS, CAKE, CAKE_TIN, CHAIN_LABELS, FILTER_CHAIN,
+    FINDING, FINDING_LABELS, FINDING_OBJECTS, FQ_CODEL, HTB_CLASS, HTB_DIRECT, OBJECT_LABELS,
     POLLS, POLLS_CHANGED, POLL_CHANGED, POLL_DURATION, POLL_ERRORS, POLL_INTERVAL, POLL_OVERRUNS,
-    POLL_TIME, PROBE, PROBE_RTT, SOJOURN_CLASS, SOJOURN_ENABLED, SOJOURN_INFO, SOJOURN_QDISC,
-    SOJOURN_RUNNING, STATS, STATS_COUNTERS, TBF,
+    POLL_TIME, PROBE, PROBE_RTT, SOJOURN_CLASS, SOJOURN_ENABLED, SOJOURN_INFO, SOJOURN_INFO_LABELS,
+    SOJOURN_QDISC, SOJOURN_RUNNING, STATS, TARGET_LABELS, TBF, TIN_LABEL,
 };
-
-/// A qdisc's or class's labels.
-const OBJECT: &[&str] = &["device", "kind", "handle", "parent"];
-const TIN: &[&str] = &["device", "kind", "handle", "parent", "tin"];
-const CHAIN: &[&str] = &["device", "parent", "prio", "protocol", "kind", "chain"];
-const FINDING_LABELS: &[&str] = &["code", "severity", "device", "object"];
-const TARGET: &[&str] = &["target", "kind"];
 
 const POLLER: &str = "The poller";
 const SOJOURN: &str = "Queueing delay measured from packets (eBPF)";
@@ -29,12 +24,12 @@ const FINDINGS: &str = "Findings";
 const PROBES: &str = "Probes";
 
 /// One family as the reference shows it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Declared {
     pub(crate) family: Family,
     /// After `netns` (first, on every series, when the snapshot is of a named namespace);
     /// histograms' samples add `le` to their buckets.
-    pub(crate) labels: &'static [&'static str],
+    pub(crate) labels: Vec<&'static str>,
     /// The `[serve] metrics` group without which it is not written; `None`: always written
     /// when there is something to write.
     pub(crate) group: Option<&'static str>,
@@ -42,13 +37,13 @@ pub(crate) struct Declared {
 }
 
 pub(crate) fn families() -> Vec<Declared> {
-    let d = |family: Family, labels: &'static [&'static str], group, section| Declared {
+    let d = |family: Family, labels: &[&'static str], group, section| Declared {
         family,
-        labels,
+        labels: labels.to_vec(),
         group,
         section,
     };
-    let mut v = vec![d(BUILD, &["version"], None, POLLER)];
+    let mut v = vec![d(BUILD, &BUILD_LABELS, None, POLLER)];
     v.extend(
         [
             POLLS,
@@ -63,44 +58,49 @@ pub(crate) fn families() -> Vec<Declared> {
         .map(|f| d(f, &[], None, POLLER)),
     );
     v.push(d(SOJOURN_ENABLED, &[], None, SOJOURN));
-    v.push(d(SOJOURN_INFO, &["state", "reason"], None, SOJOURN));
+    v.push(d(SOJOURN_INFO, &SOJOURN_INFO_LABELS, None, SOJOURN));
     v.extend(SOJOURN_RUNNING.map(|(f, _)| d(f, &[], None, SOJOURN)));
-    let stats_group = |n| {
-        if n < STATS_COUNTERS {
-            "counters"
-        } else {
-            "backlog"
-        }
-    };
     for (n, (q, _, _)) in STATS.iter().enumerate() {
-        v.push(d(*q, OBJECT, Some(stats_group(n)), TREE));
+        v.push(d(*q, &OBJECT_LABELS, Some(stats_group(n)), TREE));
     }
     for (n, (_, c, _)) in STATS.iter().enumerate() {
-        v.push(d(*c, OBJECT, Some(stats_group(n)), TREE));
+        v.push(d(*c, &OBJECT_LABELS, Some(stats_group(n)), TREE));
     }
-    v.push(d(HTB_DIRECT, OBJECT, None, TREE));
+    v.push(d(HTB_DIRECT, &OBJECT_LABELS, None, TREE));
     for (n, (f, _, xstats)) in HTB_CLASS.iter().enumerate() {
-        let group = match n {
-            _ if *xstats => "htb_xstats",
-            0 | 1 => "htb_rates",
-            _ => "htb_buckets",
-        };
-        v.push(d(*f, OBJECT, Some(group), TREE));
+        v.push(d(
+            *f,
+            &OBJECT_LABELS,
+            Some(htb_class_group(n, *xstats)),
+            TREE,
+        ));
     }
     let kinds = TBF
         .map(|(f, _)| f)
         .into_iter()
         .chain(FQ_CODEL.map(|(f, _)| f))
         .chain(CAKE.map(|(f, _)| f));
-    v.extend(kinds.map(|f| d(f, OBJECT, Some("qdisc_kinds"), KINDS)));
-    v.extend(CAKE_TIN.map(|(f, _)| d(f, TIN, Some("qdisc_kinds"), KINDS)));
-    v.push(d(FILTER_CHAIN, CHAIN, Some("filter_chains"), FILTERS));
-    v.push(d(SOJOURN_QDISC, OBJECT, Some("sojourn"), SOJOURN));
-    v.push(d(SOJOURN_CLASS, OBJECT, Some("class_sojourn"), SOJOURN));
-    v.push(d(FINDING, FINDING_LABELS, None, FINDINGS));
-    v.push(d(FINDING_OBJECTS, FINDING_LABELS, None, FINDINGS));
-    v.push(d(PROBE_RTT, TARGET, None, PROBES));
-    v.extend(PROBE.map(|(f, _)| d(f, TARGET, None, PROBES)));
+    v.extend(kinds.map(|f| d(f, &OBJECT_LABELS, Some("qdisc_kinds"), KINDS)));
+    let mut tin = OBJECT_LABELS.to_vec();
+    tin.push(TIN_LABEL);
+    v.extend(CAKE_TIN.map(|(f, _)| d(f, &tin, Some("qdisc_kinds"), KINDS)));
+    v.push(d(
+        FILTER_CHAIN,
+        &CHAIN_LABELS,
+        Some("filter_chains"),
+        FILTERS,
+    ));
+    v.push(d(SOJOURN_QDISC, &OBJECT_LABELS, Some("sojourn"), SOJOURN));
+    v.push(d(
+        SOJOURN_CLASS,
+        &OBJECT_LABELS,
+        Some("class_sojourn"),
+        SOJOURN,
+    ));
+    v.push(d(FINDING, &FINDING_LABELS, None, FINDINGS));
+    v.push(d(FINDING_OBJECTS, &FINDING_LABELS, None, FINDINGS));
+    v.push(d(PROBE_RTT, &TARGET_LABELS, None, PROBES));
+    v.extend(PROBE.map(|(f, _)| d(f, &TARGET_LABELS, None, PROBES)));
     v
 }
 

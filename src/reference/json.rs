@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tcmon_core::model::{sort_interface, Interface, Snapshot};
+use tcmon_core::model::{sort_interface, Interface, RateEstimator, RawAttr, Snapshot};
 use tcmon_core::rates::{ObjectType, Rates};
 use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState};
 use tcmon_core::units::TickLen;
@@ -23,6 +23,34 @@ const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/crates/tcmon-netlink/tests/fixtures"
 );
+
+/// The netlink crate's unit tests' captures, as Rust arrays of bytes: filters with actions,
+/// eBPF and u32 hashing, and qdiscs with size tables.
+const CAPTURED: &str = include_str!("../../crates/tcmon-netlink/src/tc/captured.rs");
+
+/// The `const NAME: &[u8] = &[0x.., ...];` arrays of [`CAPTURED`], by name.
+fn captured() -> Vec<(&'static str, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut rest = CAPTURED;
+    while let Some(at) = rest.find("const ") {
+        rest = &rest[at + "const ".len()..];
+        let Some((name, after)) = rest.split_once(": &[u8] = &[") else {
+            continue;
+        };
+        let (body, after) = after.split_once("];").expect("an array's end");
+        let bytes: Vec<u8> = body
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .flat_map(|l| l.split(','))
+            .filter_map(|b| b.trim().strip_prefix("0x"))
+            .map(|b| u8::from_str_radix(b, 16).expect("a byte"))
+            .collect();
+        out.push((name, bytes));
+        rest = after;
+    }
+    assert!(out.len() >= 10, "captured.rs: arrays not found");
+    out
+}
 
 /// Objects whose keys are names, not fields: shown as `<name>`.
 const MAPS: &[&str] = &["findings[].evidence", "findings[].examples[].evidence"];
@@ -83,6 +111,39 @@ fn polls() -> (Snapshot, Snapshot) {
     interfaces[0].ingress_redirected_to = vec!["ifb0".into()];
     interfaces[1].kind = Some("ifb".into());
     interfaces[1].shapes_ingress_of = vec!["v0".into()];
+    let mut nl = Interface {
+        name: "nl0".into(),
+        ifindex: 4,
+        mtu: 1500,
+        operstate: "up".into(),
+        ..Interface::default()
+    };
+    for (name, bytes) in captured() {
+        if name.starts_with("QDISC_") {
+            let tick = TickLen::default();
+            nl.qdiscs
+                .push(tcmon_netlink::decode_qdisc(&bytes, tick).expect(name).1);
+        } else {
+            nl.filters
+                .push(tcmon_netlink::decode_filter(&bytes).expect(name).1);
+        }
+    }
+    // what tcmon says of attributes it does not decode
+    nl.qdiscs[0].undecoded.raw_attributes.push(RawAttr {
+        at: "TCA_OPTIONS",
+        kind: 99,
+        bytes: vec![1, 2, 3, 4],
+    });
+    nl.qdiscs[0]
+        .undecoded
+        .decode_errors
+        .push("TCA_HTB_INIT: 16 bytes, expected 20".into());
+    nl.qdiscs[0].stats.rate_estimator = Some(RateEstimator {
+        bytes_per_sec: 125_000,
+        packets_per_sec: 100,
+    });
+    sort_interface(&mut nl);
+    interfaces.push(nl);
     let old = root.join("kernel-6.1");
     let mut kinds: Vec<String> = std::fs::read_dir(&old)
         .unwrap()
@@ -161,6 +222,8 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
     // What the commands leave out when there is nothing to say: a bare poll, a bare finding.
     let mut bare = Snapshot::new(now.taken_at, now.timestamp_ms);
     bare.interfaces.push(Interface::default());
+    let mut off = bare.clone();
+    off.sojourn = Some(Sojourn::off("not root (needs CAP_BPF)"));
     let bare_rates = Rates::between(&bare, &bare);
     let bare_finding = [tcmon_diag::Finding::default()];
     let bare_report = tcmon_diag::Report {
@@ -182,7 +245,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
              them. `sojourn` is in `/api/v1/snapshot` and in `tcmon dump --json --sojourn DUR` \
              only. A kind's options and extended statistics are an object under the kind's \
              name (`htb`, `fq_codel`, ...).",
-            vec![json(&now), json(&bare)],
+            vec![json(&now), json(&bare), json(&off)],
         ),
         (
             "`tcmon dump --interval DUR --json`",

@@ -124,8 +124,8 @@ pub fn markdown() -> String {
          `Accept` header). Every series carries `netns` first when tcmon reads a named network \
          namespace. A family is written only when something has a value for it: a counter the \
          kernel does not report for an object is left out, not written as zero. The group is \
-         the `[serve] metrics` name that switches a family on (see the configuration \
-         reference); families without one are always written.\n",
+         the `[serve] metrics` name that switches a family on (see \
+         [configuration.md](configuration.md)); families without one are always written.\n",
     );
     let families = families();
     let mut sections: Vec<&str> = Vec::new();

@@ -343,7 +343,8 @@ impl App {
         let Some(binding) = keys::binding(context, &k) else {
             return Action::None;
         };
-        // Alt-x arrives as ESC x when keys come fast: neither is filter text.
+        // While typing, keys held with Alt or Ctrl do nothing but those that work everywhere:
+        // Alt-x arrives as ESC x when keys come fast, and neither is filter text.
         if self.editing_filter
             && !binding.everywhere
             && k.modifiers
@@ -351,8 +352,7 @@ impl App {
         {
             return Action::None;
         }
-        let command = binding.command;
-        match command {
+        match binding.command {
             Command::Quit => return Action::Quit,
             Command::Up => self.move_by(-1),
             Command::Down => self.move_by(1),

@@ -42,7 +42,7 @@ pub enum Command {
 /// A key as the table names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {
-    /// This key, whatever the modifiers (as terminals send Shift-g as `G`, or Alt-j as ESC j).
+    /// This key, whatever modifiers are held (Shift-g arrives as `G` with Shift).
     Code(KeyCode),
     /// Control and this character.
     Ctrl(char),

@@ -147,6 +147,9 @@ pub struct Entry {
     /// Aliases the overlay does not list (the docs do).
     pub also: &'static [Binding],
     pub help: &'static str,
+    /// In the footer, at this place (most needed first), in these words; the footer keeps
+    /// whole hints that fit.
+    pub footer: Option<(u8, &'static str)>,
 }
 
 impl Entry {
@@ -177,6 +180,7 @@ pub const KEYS: &[Entry] = &[
         ],
         also: &[],
         help: "move (or scroll the focused pane)",
+        footer: Some((2, "↑↓ move")),
     },
     Entry {
         context: Context::Main,
@@ -188,6 +192,7 @@ pub const KEYS: &[Entry] = &[
         ]],
         also: &[ch('g', C::Top), ch('G', C::Bottom)],
         help: "move by a page, to the ends",
+        footer: None,
     },
     Entry {
         context: Context::Main,
@@ -200,12 +205,14 @@ pub const KEYS: &[Entry] = &[
         ],
         also: &[],
         help: "previous / next interface",
+        footer: Some((6, "←→ interface")),
     },
     Entry {
         context: Context::Main,
         keys: &[&[on(KeyCode::Enter, C::Fold)], &[ch(' ', C::Fold)]],
         also: &[],
         help: "fold / unfold the selected subtree",
+        footer: Some((3, "Enter fold")),
     },
     Entry {
         context: Context::Main,
@@ -215,36 +222,42 @@ pub const KEYS: &[Entry] = &[
         ],
         also: &[],
         help: "next / previous pane",
+        footer: Some((4, "Tab pane")),
     },
     Entry {
         context: Context::Main,
         keys: &[&[ch('/', C::Filter)]],
         also: &[],
         help: "filter by handle or kind (Enter keeps, Esc clears)",
+        footer: Some((5, "/ filter")),
     },
     Entry {
         context: Context::Main,
         keys: &[&[ch('s', C::Sort)]],
         also: &[],
         help: "sort siblings: tree, rate, drops/s, backlog",
+        footer: Some((7, "s sort")),
     },
     Entry {
         context: Context::Main,
         keys: &[&[ch('p', C::Pause)]],
         also: &[],
         help: "pause / resume polling",
+        footer: Some((8, "p pause")),
     },
     Entry {
         context: Context::Main,
         keys: &[&[ch('+', C::Slower)], &[ch('-', C::Faster)]],
         also: &[ch('=', C::Slower)],
         help: "poll less / more often",
+        footer: Some((9, "+/- interval")),
     },
     Entry {
         context: Context::Main,
         keys: &[&[ch('?', C::Help)]],
         also: &[],
         help: "this help: any key closes it (q and Esc too)",
+        footer: Some((0, "? help")),
     },
     Entry {
         context: Context::Main,
@@ -259,24 +272,28 @@ pub const KEYS: &[Entry] = &[
         ],
         also: &[],
         help: "quit (while this help is open, Ctrl-C only)",
+        footer: Some((1, "q quit")),
     },
     Entry {
         context: Context::Filter,
         keys: &[&[on(KeyCode::Enter, C::FilterKeep)]],
         also: &[],
         help: "keep the filter and stop typing",
+        footer: None,
     },
     Entry {
         context: Context::Filter,
         keys: &[&[on(KeyCode::Esc, C::FilterClear)]],
         also: &[],
         help: "clear the filter and stop typing",
+        footer: None,
     },
     Entry {
         context: Context::Filter,
         keys: &[&[on(KeyCode::Backspace, C::FilterErase)]],
         also: &[],
         help: "erase the last character",
+        footer: None,
     },
     Entry {
         context: Context::Filter,
@@ -287,6 +304,7 @@ pub const KEYS: &[Entry] = &[
         }]],
         also: &[],
         help: "add it to the filter (`q` too: it is text here)",
+        footer: None,
     },
     Entry {
         context: Context::Help,
@@ -297,6 +315,7 @@ pub const KEYS: &[Entry] = &[
         }]],
         also: &[],
         help: "close the help and do nothing else (q and Esc too)",
+        footer: None,
     },
 ];
 
@@ -324,6 +343,13 @@ pub fn overlay() -> impl Iterator<Item = (String, &'static str)> {
     KEYS.iter()
         .filter(|e| e.context == Context::Main)
         .map(|e| (e.label(), e.help))
+}
+
+/// The footer's hints, most needed first.
+pub fn footer() -> Vec<&'static str> {
+    let mut hints: Vec<(u8, &str)> = KEYS.iter().filter_map(|e| e.footer).collect();
+    hints.sort_unstable();
+    hints.into_iter().map(|(_, h)| h).collect()
 }
 
 /// `docs/reference/keys.md`.
@@ -370,6 +396,15 @@ mod tests {
     #[test]
     fn the_keys_reference_is_current() {
         expect_test::expect_file!["../../../docs/reference/keys.md"].assert_eq(&reference());
+    }
+
+    #[test]
+    fn footer_places_are_distinct() {
+        let mut places: Vec<u8> = KEYS.iter().filter_map(|e| e.footer.map(|f| f.0)).collect();
+        let n = places.len();
+        places.sort_unstable();
+        places.dedup();
+        assert_eq!(places.len(), n);
     }
 
     #[test]

@@ -359,8 +359,19 @@ pub fn reference() -> String {
          `UPDATE_EXPECT=1 cargo test -p tcmon-tui --lib keys`: do not edit. -->\n\
          # Keys of the terminal UI\n\n\
          `tcmon` without a subcommand opens the terminal UI; `?` shows these keys in it. \
-         Letters are case-sensitive. While the first poll is read, only the quit keys \
-         (`q`, `Esc`, `Ctrl-C`) do something.\n",
+         Letters are case-sensitive.",
+    );
+    let quit: Vec<String> = KEYS
+        .iter()
+        .filter(|e| e.context == Context::Main)
+        .flat_map(Entry::bindings)
+        .filter(|b| b.command == Command::Quit)
+        .map(|b| format!("`{}`", b.key.name()))
+        .collect();
+    let _ = writeln!(
+        out,
+        " While the first poll is read, only the quit keys ({}) do something.",
+        quit.join(", ")
     );
     for context in Context::ALL {
         let _ = write!(

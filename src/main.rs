@@ -8,6 +8,8 @@ mod docs;
 mod dump;
 mod lab;
 mod probe;
+#[cfg(test)]
+mod reference;
 mod serve;
 mod tui;
 

@@ -20,7 +20,7 @@ pub(crate) enum Type {
 
 /// One metric family. `name` is the OpenMetrics family name: without `_total` (counters) or
 /// `_info` (info), which the samples carry.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Family {
     pub(crate) name: &'static str,
     pub(crate) ty: Type,

@@ -12,6 +12,7 @@
 mod encode;
 mod gzip;
 mod negotiate;
+pub mod reference;
 
 use std::sync::{Arc, Weak};
 
@@ -135,22 +136,31 @@ impl Groups {
             class_sojourn: false,
         };
         for n in names {
-            let field = match n {
-                "counters" => &mut g.counters,
-                "backlog" => &mut g.backlog,
-                "htb_rates" => &mut g.htb_rates,
-                "htb_buckets" => &mut g.htb_buckets,
-                "htb_xstats" => &mut g.htb_xstats,
-                "leaf_qdiscs" => &mut g.leaf_qdiscs,
-                "qdisc_kinds" => &mut g.qdisc_kinds,
-                "filter_chains" => &mut g.filter_chains,
-                "sojourn" => &mut g.sojourn,
-                "class_sojourn" => &mut g.class_sojourn,
-                other => return Err(other.to_owned()),
-            };
-            *field = true;
+            *g.field(n).ok_or_else(|| n.to_owned())? = true;
         }
         Ok(g)
+    }
+
+    /// Whether the group named `name` is on.
+    pub fn has(self, name: &str) -> bool {
+        let mut g = self;
+        g.field(name).is_some_and(|on| *on)
+    }
+
+    fn field(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "counters" => &mut self.counters,
+            "backlog" => &mut self.backlog,
+            "htb_rates" => &mut self.htb_rates,
+            "htb_buckets" => &mut self.htb_buckets,
+            "htb_xstats" => &mut self.htb_xstats,
+            "leaf_qdiscs" => &mut self.leaf_qdiscs,
+            "qdisc_kinds" => &mut self.qdisc_kinds,
+            "filter_chains" => &mut self.filter_chains,
+            "sojourn" => &mut self.sojourn,
+            "class_sojourn" => &mut self.class_sojourn,
+            _ => return None,
+        })
     }
 }
 
@@ -274,6 +284,9 @@ fn room<L: AsRef<str>, T>(items: &[(L, T)], families: usize) -> usize {
         * families
 }
 
+/// Each family's labels (after `netns`) are declared beside it and written in that order;
+/// `reference` lists them.
+pub(crate) const BUILD_LABELS: [&str; 1] = ["version"];
 const BUILD: Family = Family {
     name: "tcmon_build",
     ty: Type::Info,
@@ -325,7 +338,8 @@ const POLL_TIME: Family = Family::gauge(
 
 fn process(e: &mut Encoder, input: &Input<'_>, base: &str) {
     let mut l = base.to_owned();
-    label(&mut l, "version", input.version);
+    let [version] = BUILD_LABELS;
+    label(&mut l, version, input.version);
     e.head(&BUILD);
     e.sample(&BUILD, &l, Value::Int(1));
     let s = input.snapshot;
@@ -359,6 +373,7 @@ const SOJOURN_ENABLED: Family = Family::gauge(
     "1 while queueing delay is measured from real packets (eBPF), 0 when it was asked for but \
      cannot run (tcmon_sojourn_info says why).",
 );
+pub(crate) const SOJOURN_INFO_LABELS: [&str; 2] = ["state", "reason"];
 const SOJOURN_INFO: Family = Family {
     name: "tcmon_sojourn",
     ty: Type::Info,
@@ -409,8 +424,9 @@ fn sojourn_status(e: &mut Encoder, s: &Sojourn, base: &str) {
     match &s.state {
         SojournState::Off(reason) => {
             let mut l = base.to_owned();
-            label(&mut l, "state", "off");
-            label(&mut l, "reason", reason);
+            for (k, v) in SOJOURN_INFO_LABELS.into_iter().zip(["off", reason]) {
+                label(&mut l, k, v);
+            }
             e.head(&SOJOURN_INFO);
             e.sample(&SOJOURN_INFO, &l, Value::Int(1));
         }
@@ -429,6 +445,15 @@ type Metric<T> = (Family, fn(&T) -> Option<Value>);
 /// The families every qdisc and class has (`TCA_STATS2`), as (qdisc family, class family).
 /// The first five of [`STATS`] are the `counters` group, the rest `backlog`.
 const STATS_COUNTERS: usize = 5;
+
+/// The group of the `n`th of [`STATS`].
+pub(crate) fn stats_group(n: usize) -> &'static str {
+    if n < STATS_COUNTERS {
+        "counters"
+    } else {
+        "backlog"
+    }
+}
 
 const STATS: [(Family, Family, StatsValue); 7] = [
     (
@@ -507,6 +532,15 @@ const HTB_DIRECT: Family = Family::counter(
 );
 
 type HtbValue = fn(&HtbClass) -> Value;
+
+/// The group of the `n`th of [`HTB_CLASS`].
+pub(crate) fn htb_class_group(n: usize, xstats: bool) -> &'static str {
+    match n {
+        _ if xstats => "htb_xstats",
+        0 | 1 => "htb_rates",
+        _ => "htb_buckets",
+    }
+}
 
 // Only classes whose xstats arrived (`has_xstats`) get the last five.
 const HTB_CLASS: [(Family, HtbValue, bool); 10] = [
@@ -739,6 +773,8 @@ fn us(n: u32) -> Value {
     Value::Float(f64::from(n) / 1e6)
 }
 
+/// What a cake tin's families add to [`OBJECT_LABELS`].
+pub(crate) const TIN_LABEL: &str = "tin";
 const CAKE_TIN: [Metric<CakeTin>; 12] = [
     (
         Family::counter(
@@ -959,6 +995,8 @@ fn measured(objs: &[ObjectSojourn], object: ObjectType, handle: Handle) -> Optio
         .map(|i| &objs[i].total)
 }
 
+pub(crate) const CHAIN_LABELS: [&str; 6] =
+    ["device", "parent", "prio", "protocol", "kind", "chain"];
 const FILTER_CHAIN: Family = Family::gauge(
     "tcmon_filter_chain_rules",
     None,
@@ -1036,6 +1074,9 @@ impl TreeLabels {
     }
 }
 
+/// A qdisc's or class's labels: those of every family about qdiscs and classes.
+pub(crate) const OBJECT_LABELS: [&str; 4] = ["device", "kind", "handle", "parent"];
+
 /// Appends an object's labels to `out`.
 fn object_labels(
     out: &mut String,
@@ -1046,16 +1087,20 @@ fn object_labels(
     parent: Handle,
 ) {
     use std::fmt::Write as _;
+    let [device_l, kind_l, handle_l, parent_l] = OBJECT_LABELS;
     out.push_str(base);
     if !base.is_empty() {
         out.push(',');
     }
-    out.push_str("device=\"");
+    out.push_str(device_l);
+    out.push_str("=\"");
     escape_into(out, device);
-    out.push_str("\",kind=\"");
+    out.push_str("\",");
+    out.push_str(kind_l);
+    out.push_str("=\"");
     escape_into(out, kind);
     // handles are hex digits, a colon, or a word: nothing to escape
-    let _ = write!(out, "\",handle=\"{handle}\",parent=\"{parent}\"");
+    let _ = write!(out, "\",{handle_l}=\"{handle}\",{parent_l}=\"{parent}\"");
 }
 
 fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut Scratch) {
@@ -1104,12 +1149,15 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut
         }
         for c in &i.filter_chains {
             let mut l = base.to_owned();
-            label(&mut l, "device", &i.name);
-            label(&mut l, "parent", &c.parent.to_string());
-            label(&mut l, "prio", &c.prio.to_string());
-            label(&mut l, "protocol", &c.protocol);
-            label(&mut l, "kind", &c.kind);
-            label(&mut l, "chain", &c.chain.to_string());
+            let (parent, prio, chain) = (
+                c.parent.to_string(),
+                c.prio.to_string(),
+                c.chain.to_string(),
+            );
+            let values = [&*i.name, &parent, &prio, &c.protocol, &c.kind, &chain];
+            for (k, v) in CHAIN_LABELS.into_iter().zip(values) {
+                label(&mut l, k, v);
+            }
             chains.push((l, c.rules));
         }
     }
@@ -1123,23 +1171,13 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut
     let stats: Vec<_> = STATS
         .iter()
         .enumerate()
-        .filter(|(n, _)| {
-            if *n < STATS_COUNTERS {
-                groups.counters
-            } else {
-                groups.backlog
-            }
-        })
+        .filter(|(n, _)| groups.has(stats_group(*n)))
         .map(|(_, x)| x)
         .collect();
     let htb_class: Vec<_> = HTB_CLASS
         .iter()
         .enumerate()
-        .filter(|(n, (_, _, xstats))| match n {
-            _ if *xstats => groups.htb_xstats,
-            0 | 1 => groups.htb_rates,
-            _ => groups.htb_buckets,
-        })
+        .filter(|(n, (_, _, xstats))| groups.has(htb_class_group(*n, *xstats)))
         .map(|(_, x)| x)
         .collect();
     let counted_qdiscs: Vec<(&str, &Qdisc)> = qdiscs
@@ -1245,7 +1283,7 @@ fn kinds(e: &mut Encoder, qdiscs: &[(&str, &Qdisc)]) {
                 let mut l = (*l).to_owned();
                 label(
                     &mut l,
-                    "tin",
+                    TIN_LABEL,
                     &t.name.map_or_else(|| n.to_string(), str::to_owned),
                 );
                 (l, t)
@@ -1257,6 +1295,7 @@ fn kinds(e: &mut Encoder, qdiscs: &[(&str, &Qdisc)]) {
     }
 }
 
+pub(crate) const FINDING_LABELS: [&str; 4] = ["code", "severity", "device", "object"];
 const FINDING: Family = Family::gauge(
     "tcmon_finding",
     None,
@@ -1275,10 +1314,11 @@ fn findings(e: &mut Encoder, findings: &Findings, base: &str) {
         .iter()
         .map(|f| {
             let mut l = base.to_owned();
-            label(&mut l, "code", f.code.as_str());
-            label(&mut l, "severity", &f.severity.to_string());
-            label(&mut l, "device", &f.interface);
-            label(&mut l, "object", &f.object);
+            let severity = f.severity.to_string();
+            let values = [f.code.as_str(), &severity, &f.interface, &f.object];
+            for (k, v) in FINDING_LABELS.into_iter().zip(values) {
+                label(&mut l, k, v);
+            }
             (l, f.count.max(1))
         })
         .collect();
@@ -1290,6 +1330,7 @@ fn findings(e: &mut Encoder, findings: &Findings, base: &str) {
     e.family(&FINDING_OBJECTS, &items, |n| Some(Value::Int(*n as u64)));
 }
 
+pub(crate) const TARGET_LABELS: [&str; 2] = ["target", "kind"];
 const PROBE_RTT: Family = Family {
     name: "tcmon_probe_rtt_seconds",
     ty: Type::Histogram,
@@ -1345,8 +1386,10 @@ fn probes(e: &mut Encoder, probes: &[TargetStatus], base: &str) {
         .iter()
         .map(|t| {
             let mut l = base.to_owned();
-            label(&mut l, "target", &t.target);
-            label(&mut l, "kind", &t.kind.to_string());
+            let kind = t.kind.to_string();
+            for (k, v) in TARGET_LABELS.into_iter().zip([&*t.target, &kind]) {
+                label(&mut l, k, v);
+            }
             (l, t)
         })
         .collect();

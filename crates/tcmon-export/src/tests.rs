@@ -1092,3 +1092,145 @@ fn an_unchanged_big_tree_is_copied_and_stays_small() {
         text.len()
     );
 }
+
+#[test]
+fn the_metrics_reference_is_current() {
+    expect_test::expect_file!["../../../docs/reference/metrics.md"]
+        .assert_eq(&reference::markdown());
+}
+
+/// OpenMetrics renderings that between them write every family: the fixture, and its
+/// measurement running and off.
+fn renderings(groups: Groups) -> Vec<String> {
+    let (s, findings, probes) = fixture();
+    let findings = findings.into();
+    let mut i = input(&s, &findings, &probes);
+    i.groups = groups;
+    vec![
+        String::from_utf8(render(&i, Format::OpenMetrics)).unwrap(),
+        render_sojourn_with(measured(), Format::OpenMetrics, groups),
+        render_sojourn_with(Sojourn::off("not root"), Format::OpenMetrics, groups),
+    ]
+}
+
+/// A family as written: (name, type, unit, help, each sample's label names).
+type Written = (String, String, Option<String>, String, Vec<Vec<String>>);
+
+fn written(text: &str) -> Vec<Written> {
+    let mut out: Vec<Written> = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, ty) = rest.split_once(' ').unwrap();
+            out.push((name.into(), ty.into(), None, String::new(), Vec::new()));
+        } else if let Some(rest) = line.strip_prefix("# UNIT ") {
+            out.last_mut().unwrap().2 = Some(rest.split_once(' ').unwrap().1.into());
+        } else if let Some(rest) = line.strip_prefix("# HELP ") {
+            out.last_mut().unwrap().3 = rest.split_once(' ').unwrap().1.into();
+        } else if line != "# EOF" {
+            let (name, labels) = line.split_once('{').unwrap_or((line, ""));
+            let mut names = label_names(labels);
+            if names.first().is_some_and(|n| n == "netns") {
+                names.remove(0);
+            }
+            if name.ends_with("_bucket") {
+                assert_eq!(names.pop().as_deref(), Some("le"), "{line}");
+            }
+            out.last_mut().unwrap().4.push(names);
+        }
+    }
+    out
+}
+
+/// The label names of `a="x",b="y\"z"} 1`.
+fn label_names(labels: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = labels;
+    while let Some((name, after)) = rest.split_once("=\"") {
+        names.push(name.trim_start_matches(',').to_owned());
+        let mut escaped = false;
+        let end = after
+            .char_indices()
+            .find(|&(_, c)| {
+                let end = c == '"' && !escaped;
+                escaped = c == '\\' && !escaped;
+                end
+            })
+            .expect("a closed value")
+            .0;
+        rest = &after[end + 1..];
+        if rest.starts_with('}') {
+            break;
+        }
+    }
+    names
+}
+
+/// The reference is what the encoder writes: every family declared is written by one of the
+/// renderings and every one written is declared, in the same order, with the same type, unit,
+/// help and labels.
+#[test]
+fn the_declared_families_are_the_written_ones() {
+    let declared = reference::families();
+    let mut seen = HashSet::new();
+    for text in renderings(Groups::all()) {
+        let families = written(&text);
+        let mut at = 0;
+        for (name, ty, unit, help, samples) in families {
+            let Some(n) = declared[at..].iter().position(|d| d.family.name == name) else {
+                panic!("{name}: not declared, or not in the declared order");
+            };
+            at += n;
+            let d = &declared[at];
+            let f = &d.family;
+            let declared_ty = match f.ty {
+                Type::Counter => "counter",
+                Type::Gauge => "gauge",
+                Type::Histogram => "histogram",
+                Type::Info => "info",
+            };
+            assert_eq!(
+                (&*ty, unit.as_deref(), &*help),
+                (declared_ty, f.unit, f.help),
+                "{name}"
+            );
+            for labels in samples {
+                assert_eq!(labels, d.labels, "{name}");
+            }
+            seen.insert(name);
+        }
+    }
+    for d in &declared {
+        assert!(
+            seen.contains(d.family.name),
+            "{} never written",
+            d.family.name
+        );
+    }
+}
+
+/// A family of a group is written only with the group; one of none even with no group.
+#[test]
+fn the_declared_groups_switch_their_families() {
+    let names = |groups| -> HashSet<String> {
+        renderings(groups)
+            .iter()
+            .flat_map(|t| written(t))
+            .map(|w| w.0)
+            .collect()
+    };
+    let none = names(Groups::from_names([]).unwrap());
+    for d in reference::families() {
+        let name = d.family.name;
+        match d.group {
+            None => assert!(none.contains(name), "{name} without any group"),
+            Some(g) => {
+                assert!(!none.contains(name), "{name} without {g}");
+                let without = Groups::from_names(Groups::NAMES.into_iter().filter(|n| *n != g));
+                assert!(
+                    !names(without.unwrap()).contains(name),
+                    "{name} without {g}"
+                );
+            }
+        }
+    }
+}

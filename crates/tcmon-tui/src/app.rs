@@ -13,6 +13,8 @@ use tcmon_core::units::Handle;
 use tcmon_diag::Severity;
 use tcmon_render::{walk, Obj};
 
+use crate::keys::{self, Command, Context};
+
 /// What the caller must do after a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -331,73 +333,71 @@ impl App {
         if k.kind == KeyEventKind::Release {
             return Action::None;
         }
-        if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
-            return Action::Quit;
-        }
-        if self.editing_filter {
-            // Alt-x arrives as ESC x when keys come fast: neither is filter text.
-            if !k
-                .modifiers
+        let context = if self.editing_filter {
+            Context::Filter
+        } else if self.help {
+            Context::Help
+        } else {
+            Context::Main
+        };
+        let Some(binding) = keys::binding(context, &k) else {
+            return Action::None;
+        };
+        // While typing, keys held with Alt or Ctrl do nothing but those that work everywhere:
+        // Alt-x arrives as ESC x when keys come fast, and neither is filter text.
+        if self.editing_filter
+            && !binding.everywhere
+            && k.modifiers
                 .intersects(KeyModifiers::ALT | KeyModifiers::CONTROL)
-            {
-                self.filter_key(k.code);
-            }
+        {
             return Action::None;
         }
-        if self.help {
-            // Any key closes the help and does nothing else, q and Esc too: a quit key
-            // pressed to leave the help must not leave tcmon (Ctrl-C, above, still does).
-            self.help = false;
-            return Action::None;
-        }
-        match k.code {
-            KeyCode::Char('q') | KeyCode::Esc => return Action::Quit,
-            KeyCode::Up | KeyCode::Char('k') => self.move_by(-1),
-            KeyCode::Down | KeyCode::Char('j') => self.move_by(1),
-            KeyCode::PageUp => self.move_by(-(self.tree_page.max(1) as isize)),
-            KeyCode::PageDown => self.move_by(self.tree_page.max(1) as isize),
-            KeyCode::Home | KeyCode::Char('g') => self.move_by(isize::MIN / 2),
-            KeyCode::End | KeyCode::Char('G') => self.move_by(isize::MAX / 2),
-            KeyCode::Left | KeyCode::Char('h') => self.switch_interface(-1),
-            KeyCode::Right | KeyCode::Char('l') => self.switch_interface(1),
-            KeyCode::Enter | KeyCode::Char(' ') => self.toggle_fold(),
-            KeyCode::Tab => self.cycle_focus(1),
-            KeyCode::BackTab => self.cycle_focus(-1),
-            KeyCode::Char('/') => self.editing_filter = true,
-            KeyCode::Char('s') => {
+        match binding.command {
+            Command::Quit => return Action::Quit,
+            Command::Up => self.move_by(-1),
+            Command::Down => self.move_by(1),
+            Command::PageUp => self.move_by(-(self.tree_page.max(1) as isize)),
+            Command::PageDown => self.move_by(self.tree_page.max(1) as isize),
+            Command::Top => self.move_by(isize::MIN / 2),
+            Command::Bottom => self.move_by(isize::MAX / 2),
+            Command::PrevInterface => self.switch_interface(-1),
+            Command::NextInterface => self.switch_interface(1),
+            Command::Fold => self.toggle_fold(),
+            Command::NextPane => self.cycle_focus(1),
+            Command::PrevPane => self.cycle_focus(-1),
+            Command::Filter => self.editing_filter = true,
+            Command::Sort => {
                 self.sort = self.sort.next();
                 self.rebuild();
             }
-            KeyCode::Char('p') => {
+            Command::Pause => {
                 self.paused = !self.paused;
                 return Action::Pause(self.paused);
             }
-            KeyCode::Char('+' | '=') => return self.step_interval(1),
-            KeyCode::Char('-') => return self.step_interval(-1),
-            KeyCode::Char('?') => self.help = true,
-            _ => {}
-        }
-        Action::None
-    }
-
-    fn filter_key(&mut self, code: KeyCode) {
-        match code {
-            KeyCode::Enter => self.editing_filter = false,
-            KeyCode::Esc => {
+            Command::Slower => return self.step_interval(1),
+            Command::Faster => return self.step_interval(-1),
+            Command::Help => self.help = true,
+            // Any key closes the help and does nothing else, q and Esc too: a quit key
+            // pressed to leave the help must not leave tcmon (Ctrl-C still does).
+            Command::CloseHelp => self.help = false,
+            Command::FilterKeep => self.editing_filter = false,
+            Command::FilterClear => {
                 self.editing_filter = false;
                 self.filter.clear();
                 self.rebuild();
             }
-            KeyCode::Backspace => {
+            Command::FilterErase => {
                 self.filter.pop();
                 self.rebuild();
             }
-            KeyCode::Char(c) => {
-                self.filter.push(c);
-                self.rebuild();
+            Command::FilterType => {
+                if let KeyCode::Char(c) = k.code {
+                    self.filter.push(c);
+                    self.rebuild();
+                }
             }
-            _ => {}
         }
+        Action::None
     }
 
     fn move_by(&mut self, delta: isize) {
@@ -557,10 +557,7 @@ impl App {
 /// What a key does while the first poll is still being read (nothing to move or fold yet):
 /// the quit keys quit, the rest do nothing.
 pub fn waiting_key(k: KeyEvent) -> Action {
-    let quit = k.kind != KeyEventKind::Release
-        && (matches!(k.code, KeyCode::Char('q') | KeyCode::Esc)
-            || (k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c')));
-    if quit {
+    if k.kind != KeyEventKind::Release && keys::command(Context::Main, &k) == Some(Command::Quit) {
         Action::Quit
     } else {
         Action::None

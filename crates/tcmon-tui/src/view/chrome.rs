@@ -151,10 +151,6 @@ pub(super) fn tabs_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     Line::from(spans)
 }
 
-/// The footer's keys, most needed first.
-const KEYS: &str = "? help  q quit  ↑↓ move  Enter fold  Tab pane  / filter  ←→ interface  \
-                    s sort  p pause  +/- interval";
-
 pub(super) fn footer_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     if app.editing_filter() {
         return Line::from(vec![
@@ -171,7 +167,7 @@ pub(super) fn footer_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     }
     // Cut to what fits, whole keys only: the rest is in the help.
     let (mut shown, mut cols) = (String::new(), 0);
-    for key in KEYS.split("  ") {
+    for key in crate::keys::footer() {
         let sep = if shown.is_empty() { "" } else { "  " };
         cols += sep.len() + key.chars().count();
         if cols > usize::from(width) {

@@ -1,4 +1,4 @@
-//! The help popup: the keys and what the tree's columns mean.
+//! The help popup: the keys (from [`keys::KEYS`]) and what the tree's columns mean.
 
 use ratatui::layout::Rect;
 use ratatui::style::Color;
@@ -7,23 +7,7 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 use ratatui::Frame;
 
 use super::Theme;
-
-const HELP: &[(&str, &str)] = &[
-    ("↑ ↓  j k", "move (or scroll the focused pane)"),
-    ("PgUp PgDn Home End", "move by a page, to the ends"),
-    ("← →  h l", "previous / next interface"),
-    ("Enter  Space", "fold / unfold the selected subtree"),
-    ("Tab  Shift-Tab", "next / previous pane"),
-    ("/", "filter by handle or kind (Enter keeps, Esc clears)"),
-    ("s", "sort siblings: tree, rate, drops/s, backlog"),
-    ("p", "pause / resume polling"),
-    ("+  -", "poll less / more often"),
-    ("?", "this help: any key closes it (q and Esc too)"),
-    (
-        "q  Esc  Ctrl-C",
-        "quit (while this help is open, Ctrl-C only)",
-    ),
-];
+use crate::keys;
 
 const LEGEND: &[&str] = &[
     "! after a handle: a warning or critical finding is about it.",
@@ -40,7 +24,15 @@ const LEGEND: &[&str] = &[
 
 pub(super) fn help_popup(f: &mut Frame<'_>, t: &Theme, area: Rect) {
     let w = 74.min(area.width);
-    let h = (HELP.len() + LEGEND.len() + 3) as u16;
+    let mut lines: Vec<Line<'_>> = keys::overlay()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!("{k:<20}"), Theme::bold()),
+                Span::raw(what),
+            ])
+        })
+        .collect();
+    let h = (lines.len() + LEGEND.len() + 3) as u16;
     let h = h.min(area.height);
     let r = Rect {
         x: area.x + (area.width - w) / 2,
@@ -48,15 +40,6 @@ pub(super) fn help_popup(f: &mut Frame<'_>, t: &Theme, area: Rect) {
         width: w,
         height: h,
     };
-    let mut lines: Vec<Line<'_>> = HELP
-        .iter()
-        .map(|(k, what)| {
-            Line::from(vec![
-                Span::styled(format!("{k:<20}"), Theme::bold()),
-                Span::raw(*what),
-            ])
-        })
-        .collect();
     lines.push(Line::raw(""));
     lines.extend(LEGEND.iter().map(|l| Line::styled(*l, t.dim())));
     f.render_widget(Clear, r);

@@ -214,7 +214,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
         fq_codel_available: Some(true),
     };
     let findings = tcmon_diag::diagnose(&facts, &tcmon_diag::Thresholds::default());
-    let report = tcmon_diag::Report {
+    let report = tcmon_diag::CheckReport {
         status: tcmon_diag::Status::of(&findings),
         findings: &findings[..],
         plan: tcmon_diag::fix_plans(&findings, tcmon_diag::Scope::default()),
@@ -225,8 +225,8 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
     let mut off = bare.clone();
     off.sojourn = Some(Sojourn::off("not root (needs CAP_BPF)"));
     let bare_rates = Rates::between(&bare, &bare);
-    let bare_finding = [tcmon_diag::Finding::default()];
-    let bare_report = tcmon_diag::Report {
+    let bare_finding = [tcmon_diag::Finding::new(tcmon_diag::Code::QueueTooDeep)];
+    let bare_report = tcmon_diag::CheckReport {
         status: tcmon_diag::Status::of(&bare_finding),
         findings: &bare_finding[..],
         plan: tcmon_diag::fix_plans(&bare_finding, tcmon_diag::Scope::default()),

@@ -155,7 +155,7 @@ pub(crate) const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
     std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
     DEFAULT_PORT,
 );
-/// See README "tcmon serve" for how it was chosen.
+/// docs/guide/serve.md ("Port") says how it was chosen.
 pub(crate) const DEFAULT_PORT: u16 = 29110;
 
 impl Default for ServeConfig {

@@ -34,8 +34,8 @@ const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 /// default mimalloc keeps freed pages for a second and asks for transparent huge pages
 /// (MADV_HUGEPAGE), and a 2 MiB page stays resident while any of it is in use: on 10,000
 /// classes that is ~48 MB resident and a 64 MB peak; returning 4 KiB pages at once gives ~35
-/// and ~51 MB at the same CPU (README, benches/serve_10k.sh). `MIMALLOC_PURGE_DELAY` or
-/// `MIMALLOC_ALLOW_THP` in the environment still win.
+/// and ~51 MB at the same CPU (docs/performance.md, benches/serve_10k.sh).
+/// `MIMALLOC_PURGE_DELAY` or `MIMALLOC_ALLOW_THP` in the environment still win.
 /// For the commands that print to a reader: when the reader goes away (`| head`), end as Unix
 /// tools do, killed by SIGPIPE without a word, instead of failing on the write. Rust ignores
 /// SIGPIPE at start-up; the servers keep that (a client that goes away is theirs to handle),

@@ -91,8 +91,8 @@ pub struct State {
     pub steps: Steps,
 }
 
-/// Wall time of each step of the last good poll, in nanoseconds: what `hz` and the README's
-/// figures break a poll down by.
+/// Wall time of each step of the last good poll, in nanoseconds: what `hz` and the figures of
+/// docs/performance.md break a poll down by.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Steps {
     /// Reading the tree ([`Snapshot::poll_duration_ns`]): the netlink dumps, decoding, sorting.

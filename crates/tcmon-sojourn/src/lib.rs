@@ -14,10 +14,10 @@
 //! threads, no policy). Without clang at build time, or where the kernel refuses the program,
 //! [`Measurer::start`] fails with the one reason, which the agent reports.
 //!
-//! Blind spots, documented in the README: a classless root with the empty-queue bypass (pfifo,
-//! pfifo_fast) fires neither tracepoint for packets that found it empty; packets of a flow
-//! evicted from the kernel's table since the previous read are lost; one in `sample_every`
-//! packets is timestamped when sampling.
+//! Blind spots, documented in docs/guide/ebpf.md: a classless root with the empty-queue
+//! bypass (pfifo, pfifo_fast) fires neither tracepoint for packets that found it empty;
+//! packets of a flow evicted from the kernel's table since the previous read are lost; one in
+//! `sample_every` packets is timestamped when sampling.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

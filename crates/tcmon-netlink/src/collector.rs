@@ -9,7 +9,7 @@ use netlink_packet_core::Parseable;
 use netlink_packet_route::link::{LinkAttribute, LinkExtentMask, LinkInfo, LinkMessage, State};
 use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
 use netlink_packet_route::RouteNetlinkMessage;
-use tcmon_core::filter::resolve_redirects;
+use tcmon_core::model::resolve_redirects;
 use tcmon_core::model::{sort_interface, Class, Filter, Interface, Qdisc, Snapshot};
 use tcmon_core::units::{Handle, TickLen};
 

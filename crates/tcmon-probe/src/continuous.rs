@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, ProbeSpec, Reply};
 use crate::stats::TargetStats;
-use crate::status::TargetStatus;
 use crate::target::Target;
 use crate::ProbeError;
+use tcmon_probe_model::TargetStatus;
 
 #[derive(Debug, Clone)]
 pub struct ContinuousOptions {

@@ -12,7 +12,9 @@ use crate::engine::{Engine, Outcome, ProbeSpec, Reply};
 use crate::load::{Direction, Dscp, Load};
 use crate::stats::TargetStats;
 use crate::target::Target;
-use crate::verdict::{verdict, PhaseData, Report};
+use tcmon_probe_model::Report;
+
+use crate::verdict::{verdict, PhaseData};
 use crate::ProbeError;
 
 #[derive(Debug, Clone)]

@@ -10,7 +10,6 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
@@ -118,7 +117,7 @@ impl Engine {
             .name("tcmon-probe-io".into())
             .spawn(move || {
                 if let Some(path) = netns {
-                    if let Err(e) = enter_netns(&path) {
+                    if let Err(e) = tcmon_netns::enter(&path) {
                         let _ =
                             ready_tx.send(Err(ProbeError::Netns(path.display().to_string(), e)));
                         return;
@@ -274,16 +273,6 @@ fn schedule(intervals: &[Duration], s: &Sched) {
         }
         heap.push(Reverse((due + intervals[target], target, seq + 1)));
     }
-}
-
-/// Moves the calling thread into the network namespace at `path`.
-fn enter_netns(path: &Path) -> io::Result<()> {
-    let file = std::fs::File::open(path)?;
-    // SAFETY: setns only reads the fd, which `file` keeps open for the call.
-    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// hrtimers wake a sleeping thread up to `timerslack` late (50 µs by default).

@@ -16,9 +16,9 @@ pub struct Classification {
     /// The qdisc that queues it: the leaf class's qdisc, a classless root, the HTB whose direct
     /// queue takes it, or where it was dropped.
     pub qdisc: Option<Handle>,
-    pub outcome: Outcome,
+    pub outcome: ClassifyOutcome,
     /// Every decision, in order.
-    pub path: Vec<Step>,
+    pub path: Vec<ClassifyStep>,
     /// Under `mq`/`mqprio`: the classification under each TX queue, in queue order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<Classification>,
@@ -26,7 +26,7 @@ pub struct Classification {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum ClassifyOutcome {
     /// Queued in [`Classification::class`].
     Class,
     /// HTB's direct queue: unshaped, counted in `direct_packets_stat`.
@@ -47,7 +47,7 @@ pub enum Outcome {
 
 /// One decision of the walk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Step {
+pub struct ClassifyStep {
     pub interface: String,
     /// What decided: `qdisc htb 1:`, `class 1:1`, `filter prio 1 u32 800::800`.
     pub at: String,

@@ -9,8 +9,8 @@
 //!
 //! Nothing past a filter whose verdict cannot be known offline (bpf, a flower key or u32 key on
 //! a field the packet description leaves out, fw without a mark, ...) is guessed: the walk stops
-//! with [`Outcome::Undetermined`] naming the filter and why. Every decision is a [`Step`] of the
-//! result's path.
+//! with [`ClassifyOutcome::Undetermined`] naming the filter and why. Every decision is a
+//! [`ClassifyStep`] of the result's path.
 //!
 //! Cost: the filters of each parent visited are found by binary search (the interface's filters
 //! are sorted by parent) and u32 tables are indexed once per call for the qdisc they belong to;
@@ -20,7 +20,7 @@
 //! hooks, `sch*` for the qdiscs' classify, `cls_api` for blocks and chains, `act_*` for
 //! actions, one `cls_*` per classifier), and [`sojourn`], which attributes measured flows to
 //! classes with it. The walk is one recursion (a mirred redirect enqueues again, which runs a
-//! block again), so its files are `impl` blocks of one `Engine`.
+//! block again), so its files are `impl` blocks of one `Replay`.
 //!
 //! [`Snapshot`]: tcmon_core::Snapshot
 
@@ -32,6 +32,6 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-pub use classification::{Classification, ClassifyError, Outcome, Step};
+pub use classification::{Classification, ClassifyError, ClassifyOutcome, ClassifyStep};
 pub use packet::Packet;
 pub use walk::{classify, Classifier};

@@ -8,7 +8,7 @@ use tcmon_core::rates::ObjectType;
 use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState};
 use tcmon_core::{Handle, Snapshot};
 
-use crate::classification::Outcome;
+use crate::classification::ClassifyOutcome;
 use crate::packet::Packet;
 use crate::walk::Classifier;
 
@@ -256,9 +256,11 @@ fn target(classifier: &mut Classifier<'_>, f: &FlowSample) -> Target {
         return Target::Unattributed;
     };
     match (&c.outcome, c.class) {
-        (Outcome::Class, Some(h)) => Target::Object(ObjectType::Class, h),
+        (ClassifyOutcome::Class, Some(h)) => Target::Object(ObjectType::Class, h),
         // unshaped through an HTB's direct queue, or a classless qdisc at the TX queue
-        (Outcome::Direct | Outcome::Qdisc, _) => Target::Object(ObjectType::Qdisc, f.qdisc),
+        (ClassifyOutcome::Direct | ClassifyOutcome::Qdisc, _) => {
+            Target::Object(ObjectType::Qdisc, f.qdisc)
+        }
         _ => Target::Unattributed,
     }
 }

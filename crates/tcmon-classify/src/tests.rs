@@ -1,7 +1,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 
-use super::{classify, Classification, ClassifyError, Outcome, Packet};
+use super::{classify, Classification, ClassifyError, ClassifyOutcome, Packet};
 use tcmon_core::filter::{
     Action, ActionDetail, BpfFilter, Control, Filter, Flower, FlowerKey, Mirred, Skbedit,
     U32Filter, U32HashKey, U32Key, U32NextHeader,
@@ -175,14 +175,14 @@ fn assert_path(c: &Classification, needle: &str) {
 
 #[track_caller]
 fn assert_class(c: &Classification, want: &str) {
-    assert_eq!(c.outcome, Outcome::Class, "{}", path(c));
+    assert_eq!(c.outcome, ClassifyOutcome::Class, "{}", path(c));
     assert_eq!(c.class, Some(h(want)), "{}", path(c));
 }
 
 #[track_caller]
 fn reason(c: &Classification) -> String {
     match &c.outcome {
-        Outcome::Undetermined { reason } => reason.clone(),
+        ClassifyOutcome::Undetermined { reason } => reason.clone(),
         o => panic!("expected undetermined, got {o:?}:\n{}", path(c)),
     }
 }
@@ -243,7 +243,7 @@ fn missing_default_class_means_direct_queue() {
     let mut s = shaper(vec![]);
     s.interfaces[0].qdiscs[0] = htb("1:", "root", 0x30);
     let c = go(&s, &tcp([10, 7, 0, 5], 443));
-    assert_eq!(c.outcome, Outcome::Direct, "{}", path(&c));
+    assert_eq!(c.outcome, ClassifyOutcome::Direct, "{}", path(&c));
     assert_eq!((c.class, c.qdisc), (None, Some(h("1:"))));
     assert_path(&c, "default class 1:30 does not exist: direct queue");
 
@@ -252,7 +252,7 @@ fn missing_default_class_means_direct_queue() {
     s.interfaces[0].filters = vec![rule("1:", 1, 0x8000_0800, vec![any()], Some("1:99"))];
     tcmon_core::model::sort_interface(&mut s.interfaces[0]);
     let c = go(&s, &tcp([10, 7, 0, 5], 443));
-    assert_eq!(c.outcome, Outcome::Direct);
+    assert_eq!(c.outcome, ClassifyOutcome::Direct);
     assert_path(&c, "the filter selected 1:99, which is not a class of 1:");
     assert_path(&c, "no default class (default 0)");
 
@@ -261,7 +261,7 @@ fn missing_default_class_means_direct_queue() {
     s.interfaces[0].filters.clear();
     tcmon_core::model::sort_interface(&mut s.interfaces[0]);
     let c = go(&s, &tcp([10, 7, 0, 5], 443));
-    assert_eq!(c.outcome, Outcome::Direct);
+    assert_eq!(c.outcome, ClassifyOutcome::Direct);
     assert_path(&c, "default class 1:1 is an inner class");
 }
 
@@ -612,7 +612,7 @@ fn ingress_redirect_to_an_ifb_is_shaped_there() {
     let mut s2 = s.clone();
     s2.interfaces.truncate(1);
     let c = classify(&s2, "eth0", &tcp([10, 7, 0, 5], 443), true).unwrap();
-    assert_eq!(c.outcome, Outcome::Redirected);
+    assert_eq!(c.outcome, ClassifyOutcome::Redirected);
     assert_eq!(c.interface, "ifb0");
     assert_path(&c, "not in the snapshot");
 
@@ -622,7 +622,7 @@ fn ingress_redirect_to_an_ifb_is_shaped_there() {
     let c = classify(&s3, "eth0", &tcp([10, 7, 0, 5], 443), true).unwrap();
     assert_eq!(
         (c.outcome.clone(), c.qdisc),
-        (Outcome::Qdisc, Some(h("ffff:")))
+        (ClassifyOutcome::Qdisc, Some(h("ffff:")))
     );
     assert_path(&c, "goes up the stack of eth0");
 }
@@ -688,7 +688,7 @@ fn mq_classifies_under_each_queue() {
         ],
     )]);
     let c = go(&s, &tcp([10, 7, 0, 5], 443));
-    assert_eq!(c.outcome, Outcome::PerQueue, "{}", path(&c));
+    assert_eq!(c.outcome, ClassifyOutcome::PerQueue, "{}", path(&c));
     assert_eq!(c.class, None);
     assert_path(&c, "the TX queue is picked by the flow hash");
     let got: Vec<Option<Handle>> = c.queues.iter().map(|q| q.class).collect();
@@ -760,7 +760,7 @@ fn flower_fw_and_drop() {
     assert_path(&c, "mark 0x107 & 0xff = handle 0x7 -> 1:10");
     p.mark = Some(0x108);
     let c = go(&s, &p);
-    assert_eq!(c.outcome, Outcome::Dropped, "{}", path(&c));
+    assert_eq!(c.outcome, ClassifyOutcome::Dropped, "{}", path(&c));
     assert_path(&c, "dropped by the filter's action");
 }
 
@@ -797,7 +797,7 @@ fn no_qdisc_and_errors() {
     let s = snap(vec![iface("lo", 1, vec![], vec![], vec![])]);
     let p = tcp([10, 7, 0, 5], 443);
     let c = classify(&s, "lo", &p, false).unwrap();
-    assert_eq!((c.outcome.clone(), c.qdisc), (Outcome::Qdisc, None));
+    assert_eq!((c.outcome.clone(), c.qdisc), (ClassifyOutcome::Qdisc, None));
     assert_path(&c, "straight to the driver");
     assert_eq!(
         classify(&s, "nope", &p, false).unwrap_err(),
@@ -915,7 +915,7 @@ fn goto_chain_and_the_reclassify_limit() {
     again.handle_raw = 1;
     again.actions = vec![action("gact", Control::RECLASSIFY, None)];
     let c = go(&shaper(vec![again]), &tcp([10, 7, 0, 5], 443));
-    assert_eq!(c.outcome, Outcome::Dropped, "{}", path(&c));
+    assert_eq!(c.outcome, ClassifyOutcome::Dropped, "{}", path(&c));
     assert_path(&c, "more than 16 reclassify/goto chain loops");
 }
 
@@ -933,7 +933,7 @@ fn classless_and_prio_roots() {
         vec![],
     )]);
     let c = go(&s, &p);
-    assert_eq!((c.outcome.clone(), c.class), (Outcome::Qdisc, None));
+    assert_eq!((c.outcome.clone(), c.class), (ClassifyOutcome::Qdisc, None));
     assert_path(&c, "band 0 by its priomap (skb priority 6");
 
     // prio 1: without filters: band 0 -> class 1:1 and its fq_codel

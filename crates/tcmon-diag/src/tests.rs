@@ -1461,7 +1461,7 @@ fn evidence_prints_rounded_and_json_keeps_full_precision() {
     use tcmon_probe_model::{Bottleneck, Grade};
     let raw = 1_927.489_547_237_954_4;
     let tree = seed_2mbit(None);
-    let report = tcmon_probe_model::Report {
+    let report = tcmon_probe_model::BloatReport {
         targets: vec!["icmp:10.99.1.2".into()],
         phases: Vec::new(),
         latency_increase_ms: Some(1_890.123_456_789),
@@ -1517,7 +1517,7 @@ fn bufferbloat_names_the_measured_wait_when_there_is_one() {
         measured,
         not_measured: None,
     };
-    let report = |b| tcmon_probe_model::Report {
+    let report = |b| tcmon_probe_model::BloatReport {
         targets: vec!["icmp:10.99.1.2".into()],
         phases: Vec::new(),
         latency_increase_ms: Some(1_490.0),
@@ -1560,7 +1560,7 @@ fn bufferbloat_names_the_measured_wait_when_there_is_one() {
 #[test]
 fn bufferbloat_at_a_queue_without_a_fix_says_what_is_left() {
     use tcmon_probe_model::{Bottleneck, Grade};
-    let report = tcmon_probe_model::Report {
+    let report = tcmon_probe_model::BloatReport {
         targets: vec!["icmp:10.99.1.2".into()],
         phases: Vec::new(),
         latency_increase_ms: Some(40.0),

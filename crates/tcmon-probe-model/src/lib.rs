@@ -1,4 +1,4 @@
-//! What the probes found, as plain data: the bufferbloat test's [`Report`] and continuous
+//! What the probes found, as plain data: the bufferbloat test's [`BloatReport`] and continuous
 //! probing's [`TargetStatus`] per target.
 //!
 //! `tcmon-probe` measures (sockets, timers, a tokio runtime) and fills these; the diagnosis
@@ -8,5 +8,5 @@
 mod report;
 mod status;
 
-pub use report::{Bottleneck, Grade, MeasuredDelay, PhaseReport, Report, RttMs, TargetPhase};
+pub use report::{BloatReport, Bottleneck, Grade, MeasuredDelay, PhaseReport, RttMs, TargetPhase};
 pub use status::{ProbeKind, TargetStatus};

@@ -116,7 +116,7 @@ pub struct MeasuredDelay {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct BloatReport {
     pub targets: Vec<String>,
     pub phases: Vec<PhaseReport>,
     /// Mean of the download and upload phases' median RTT minus the idle median (without

@@ -12,15 +12,15 @@ mod target;
 mod verdict;
 
 pub use continuous::{Continuous, ContinuousOptions, RTT_BUCKETS_SECONDS};
-pub use engine::{Engine, Outcome, ProbeSpec, Reply, UDP_MAGIC};
+pub use engine::{ProbeEngine, ProbeOutcome, ProbeSpec, Reply, UDP_MAGIC};
 pub use load::{check_congestion, sink_answers, Direction, Dscp, Load, CONGESTION};
 pub use rrul::{run, LoadOptions, TestOptions, MIN_INTERVAL, OBSERVED, SILENT_AFTER};
-pub use sink::{Sink, SinkOptions};
+pub use sink::{ProbeSink, ProbeSinkOptions};
 pub use stats::TargetStats;
 pub use target::Target;
 // the results, with no runtime, for the crates that only read them
 pub use tcmon_probe_model::{
-    Bottleneck, Grade, MeasuredDelay, PhaseReport, ProbeKind, Report, RttMs, TargetPhase,
+    BloatReport, Bottleneck, Grade, MeasuredDelay, PhaseReport, ProbeKind, RttMs, TargetPhase,
     TargetStatus,
 };
 pub use verdict::{verdict, PhaseData};

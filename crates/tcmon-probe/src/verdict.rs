@@ -1,7 +1,7 @@
 //! The bufferbloat verdict: phases, the latency increase under load, a grade, responsiveness,
 //! and which queue on this host (if any) holds the delay.
 //!
-//! Pure: probe outcomes and tc snapshots in, a [`Report`] out.
+//! Pure: probe outcomes and tc snapshots in, a [`BloatReport`] out.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use tcmon_core::rates::{ObjectType, Rates};
 use tcmon_core::sojourn::{Histogram, ObjectSojourn};
 use tcmon_core::Handle;
 
-use tcmon_probe_model::{Bottleneck, Grade, MeasuredDelay, PhaseReport, Report, TargetPhase};
+use tcmon_probe_model::{BloatReport, Bottleneck, Grade, MeasuredDelay, PhaseReport, TargetPhase};
 
 use crate::stats::TargetStats;
 
@@ -42,7 +42,7 @@ pub fn verdict(
     targets: Vec<String>,
     phases: &[PhaseData],
     samples: &[(Instant, Snapshot)],
-) -> Report {
+) -> BloatReport {
     let reports: Vec<PhaseReport> = phases.iter().map(|p| phase_report(p, &targets)).collect();
     let p50 = |name: &str| {
         reports
@@ -112,7 +112,7 @@ pub fn verdict(
         .fold(0.0, f64::max);
     let by_latency = latency_increase_ms.map(Grade::of);
     let grade = by_latency.map(|g| g.capped_by_loss(loss_under_load));
-    Report {
+    BloatReport {
         targets,
         phases: reports,
         grade,
@@ -515,7 +515,7 @@ mod tests {
             .collect()
     }
 
-    fn run(upload_ms: u64, backlog: u64) -> Report {
+    fn run(upload_ms: u64, backlog: u64) -> BloatReport {
         let t0 = Instant::now();
         let phases = [
             phase("idle", t0, 0, &[1, 1, 1], 0.0, 0.0),

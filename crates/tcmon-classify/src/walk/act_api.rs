@@ -4,7 +4,7 @@ use tcmon_core::filter::{ActionDetail, Control, Filter, Mirred};
 use tcmon_core::Handle;
 
 use super::text::{mirred_target, rule_at};
-use super::Engine;
+use super::Replay;
 
 /// `TC_ACT_EXT_VAL_MASK` and the extended opcodes.
 pub(crate) const TC_ACT_EXT_VAL_MASK: i32 = 0x0FFF_FFFF;
@@ -36,7 +36,7 @@ pub(crate) fn takes_packet(c: Control) -> bool {
     )
 }
 
-impl<'a> Engine<'a> {
+impl<'a> Replay<'a> {
     /// `tcf_exts_exec`: the filter's actions in order.
     pub(crate) fn run_actions(&mut self, ii: usize, f: &'a Filter) -> Result<Hit<'a>, String> {
         let at = rule_at(f);

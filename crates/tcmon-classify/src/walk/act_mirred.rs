@@ -4,13 +4,13 @@ use tcmon_core::filter::Mirred;
 
 use super::dev::ingress_qdisc;
 use super::text::mirred_target;
-use super::{End, Engine};
-use crate::classification::Outcome;
+use super::{End, Replay};
+use crate::classification::ClassifyOutcome;
 
 /// `MIRRED_NEST_LIMIT`: nested mirred redirects before the kernel drops the packet.
 pub(crate) const MIRRED_NEST_LIMIT: usize = 4;
 
-impl<'a> Engine<'a> {
+impl<'a> Replay<'a> {
     /// A mirred redirect: on to the target's egress (an IFB's root qdisc) or ingress.
     pub(crate) fn follow(&mut self, ii: usize, m: &'a Mirred) -> End {
         let snap = self.snap;
@@ -31,7 +31,7 @@ impl<'a> Engine<'a> {
                 format!("redirected to {name}, which is not in the snapshot"),
             );
             return End {
-                outcome: Outcome::Redirected,
+                outcome: ClassifyOutcome::Redirected,
                 interface: name,
                 class: None,
                 qdisc: None,
@@ -48,7 +48,7 @@ impl<'a> Engine<'a> {
                      the packet (\"exceeded mirred recursion limit\")"
                 ),
             );
-            return End::new(Outcome::Dropped, self.ifc(ii), None, None);
+            return End::new(ClassifyOutcome::Dropped, self.ifc(ii), None, None);
         }
         if !self.descend() {
             return self.too_deep(ii, "mirred");
@@ -70,7 +70,7 @@ impl<'a> Engine<'a> {
                             tifc.name
                         ),
                     );
-                    End::new(Outcome::Qdisc, tifc, None, None)
+                    End::new(ClassifyOutcome::Qdisc, tifc, None, None)
                 }
             }
         } else {

@@ -6,7 +6,7 @@ use tcmon_core::Handle;
 
 use super::act_api::{Hit, TC_ACT_EXT_VAL_MASK, TC_ACT_GOTO_CHAIN};
 use super::text::{filter_handle, matched_text, rule_at};
-use super::Engine;
+use super::Replay;
 
 /// `max_reclassify_loop` of `__tcf_classify` (6.x).
 pub(crate) const MAX_RECLASSIFY: usize = 16;
@@ -102,7 +102,7 @@ pub(crate) fn group<'a>(all: &[&'a Filter], chain: u32) -> Vec<Tp<'a>> {
     out
 }
 
-impl<'a> Engine<'a> {
+impl<'a> Replay<'a> {
     /// `tcf_classify` over the filters of `parents`, chain 0 first.
     pub(crate) fn run_block(&mut self, ii: usize, parents: &[Handle]) -> Verdict<'a> {
         let mut all: Vec<&'a Filter> = Vec::new();
@@ -182,9 +182,9 @@ impl<'a> Engine<'a> {
     pub(crate) fn eval_tp(&mut self, ii: usize, tp: &Tp<'a>) -> TpOut<'a> {
         match tp.kind {
             "u32" => self.u32_tp(ii, tp),
-            "flower" => self.rules_tp(ii, tp, Engine::flower_test),
+            "flower" => self.rules_tp(ii, tp, Replay::flower_test),
             "matchall" => self.rules_tp(ii, tp, |_, _| Test::Yes),
-            "basic" => self.rules_tp(ii, tp, Engine::basic_test),
+            "basic" => self.rules_tp(ii, tp, Replay::basic_test),
             "fw" => self.fw_tp(ii, tp),
             "bpf" => match tp.rules().find(|f| !skip_sw(f)) {
                 None => TpOut::NoMatch,
@@ -257,7 +257,7 @@ impl<'a> Engine<'a> {
         &mut self,
         ii: usize,
         tp: &Tp<'a>,
-        test: fn(&Engine<'a>, &Filter) -> Test,
+        test: fn(&Replay<'a>, &Filter) -> Test,
     ) -> TpOut<'a> {
         let mut any = false;
         for f in tp.rules() {

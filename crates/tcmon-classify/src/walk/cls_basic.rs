@@ -3,12 +3,12 @@
 use tcmon_core::filter::Filter;
 
 use super::cls_api::Test;
-use super::Engine;
+use super::Replay;
 
-impl<'a> Engine<'a> {
+impl<'a> Replay<'a> {
     /// basic: matches every packet unless it has ematches, which are not evaluated (cmp reads
     /// packet bytes a packet description does not give).
-    pub(crate) fn basic_test(_: &Engine<'a>, f: &Filter) -> Test {
+    pub(crate) fn basic_test(_: &Replay<'a>, f: &Filter) -> Test {
         /// `TCA_BASIC_EMATCHES`
         const EMATCHES: u16 = 2;
         if let Some(e) = f.ematch.as_deref().filter(|e| !e.is_empty()) {

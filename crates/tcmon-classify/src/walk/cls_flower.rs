@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use tcmon_core::filter::{Filter, FlowerKey};
 
 use super::cls_api::Test;
-use super::Engine;
+use super::Replay;
 use crate::packet::{has_ports, Field};
 
 pub(crate) fn ip_masked_eq(pkt: IpAddr, key: IpAddr, mask: IpAddr) -> bool {
@@ -20,7 +20,7 @@ pub(crate) fn ip_masked_eq(pkt: IpAddr, key: IpAddr, mask: IpAddr) -> bool {
     }
 }
 
-impl Engine<'_> {
+impl Replay<'_> {
     pub(crate) fn flower_test(&self, f: &Filter) -> Test {
         let Some(fl) = &f.flower else {
             return Test::Unknown("its flower keys were not decoded".to_owned());

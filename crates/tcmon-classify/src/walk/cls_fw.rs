@@ -6,9 +6,9 @@ use tcmon_core::Handle;
 use super::act_api::Hit;
 use super::cls_api::{Tp, TpOut};
 use super::text::{arrow, rule_at};
-use super::Engine;
+use super::Replay;
 
-impl<'a> Engine<'a> {
+impl<'a> Replay<'a> {
     /// `fw_classify`: the rule whose handle is `mark & mask`; without rules, the mark itself
     /// when it names a class of the qdisc.
     pub(crate) fn fw_tp(&mut self, ii: usize, tp: &Tp<'a>) -> TpOut<'a> {

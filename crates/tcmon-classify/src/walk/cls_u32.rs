@@ -10,7 +10,7 @@ use tcmon_core::Handle;
 
 use super::cls_api::{skip_sw, Test, Tp, TpOut};
 use super::text::{arrow, key_text, matched_base, rule_at};
-use super::Engine;
+use super::Replay;
 
 /// `TC_U32_MAXDEPTH`: links one u32 walk may follow before the kernel calls it a dead loop.
 pub(crate) const U32_MAX_DEPTH: usize = 8;
@@ -118,7 +118,7 @@ pub(crate) fn claimed_by(ifc: &Interface, idx: &U32Index, root: u32, parent: Han
     any
 }
 
-impl<'a> Engine<'a> {
+impl<'a> Replay<'a> {
     pub(crate) fn u32_index(&mut self, ii: usize, major: u16) -> Rc<U32Index> {
         if let Some(x) = self.u32s.get(&(ii, major)) {
             return Rc::clone(x);

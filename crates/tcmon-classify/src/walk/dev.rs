@@ -4,8 +4,8 @@ use tcmon_core::model::Interface;
 use tcmon_core::Handle;
 
 use super::sch::Settled;
-use super::{End, Engine};
-use crate::classification::Outcome;
+use super::{End, Replay};
+use crate::classification::ClassifyOutcome;
 
 /// Filters of an `ingress` qdisc; clsact's hooks.
 pub(crate) fn ingress_qdisc(ifc: &Interface) -> Option<usize> {
@@ -19,7 +19,7 @@ pub(crate) fn ingress_qdisc(ifc: &Interface) -> Option<usize> {
         })
 }
 
-impl Engine<'_> {
+impl Replay<'_> {
     /// `__dev_queue_xmit`: the clsact egress hook, then the root qdisc.
     pub(crate) fn egress(&mut self, ii: usize) -> End {
         let ifc = self.ifc(ii);
@@ -49,7 +49,7 @@ impl Engine<'_> {
                     "root",
                     "no root qdisc: packets go straight to the driver",
                 );
-                End::new(Outcome::Qdisc, ifc, None, None)
+                End::new(ClassifyOutcome::Qdisc, ifc, None, None)
             }
         }
     }
@@ -80,7 +80,7 @@ impl Engine<'_> {
                         ifc.name
                     ),
                 );
-                End::new(Outcome::Qdisc, ifc, None, Some(q.handle))
+                End::new(ClassifyOutcome::Qdisc, ifc, None, Some(q.handle))
             }
         }
     }

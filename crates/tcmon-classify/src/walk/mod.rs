@@ -1,4 +1,4 @@
-//! The replay: an [`Engine`] walks one packet through hooks, qdiscs, filter blocks and
+//! The replay: a [`Replay`] walks one packet through hooks, qdiscs, filter blocks and
 //! actions; each file holds the part of it the kernel has in the file of the same name.
 
 mod act_api;
@@ -23,7 +23,7 @@ use tcmon_core::filter::Filter;
 use tcmon_core::model::{Interface, Snapshot};
 use tcmon_core::Handle;
 
-use crate::classification::{Classification, ClassifyError, Outcome, Step};
+use crate::classification::{Classification, ClassifyError, ClassifyOutcome, ClassifyStep};
 use crate::packet::{describe, Packet, Skb, Wire};
 use cls_u32::U32Index;
 use dev::ingress_qdisc;
@@ -52,7 +52,7 @@ pub fn classify(
     } else {
         None
     };
-    let mut e = Engine::new(snap, pkt);
+    let mut e = Replay::new(snap, pkt);
     let wire_len = e.wire.bytes.len();
     e.step(
         ii,
@@ -116,7 +116,7 @@ impl<'a> Classifier<'a> {
         if pkt.src.is_some_and(|s| s.is_ipv4() != pkt.dst.is_ipv4()) {
             return None;
         }
-        let mut e = Engine::new(self.snap, pkt);
+        let mut e = Replay::new(self.snap, pkt);
         e.skb.priority = Some(priority);
         e.u32s = std::mem::take(&mut self.u32s);
         let end = e.enqueue(ii, qi);
@@ -131,7 +131,7 @@ pub(crate) const MAX_LEVELS: usize = 16;
 /// Where the walk ended.
 #[derive(Debug)]
 pub(crate) struct End {
-    pub(crate) outcome: Outcome,
+    pub(crate) outcome: ClassifyOutcome,
     pub(crate) interface: String,
     pub(crate) class: Option<Handle>,
     pub(crate) qdisc: Option<Handle>,
@@ -140,7 +140,7 @@ pub(crate) struct End {
 
 impl End {
     pub(crate) fn new(
-        outcome: Outcome,
+        outcome: ClassifyOutcome,
         ifc: &Interface,
         class: Option<Handle>,
         qdisc: Option<Handle>,
@@ -154,7 +154,7 @@ impl End {
         }
     }
 
-    pub(crate) fn finish(self, path: Vec<Step>) -> Classification {
+    pub(crate) fn finish(self, path: Vec<ClassifyStep>) -> Classification {
         Classification {
             class: self.class,
             interface: self.interface,
@@ -166,19 +166,19 @@ impl End {
     }
 }
 
-pub(crate) struct Engine<'a> {
+pub(crate) struct Replay<'a> {
     pub(crate) snap: &'a Snapshot,
     pub(crate) pkt: &'a Packet,
     pub(crate) wire: Wire,
     pub(crate) skb: Skb,
-    pub(crate) path: Vec<Step>,
+    pub(crate) path: Vec<ClassifyStep>,
     pub(crate) u32s: HashMap<(usize, u16), Rc<U32Index>>,
     pub(crate) visits: usize,
 }
 
-impl<'a> Engine<'a> {
-    pub(crate) fn new(snap: &'a Snapshot, pkt: &'a Packet) -> Engine<'a> {
-        Engine {
+impl<'a> Replay<'a> {
+    pub(crate) fn new(snap: &'a Snapshot, pkt: &'a Packet) -> Replay<'a> {
+        Replay {
             snap,
             pkt,
             wire: Wire::new(pkt),
@@ -198,7 +198,7 @@ impl<'a> Engine<'a> {
 
     pub(crate) fn step(&mut self, ii: usize, at: impl Into<String>, text: impl Into<String>) {
         let interface = self.ifc(ii).name.clone();
-        self.path.push(Step {
+        self.path.push(ClassifyStep {
             interface,
             at: at.into(),
             text: text.into(),
@@ -207,7 +207,12 @@ impl<'a> Engine<'a> {
 
     pub(crate) fn undetermined(&mut self, ii: usize, at: impl Into<String>, reason: String) -> End {
         self.step(ii, at, format!("undetermined: {reason}"));
-        End::new(Outcome::Undetermined { reason }, self.ifc(ii), None, None)
+        End::new(
+            ClassifyOutcome::Undetermined { reason },
+            self.ifc(ii),
+            None,
+            None,
+        )
     }
 
     /// One level deeper (nested qdisc, inner filter chain, redirect); false past the bound.

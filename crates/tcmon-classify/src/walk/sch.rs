@@ -7,8 +7,8 @@ use tcmon_core::topology::Obj;
 use tcmon_core::Handle;
 
 use super::cls_api::Verdict;
-use super::{End, Engine};
-use crate::classification::Outcome;
+use super::{End, Replay};
+use crate::classification::ClassifyOutcome;
 
 /// `ip_tos2prio`: `rt_tos2priority(tos)` is `TOS2PRIO[(tos & 0x1e) >> 1]`.
 pub(crate) const TOS2PRIO: [u8; 16] = [0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4];
@@ -24,7 +24,7 @@ pub(crate) enum Settled {
     Stop(End),
 }
 
-impl<'a> Engine<'a> {
+impl<'a> Replay<'a> {
     /// A block's verdict as a qdisc acts on it: drops, steals and redirects end the walk here.
     pub(crate) fn settle(&mut self, ii: usize, v: Verdict<'a>, qi: Option<usize>) -> Settled {
         let q = qi.map(|qi| &self.ifc(ii).qdiscs[qi]);
@@ -47,7 +47,12 @@ impl<'a> Engine<'a> {
                 match hit.control {
                     Control::DROP => {
                         self.step(ii, at, "dropped by the filter's action");
-                        Settled::Stop(End::new(Outcome::Dropped, self.ifc(ii), None, qdisc))
+                        Settled::Stop(End::new(
+                            ClassifyOutcome::Dropped,
+                            self.ifc(ii),
+                            None,
+                            qdisc,
+                        ))
                     }
                     Control::STOLEN | Control::QUEUED | Control::TRAP => {
                         self.step(
@@ -58,7 +63,12 @@ impl<'a> Engine<'a> {
                                 hit.control
                             ),
                         );
-                        Settled::Stop(End::new(Outcome::Dropped, self.ifc(ii), None, qdisc))
+                        Settled::Stop(End::new(
+                            ClassifyOutcome::Dropped,
+                            self.ifc(ii),
+                            None,
+                            qdisc,
+                        ))
                     }
                     _ => Settled::Class(hit.class),
                 }
@@ -87,11 +97,11 @@ impl<'a> Engine<'a> {
                     at,
                     format!("classless: band {band} by its priomap (skb priority {prio}: {why})"),
                 );
-                End::new(Outcome::Qdisc, ifc, None, Some(q.handle))
+                End::new(ClassifyOutcome::Qdisc, ifc, None, Some(q.handle))
             }
             "noqueue" => {
                 self.step(ii, at, "no queue: sent straight to the driver");
-                End::new(Outcome::Qdisc, ifc, None, Some(q.handle))
+                End::new(ClassifyOutcome::Qdisc, ifc, None, Some(q.handle))
             }
             "tbf" => {
                 let t = ifc.topology();
@@ -110,7 +120,7 @@ impl<'a> Engine<'a> {
                     }
                     None => {
                         self.step(ii, at, "classless: queued here");
-                        End::new(Outcome::Qdisc, ifc, None, Some(q.handle))
+                        End::new(ClassifyOutcome::Qdisc, ifc, None, Some(q.handle))
                     }
                 }
             }
@@ -129,7 +139,7 @@ impl<'a> Engine<'a> {
                     end
                 } else {
                     self.step(ii, at, "classless: queued here");
-                    End::new(Outcome::Qdisc, ifc, None, Some(q.handle))
+                    End::new(ClassifyOutcome::Qdisc, ifc, None, Some(q.handle))
                 }
             }
         }
@@ -175,8 +185,8 @@ impl<'a> Engine<'a> {
                     return self.too_deep(ii, format!("class {class}"));
                 }
                 let mut end = self.enqueue(ii, lq);
-                if end.outcome == Outcome::Qdisc && end.class.is_none() {
-                    end.outcome = Outcome::Class;
+                if end.outcome == ClassifyOutcome::Qdisc && end.class.is_none() {
+                    end.outcome = ClassifyOutcome::Class;
                     end.class = Some(class);
                 }
                 end
@@ -188,7 +198,7 @@ impl<'a> Engine<'a> {
                     format!("class {class}"),
                     format!("leaf: queued in its qdisc {} {}", q.kind, q.handle),
                 );
-                End::new(Outcome::Class, ifc, Some(class), Some(q.handle))
+                End::new(ClassifyOutcome::Class, ifc, Some(class), Some(q.handle))
             }
             None => {
                 let text = match leaf_hint {
@@ -199,7 +209,7 @@ impl<'a> Engine<'a> {
                     None => "leaf: queued in its qdisc (not in the snapshot)".to_owned(),
                 };
                 self.step(ii, format!("class {class}"), text);
-                End::new(Outcome::Class, ifc, Some(class), leaf_hint)
+                End::new(ClassifyOutcome::Class, ifc, Some(class), leaf_hint)
             }
         }
     }

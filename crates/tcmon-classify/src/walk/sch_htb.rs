@@ -5,10 +5,10 @@ use tcmon_core::topology::Obj;
 use tcmon_core::Handle;
 
 use super::sch::Settled;
-use super::{End, Engine, MAX_LEVELS};
-use crate::classification::Outcome;
+use super::{End, Replay, MAX_LEVELS};
+use crate::classification::ClassifyOutcome;
 
-impl Engine<'_> {
+impl Replay<'_> {
     /// `htb_classify`.
     pub(crate) fn htb(&mut self, ii: usize, qi: usize) -> End {
         let ifc = self.ifc(ii);
@@ -24,7 +24,7 @@ impl Engine<'_> {
         let is_leaf = |c: usize| t.child_classes(Obj::Class(c)).next().is_none();
         let direct = |e: &mut Self, text: String| {
             e.step(ii, format!("qdisc htb {h}"), text);
-            End::new(Outcome::Direct, ifc, None, Some(h))
+            End::new(ClassifyOutcome::Direct, ifc, None, Some(h))
         };
 
         let mut parent = h;

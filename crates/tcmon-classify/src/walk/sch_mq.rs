@@ -3,10 +3,10 @@
 use tcmon_core::topology::Obj;
 use tcmon_core::Handle;
 
-use super::{End, Engine};
-use crate::classification::{Classification, Outcome};
+use super::{End, Replay};
+use crate::classification::{Classification, ClassifyOutcome};
 
-impl Engine<'_> {
+impl Replay<'_> {
     /// `mq`/`mqprio`: the TX queue is picked by the flow hash or XPS; each queue's qdisc is
     /// classified on its own.
     pub(crate) fn multiqueue(&mut self, ii: usize, qi: usize) -> End {
@@ -35,7 +35,7 @@ impl Engine<'_> {
                 return match queue_qdisc(c) {
                     Some(cq) if self.descend() => self.enqueue(ii, cq),
                     Some(_) => self.too_deep(ii, at),
-                    None => End::new(Outcome::Qdisc, ifc, None, ifc.classes[c].leaf_qdisc),
+                    None => End::new(ClassifyOutcome::Qdisc, ifc, None, ifc.classes[c].leaf_qdisc),
                 };
             }
         }
@@ -65,7 +65,7 @@ impl Engine<'_> {
                         format!("class {ch}"),
                         "no qdisc listed under this queue",
                     );
-                    End::new(Outcome::Qdisc, ifc, None, ifc.classes[c].leaf_qdisc)
+                    End::new(ClassifyOutcome::Qdisc, ifc, None, ifc.classes[c].leaf_qdisc)
                 }
             };
             queues.push(end.finish(std::mem::take(&mut self.path)));
@@ -81,7 +81,7 @@ impl Engine<'_> {
         let class = same(&|x| x.class);
         let qdisc = same(&|x| x.qdisc);
         End {
-            outcome: Outcome::PerQueue,
+            outcome: ClassifyOutcome::PerQueue,
             interface: ifc.name.clone(),
             class,
             qdisc,

@@ -5,9 +5,9 @@ use tcmon_core::Handle;
 
 use super::cls_api::Verdict;
 use super::sch::{Settled, DEFAULT_PRIOMAP};
-use super::{End, Engine};
+use super::{End, Replay};
 
-impl Engine<'_> {
+impl Replay<'_> {
     /// `prio_classify`: a band from the filters, or by priomap from `skb->priority`.
     pub(crate) fn prio(&mut self, ii: usize, qi: usize) -> End {
         let ifc = self.ifc(ii);

@@ -5,9 +5,9 @@
 //! `cargo-modules` would do this from the compiler's view, but building it takes longer than
 //! the whole test suite. This reads paths as written, which is what the rule is about: a
 //! module and the modules inside it are one unit from outside (a path from `a::x` to `b::y` is
-//! an edge from `a` to `b`; a child naming its parent or a parent its child is none), `#[cfg(test)]` modules are left out (fixtures build from the
-//! whole crate), and a name reached through a `pub use` (`crate::Snapshot`) counts for the
-//! module it comes from.
+//! an edge from `a` to `b`; a child naming its parent or a parent its child is none),
+//! `#[cfg(test)]` modules are left out (fixtures build from the whole crate), and a name
+//! reached through a `pub use` (`crate::Snapshot`) counts for the module it comes from.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

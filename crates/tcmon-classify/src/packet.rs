@@ -1,5 +1,5 @@
 //! The packet replayed, as the kernel's skb holds it: its bytes from the network header on
-//! ([`Wire`], built from a [`Packet`] description) and what rides along (mark, priority).
+//! (`Wire`, built from a [`Packet`] description) and what rides along (mark, priority).
 
 use std::fmt::Write as _;
 use std::net::IpAddr;

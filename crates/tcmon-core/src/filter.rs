@@ -1,5 +1,5 @@
 //! Filters (classifiers), their actions and size tables, as `tc filter show` and `tc qdisc show`
-//! print them. The decoded fields are what [`crate::classify`] evaluates; anything else is kept
+//! print them. The decoded fields are what `tcmon-classify` evaluates; anything else is kept
 //! raw in each object's [`Undecoded`].
 
 use std::fmt;
@@ -313,7 +313,7 @@ pub struct Flower {
     pub skip_sw: bool,
 }
 
-/// A flower key in a form [`crate::classify`] can compare; masks in host order.
+/// A flower key in a form `tcmon-classify` can compare; masks in host order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FlowerKey {
     EthType(u16),

@@ -143,7 +143,7 @@ pub struct HtbClass {
     pub rate_bytes_per_sec: u64,
     pub ceil_bytes_per_sec: u64,
     /// Bucket size in bytes at the class rate as tc reads it: what `tc -d class show` prints
-    /// as `burst` ([`TickLen::tc_xmitsize`] of `burst_ticks`). tc truncates the bucket to
+    /// as `burst` ([`crate::units::TickLen::tc_xmitsize`] of `burst_ticks`). tc truncates the bucket to
     /// whole microseconds first, so this is below what the bucket holds by up to a microsecond
     /// of the rate (1462 for the 1569 bytes of 218 ticks at 900 Mbit; 0 for the 15 ticks of a
     /// 10 Gbit class's default bucket): `burst_ns` at the rate is the exact content.
@@ -191,7 +191,7 @@ pub struct Tbf {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peakrate_bytes_per_sec: Option<u64>,
     /// Bucket size in bytes as tc reads it: what `tc -d qdisc show` prints as `burst`
-    /// ([`TickLen::tc_xmitsize`] of `buffer_ticks`, a little below the exact content
+    /// ([`crate::units::TickLen::tc_xmitsize`] of `buffer_ticks`, a little below the exact content
     /// `burst_ns` at the rate, as for HTB).
     pub burst_bytes: u64,
     /// Bucket size as time: what the kernel stores, exactly.

@@ -15,7 +15,7 @@ mod sch_mq;
 mod sch_prio;
 mod text;
 
-use std::fmt::{self};
+use std::fmt;
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap as HashMap;

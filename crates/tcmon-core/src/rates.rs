@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+// the keys of `Rates`, where its readers have always found them
 pub use crate::ident::{ObjectKey, ObjectType};
 use crate::model::{qdisc_order, Class, Interface, Qdisc, Snapshot, Stats};
 use crate::units::Handle;

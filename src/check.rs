@@ -205,7 +205,7 @@ struct WithLoad<'a> {
     #[serde(flatten)]
     report: CheckReport<'a, [Finding]>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    load: Option<&'a tcmon_probe::Report>,
+    load: Option<&'a tcmon_probe::BloatReport>,
 }
 
 /// The latency-under-load test of `check --load` against `sink`, probing `target`.
@@ -238,7 +238,7 @@ fn load_test(
     sink: std::net::SocketAddr,
     test: crate::probe::Prepared,
     no_bpf: bool,
-) -> Result<tcmon_probe::Report> {
+) -> Result<tcmon_probe::BloatReport> {
     match test.run() {
         Err(e)
             if e.chain().any(|c| {
@@ -259,7 +259,7 @@ fn human(
     status: Status,
     findings: &[Finding],
     snap: &tcmon_core::Snapshot,
-    load: Option<&tcmon_probe::Report>,
+    load: Option<&tcmon_probe::BloatReport>,
     args: &CheckArgs,
 ) -> String {
     let mut s = String::new();
@@ -427,7 +427,7 @@ mod tests {
     /// hidden) and with some.
     #[test]
     fn the_load_grade_is_shown_also_when_ok() {
-        let report = tcmon_probe::Report {
+        let report = tcmon_probe::BloatReport {
             targets: vec!["icmp:10.0.0.2".into()],
             phases: Vec::new(),
             latency_increase_ms: Some(2.345_678),

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use tcmon_core::classify::{classify, Classification, Outcome, Packet};
+use tcmon_classify::{classify, Classification, ClassifyOutcome as Outcome, Packet};
 use tcmon_core::Snapshot;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 

@@ -8,7 +8,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tcmon_core::units::fmt_bits_per_sec;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
-use tcmon_probe::{Bottleneck, LoadOptions, Report, Sink, SinkOptions, Target, TestOptions};
+// the crate's longer names, short in this module about probes only
+use tcmon_probe::{
+    BloatReport as Report, Bottleneck, LoadOptions, ProbeSink as Sink,
+    ProbeSinkOptions as SinkOptions, Target, TestOptions,
+};
 use tcmon_sojourn::SojournMode;
 
 use crate::{ProbeArgs, SinkArgs};

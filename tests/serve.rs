@@ -396,10 +396,10 @@ fn a_bad_listen_address_or_config_is_a_usage_error() {
 /// as a histogram of round trips with its baseline, increase, loss and counts.
 #[test]
 fn continuous_probes_are_exported() {
-    let sink = tcmon_probe::Sink::start(
-        tcmon_probe::SinkOptions {
+    let sink = tcmon_probe::ProbeSink::start(
+        tcmon_probe::ProbeSinkOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
-            ..tcmon_probe::SinkOptions::default()
+            ..tcmon_probe::ProbeSinkOptions::default()
         },
         |_| {},
     )

@@ -39,7 +39,7 @@ pub fn links(
     let limits = match netns {
         None => read(),
         // /sys/class/net here shows this process's namespace, not that one.
-        Some(ns) => tcmon_netlink::in_netns_with_sysfs(ns, read).unwrap_or_default(),
+        Some(ns) => tcmon_netns::in_netns_with_sysfs(ns, read).unwrap_or_default(),
     };
     for (name, l) in limits {
         if let Some(f) = out.get_mut(&name) {

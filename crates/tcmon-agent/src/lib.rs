@@ -549,7 +549,7 @@ fn start_probes(opts: &AgentOptions) -> Result<Option<Continuous>, Error> {
         Some(p) if !p.targets.is_empty() => {
             let mut p = p.clone();
             if p.netns.is_none() {
-                p.netns = opts.netns.as_deref().map(tcmon_netlink::netns_path);
+                p.netns = opts.netns.as_deref().map(tcmon_netns::netns_path);
             }
             Ok(Some(Continuous::start(p)?))
         }

@@ -1,5 +1,5 @@
 //! Filters (classifiers), their actions and size tables, as `tc filter show` and `tc qdisc show`
-//! print them. The decoded fields are what [`crate::classify`] evaluates; anything else is kept
+//! print them. The decoded fields are what `tcmon-classify` evaluates; anything else is kept
 //! raw in each object's [`Undecoded`].
 
 use std::fmt;
@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use serde::{Serialize, Serializer};
 
-use crate::model::{Interface, Name, Undecoded};
+use crate::raw::{Name, Undecoded};
 use crate::units::{tc_rate, tc_size, Handle};
 
 #[derive(Debug, Clone, Serialize)]
@@ -313,7 +313,7 @@ pub struct Flower {
     pub skip_sw: bool,
 }
 
-/// A flower key in a form [`crate::classify`] can compare; masks in host order.
+/// A flower key in a form `tcmon-classify` can compare; masks in host order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FlowerKey {
     EthType(u16),
@@ -706,50 +706,10 @@ pub fn filter_chains(filters: &[Filter]) -> Vec<FilterChain> {
     out
 }
 
-/// Names mirred targets and links IFBs to the interfaces whose ingress they shape: an ingress
-/// (or clsact ingress) filter with `mirred egress redirect dev ifb0` on `v0` puts `v0` in
-/// ifb0's [`Interface::shapes_ingress_of`]. `name` maps an ifindex to its device (the target
-/// may be a device this snapshot does not hold). Linear in the filters.
-pub fn resolve_redirects<'a>(interfaces: &mut [Interface], name: impl Fn(u32) -> Option<&'a str>) {
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    for i in interfaces.iter_mut() {
-        i.ingress_redirected_to.clear();
-        for f in &mut i.filters {
-            let ingress = f.parent == Handle::INGRESS_FILTERS || f.parent == Handle::CLSACT_INGRESS;
-            for a in &mut f.actions {
-                let Some(ActionDetail::Mirred(m)) = &mut a.detail else {
-                    continue;
-                };
-                m.dev = name(m.ifindex).map(str::to_owned);
-                if let (true, true, "egress", Some(dev)) =
-                    (ingress, m.redirect, m.direction, &m.dev)
-                {
-                    if *dev != i.name {
-                        pairs.push((i.name.clone(), dev.clone()));
-                    }
-                }
-            }
-        }
-    }
-    pairs.sort();
-    pairs.dedup();
-    for i in interfaces.iter_mut() {
-        i.shapes_ingress_of = pairs
-            .iter()
-            .filter(|(_, to)| *to == i.name)
-            .map(|(from, _)| from.clone())
-            .collect();
-        i.ingress_redirected_to = pairs
-            .iter()
-            .filter(|(from, _)| *from == i.name)
-            .map(|(_, to)| to.clone())
-            .collect();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{resolve_redirects, Interface};
 
     #[test]
     fn stab_overhead_only_and_atm_table() {

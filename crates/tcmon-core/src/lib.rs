@@ -1,11 +1,15 @@
 //! tcmon's model of Linux traffic control: one [`model::Snapshot`] per poll, the units it is
-//! expressed in, and [`rates`] computed from two snapshots.
+//! expressed in, the [`topology`] of each interface's tree, the [`ident`]ities of its objects
+//! and [`rates`] computed from two snapshots. Replaying the kernel's classification on it is
+//! `tcmon-classify`'s.
 
 pub mod aqm;
-pub mod classify;
 pub mod filter;
+pub mod ident;
 pub mod model;
+pub mod object;
 pub mod rates;
+pub mod raw;
 pub mod sched;
 pub mod sojourn;
 pub mod topology;

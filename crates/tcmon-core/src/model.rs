@@ -6,13 +6,15 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use serde::{Serialize, Serializer};
-/// Short names (kinds, protocols) stored inline: a poll of a big tree makes tens of thousands.
-pub use smol_str::SmolStr as Name;
+use serde::Serialize;
 
-use crate::aqm::{Cake, CakeClass, Codel, Fq, FqCodel, FqCodelClass, Pie, Red, Sfq, SfqClass};
+use crate::filter::ActionDetail;
 pub use crate::filter::{filter_chains, Filter, FilterChain, SizeTable, U32Filter};
-use crate::sched::{DrrClass, HfscClass, HfscQdisc, Netem, QfqClass};
+pub use crate::object::{
+    Class, ClassDetail, Fifo, HtbClass, HtbQdisc, Prio, Qdisc, QdiscDetail, RateEstimator,
+    RateSpec, Stats, Tbf,
+};
+pub use crate::raw::{Name, RawAttr, Undecoded};
 use crate::topology::Topology;
 use crate::units::{Handle, TickLen};
 
@@ -188,7 +190,7 @@ impl Interface {
         let t = self
             .topology
             .0
-            .get_or_init(|| Arc::new(Topology::new(self)));
+            .get_or_init(|| Arc::new(Topology::new(&self.qdiscs, &self.classes)));
         debug_assert!(
             t.len() == (self.qdiscs.len(), self.classes.len()),
             "objects changed after the topology was built"
@@ -226,261 +228,45 @@ impl Interface {
     }
 }
 
-/// Basic and queue counters (`TCA_STATS2`). Counters the kernel keeps in 32 bits are widened.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Stats {
-    pub bytes: u64,
-    /// From `TCA_STATS_PKT64` when the kernel sends it, else the 32-bit basic counter.
-    pub packets: u64,
-    pub drops: u64,
-    pub overlimits: u64,
-    pub requeues: u64,
-    pub backlog_bytes: u64,
-    pub backlog_packets: u64,
-    /// True when `packets` is the kernel's 64-bit counter (no wrap at 2^32).
-    #[serde(skip)]
-    pub packets_64bit: bool,
-    /// The kernel's rate estimator, when one is configured (`tc ... estimator`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_estimator: Option<RateEstimator>,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct RateEstimator {
-    pub bytes_per_sec: u64,
-    pub packets_per_sec: u64,
-}
-
-/// An attribute kept as the kernel sent it, because tcmon does not know it or could not decode it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RawAttr {
-    /// Where it was found, e.g. `options`, `xstats`, `options.htb`.
-    pub at: &'static str,
-    #[serde(rename = "type")]
-    pub kind: u16,
-    #[serde(serialize_with = "hex")]
-    pub bytes: Vec<u8>,
-}
-
-pub(crate) fn hex<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    s.serialize_str(&out)
-}
-
-/// Parts of an object's attributes that were kept raw, and why.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Undecoded {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub raw_attributes: Vec<RawAttr>,
-    /// Why something was not decoded (truncated struct, bad nesting, ...).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub decode_errors: Vec<String>,
-}
-
-impl Undecoded {
-    pub fn is_empty(&self) -> bool {
-        self.raw_attributes.is_empty() && self.decode_errors.is_empty()
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Qdisc {
-    pub handle: Handle,
-    pub parent: Handle,
-    pub kind: Name,
-    pub stats: Stats,
-    /// Size table (`stab`): the packet length this qdisc accounts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stab: Option<SizeTable>,
-    /// Kind-specific options and xstats, under the kind's name (`"htb": {...}`).
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<QdiscDetail>,
-    #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
-    pub undecoded: Undecoded,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QdiscDetail {
-    Htb(HtbQdisc),
-    Tbf(Tbf),
-    Pfifo(Fifo),
-    Bfifo(Fifo),
-    /// `pfifo_head_drop` has the pfifo layout.
-    PfifoHeadDrop(Fifo),
-    PfifoFast(Prio),
-    Prio(Prio),
-    // Boxed: large, and rare next to the HTB/FIFO trees of thousands of objects.
-    FqCodel(Box<FqCodel>),
-    Cake(Box<Cake>),
-    Sfq(Sfq),
-    Codel(Box<Codel>),
-    Fq(Box<Fq>),
-    Pie(Box<Pie>),
-    Red(Box<Red>),
-    Netem(Box<Netem>),
-    Hfsc(HfscQdisc),
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Class {
-    pub handle: Handle,
-    pub parent: Handle,
-    pub kind: Name,
-    /// The qdisc attached to this class, when it is a leaf (`tcm_info`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub leaf_qdisc: Option<Handle>,
-    pub stats: Stats,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<ClassDetail>,
-    #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
-    pub undecoded: Undecoded,
-}
-
-impl Class {
-    pub fn htb(&self) -> Option<&HtbClass> {
-        match &self.detail {
-            Some(ClassDetail::Htb(h)) => Some(h),
-            _ => None,
+/// Names mirred targets and links IFBs to the interfaces whose ingress they shape: an ingress
+/// (or clsact ingress) filter with `mirred egress redirect dev ifb0` on `v0` puts `v0` in
+/// ifb0's [`Interface::shapes_ingress_of`]. `name` maps an ifindex to its device (the target
+/// may be a device this snapshot does not hold). Linear in the filters.
+pub fn resolve_redirects<'a>(interfaces: &mut [Interface], name: impl Fn(u32) -> Option<&'a str>) {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for i in interfaces.iter_mut() {
+        i.ingress_redirected_to.clear();
+        for f in &mut i.filters {
+            let ingress = f.parent == Handle::INGRESS_FILTERS || f.parent == Handle::CLSACT_INGRESS;
+            for a in &mut f.actions {
+                let Some(ActionDetail::Mirred(m)) = &mut a.detail else {
+                    continue;
+                };
+                m.dev = name(m.ifindex).map(str::to_owned);
+                if let (true, true, "egress", Some(dev)) =
+                    (ingress, m.redirect, m.direction, &m.dev)
+                {
+                    if *dev != i.name {
+                        pairs.push((i.name.clone(), dev.clone()));
+                    }
+                }
+            }
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClassDetail {
-    Htb(HtbClass),
-    FqCodel(FqCodelClass),
-    Cake(CakeClass),
-    Sfq(SfqClass),
-    Hfsc(HfscClass),
-    Drr(DrrClass),
-    Qfq(QfqClass),
-}
-
-/// `tc_htb_glob` and friends.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct HtbQdisc {
-    /// `major.minor` of the HTB implementation, as tc prints `ver`.
-    pub version: String,
-    pub r2q: u32,
-    /// Minor id of the default class; 0 means unclassified traffic goes to the direct queue.
-    pub default_minor: u32,
-    /// The default class id in tc notation (`1:20`), absent when `default_minor` is 0.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub default_class: Option<Handle>,
-    /// Packets sent unshaped through the direct queue (`direct_packets_stat`).
-    pub direct_packets: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub direct_qlen: Option<u32>,
-    pub offload: bool,
-}
-
-/// Link-layer adjustments of a `tc_ratespec`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct RateSpec {
-    pub rate_bytes_per_sec: u64,
-    /// `ethernet`, `atm` or `unaware`.
-    pub linklayer: &'static str,
-    pub overhead_bytes: u16,
-    pub mpu_bytes: u16,
-}
-
-/// An HTB class: `tc_htb_opt`, 64-bit rates and `tc_htb_xstats`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct HtbClass {
-    pub rate_bytes_per_sec: u64,
-    pub ceil_bytes_per_sec: u64,
-    /// Bucket size in bytes at the class rate as tc reads it: what `tc -d class show` prints
-    /// as `burst` ([`TickLen::tc_xmitsize`] of `burst_ticks`). tc truncates the bucket to
-    /// whole microseconds first, so this is below what the bucket holds by up to a microsecond
-    /// of the rate (1462 for the 1569 bytes of 218 ticks at 900 Mbit; 0 for the 15 ticks of a
-    /// 10 Gbit class's default bucket): `burst_ns` at the rate is the exact content.
-    pub burst_bytes: u64,
-    /// `cburst_ticks` as tc reads it at the ceil (tc's `cburst`).
-    pub cburst_bytes: u64,
-    /// Bucket size as time: what the kernel stores, exactly.
-    pub burst_ns: u64,
-    pub cburst_ns: u64,
-    /// The kernel's `buffer`/`cbuffer` (tc_htb_opt), in psched ticks.
-    #[serde(skip)]
-    pub burst_ticks: u32,
-    #[serde(skip)]
-    pub cburst_ticks: u32,
-    /// The effective DRR quantum (explicit, or rate/r2q clamped to 1000..200000 by the kernel).
-    pub quantum_bytes: u32,
-    pub prio: u32,
-    /// 0 for leaves; inner classes have the level of their highest child + 1 (root of tree: 7).
-    pub level: u32,
-    pub linklayer: &'static str,
-    pub overhead_bytes: u16,
-    pub mpu_bytes: u16,
-    pub ceil_mpu_bytes: u16,
-    pub offload: bool,
-    /// Times the class lent its own rate to children (`lended`).
-    pub lends: u32,
-    /// Times the class borrowed from its parent.
-    pub borrows: u32,
-    /// Packets larger than the class's configured mtu.
-    pub giants: u32,
-    /// Rate-bucket level in ns of transmission time; negative = debt.
-    pub tokens_ns: i64,
-    pub ctokens_ns: i64,
-    /// `tokens_ns` as bytes at the class rate (negative = debt).
-    pub tokens_bytes: i64,
-    pub ctokens_bytes: i64,
-    /// False when the kernel sent no xstats: the token/lend fields are then zero, not measured.
-    pub has_xstats: bool,
-}
-
-/// Token bucket filter: `tc_tbf_qopt` with 64-bit rates.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Tbf {
-    pub rate_bytes_per_sec: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub peakrate_bytes_per_sec: Option<u64>,
-    /// Bucket size in bytes as tc reads it: what `tc -d qdisc show` prints as `burst`
-    /// ([`TickLen::tc_xmitsize`] of `buffer_ticks`, a little below the exact content
-    /// `burst_ns` at the rate, as for HTB).
-    pub burst_bytes: u64,
-    /// Bucket size as time: what the kernel stores, exactly.
-    pub burst_ns: u64,
-    /// Peak-rate bucket (`mtu`/`minburst`) in bytes as tc reads it, when a peak rate is set.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mtu_bytes: Option<u64>,
-    /// The kernel's `buffer` and `mtu` (tc_tbf_qopt), in psched ticks. The kernel computes
-    /// them from the byte sizes tc also sends (`TCA_TBF_BURST`/`PBURST`), not as HTB's from
-    /// tc's ticks.
-    #[serde(skip)]
-    pub buffer_ticks: u32,
-    #[serde(skip)]
-    pub mtu_ticks: u32,
-    /// Queue limit in bytes.
-    pub limit_bytes: u32,
-    /// Longest a packet can wait in the queue (tc's `lat`): limit/rate minus the bucket.
-    pub latency_ns: i64,
-    pub linklayer: &'static str,
-    pub overhead_bytes: u16,
-    pub mpu_bytes: u16,
-}
-
-/// pfifo / bfifo: `tc_fifo_qopt`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Fifo {
-    /// Packets for pfifo, bytes for bfifo.
-    pub limit: u32,
-}
-
-/// pfifo_fast / prio: `tc_prio_qopt`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Prio {
-    pub bands: u32,
-    /// Band per Linux priority (TOS) 0..15.
-    pub priomap: Vec<u8>,
+    pairs.sort();
+    pairs.dedup();
+    for i in interfaces.iter_mut() {
+        i.shapes_ingress_of = pairs
+            .iter()
+            .filter(|(_, to)| *to == i.name)
+            .map(|(from, _)| from.clone())
+            .collect();
+        i.ingress_redirected_to = pairs
+            .iter()
+            .filter(|(from, _)| *from == i.name)
+            .map(|(_, to)| to.clone())
+            .collect();
+    }
 }
 
 /// Sorts an interface's objects into the documented order (deterministic output).

@@ -9,29 +9,14 @@
 
 use serde::Serialize;
 
+// the keys of `Rates`, where its readers have always found them
+pub use crate::ident::{ObjectKey, ObjectType};
 use crate::model::{qdisc_order, Class, Interface, Qdisc, Snapshot, Stats};
 use crate::units::Handle;
 
 /// The qdisc kind whose counters stay at zero whatever passes (it queues nothing: packets go
 /// straight to the device). Rates and exported counters of it would claim an idle link.
 pub const NO_COUNTERS: &str = "noqueue";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ObjectType {
-    Qdisc,
-    Class,
-}
-
-/// Identifies one qdisc or class across snapshots.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ObjectKey {
-    pub ifindex: u32,
-    pub object: ObjectType,
-    pub handle: Handle,
-    /// Part of the identity because the kernel's own qdiscs (HTB leaves' default FIFO, TBF's
-    /// inner one) all have handle 0.
-    pub parent: Handle,
-}
 
 impl ObjectKey {
     pub fn qdisc(iface: &Interface, q: &Qdisc) -> ObjectKey {

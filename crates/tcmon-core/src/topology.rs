@@ -1,5 +1,5 @@
 //! Who hangs under whom in one interface's tree: built once per snapshot (on first use, by
-//! [`Interface::topology`]) and shared by every view and rule, so none of them rebuilds
+//! [`crate::model::Interface::topology`]) and shared by every view and rule, so none of them rebuilds
 //! parent/child relations on its own.
 //!
 //! The tree as the kernel builds it, not as the dump labels it:
@@ -15,10 +15,11 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::model::Interface;
+use crate::filter::Filter;
+use crate::object::{Class, Qdisc};
 use crate::units::Handle;
 
-/// One qdisc or class, by index into [`Interface::qdiscs`] / [`Interface::classes`].
+/// One qdisc or class, by index into [`crate::model::Interface::qdiscs`] / [`crate::model::Interface::classes`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Obj {
     Qdisc(usize),
@@ -64,8 +65,8 @@ pub struct Topology {
 }
 
 impl Topology {
-    pub fn new(iface: &Interface) -> Topology {
-        let (nq, nc) = (iface.qdiscs.len(), iface.classes.len());
+    pub fn new(qdiscs: &[Qdisc], classes: &[Class]) -> Topology {
+        let (nq, nc) = (qdiscs.len(), classes.len());
         let mut t = Topology {
             qdisc_parent: vec![None; nq],
             class_parent: vec![None; nc],
@@ -75,7 +76,7 @@ impl Topology {
             ..Topology::default()
         };
         t.classes_by_handle.reserve(nc);
-        for (i, c) in iface.classes.iter().enumerate() {
+        for (i, c) in classes.iter().enumerate() {
             t.classes_by_handle.entry(c.handle).or_insert(i as u32);
         }
         t.qdiscs_by_handle.reserve(nq);
@@ -83,7 +84,7 @@ impl Topology {
         // A class belongs to the qdisc with its major number. Several qdiscs share `0:` (the
         // kernel's own): of those only a root one owns classes (the default mq).
         let mut owners: HashMap<Handle, (u32, u32)> = HashMap::default(); // (qdisc, how many)
-        for (i, q) in iface.qdiscs.iter().enumerate() {
+        for (i, q) in qdiscs.iter().enumerate() {
             t.qdiscs_by_handle.entry(q.handle).or_insert(i as u32);
             t.qdiscs_by_parent.entry(q.parent).or_insert(i as u32);
             let e = owners.entry(q.handle).or_insert((i as u32, 0));
@@ -95,14 +96,13 @@ impl Topology {
         let owners: HashMap<Handle, u32> = owners
             .into_iter()
             .filter(|(h, (q, n))| {
-                iface.qdiscs[*q as usize].parent == Handle::ROOT
-                    || (*n == 1 && *h != Handle::UNSPEC)
+                qdiscs[*q as usize].parent == Handle::ROOT || (*n == 1 && *h != Handle::UNSPEC)
             })
             .map(|(h, (q, _))| (h, q))
             .collect();
         // Candidate parent of each object; the walk below keeps the edges it can follow.
         let mut edges: Vec<(Obj, Obj)> = Vec::with_capacity(nq + nc);
-        for (i, c) in iface.classes.iter().enumerate() {
+        for (i, c) in classes.iter().enumerate() {
             let owner = owners.get(&c.handle.qdisc()).copied();
             if let Some(o) = owner {
                 t.class_owner[i] = o;
@@ -124,7 +124,7 @@ impl Topology {
                 edges.push((p, Obj::Class(i)));
             }
         }
-        for (i, q) in iface.qdiscs.iter().enumerate() {
+        for (i, q) in qdiscs.iter().enumerate() {
             if let Some(&p) = t.classes_by_handle.get(&q.parent) {
                 edges.push((Obj::Class(p as usize), Obj::Qdisc(i)));
             }
@@ -134,7 +134,7 @@ impl Topology {
         t.qdisc_kids = vec![(0, 0); nq];
         t.class_kids = vec![(0, 0); nc];
         t.set_edges(edges);
-        t.walk(iface);
+        t.walk(qdiscs);
         t.keep_walked_edges();
         t
     }
@@ -175,11 +175,10 @@ impl Topology {
 
     /// Preorder from the roots (egress root, then ingress/clsact), marking each object's place
     /// and parent; then whatever was not reached, at depth 0.
-    fn walk(&mut self, iface: &Interface) {
+    fn walk(&mut self, qdiscs: &[Qdisc]) {
         let mut out: Vec<Node> = Vec::with_capacity(self.qdisc_span.len() + self.class_span.len());
         // (node, parent); a node's subtree ends where the walk returns past it.
-        let mut stack: Vec<(Node, Option<Obj>)> = iface
-            .qdiscs
+        let mut stack: Vec<(Node, Option<Obj>)> = qdiscs
             .iter()
             .enumerate()
             .rev()
@@ -279,9 +278,9 @@ impl Topology {
     }
 
     /// (qdiscs, classes) it was built for.
-    /// Indexes (into [`Interface::filters`]) of the filters whose target is `class`;
+    /// Indexes (into [`crate::model::Interface::filters`]) of the filters whose target is `class`;
     /// `filters` must be the interface's this topology was built from.
-    pub fn filters_to(&self, filters: &[crate::model::Filter], class: Handle) -> &[(Handle, u32)] {
+    pub fn filters_to(&self, filters: &[Filter], class: Handle) -> &[(Handle, u32)] {
         let all = self.filters_by_class.get_or_init(|| {
             let mut v: Vec<(Handle, u32)> = filters
                 .iter()
@@ -660,7 +659,7 @@ mod tests {
                 .push(c(&Handle::new(1, minor).to_string(), "1:1", "htb"));
         }
         let i = sorted(i);
-        let t = Topology::new(&i);
+        let t = Topology::new(&i.qdiscs, &i.classes);
         assert_eq!(t.descendants(Obj::Class(0)).len(), i.classes.len() - 1);
         assert_eq!(t.children(Obj::Class(0)).len(), i.classes.len() - 1);
     }

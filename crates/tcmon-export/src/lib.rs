@@ -24,7 +24,7 @@ use tcmon_core::topology::{Obj, Topology};
 use tcmon_core::units::Handle;
 use tcmon_core::Snapshot;
 use tcmon_diag::Findings;
-use tcmon_probe::TargetStatus;
+use tcmon_probe_model::TargetStatus;
 
 use encode::{escape_into, label, le, Encoder, Family, Type, Value};
 pub use negotiate::Format;

@@ -10,7 +10,7 @@ use tcmon_core::rates::ObjectType;
 use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState};
 use tcmon_core::{Handle, Snapshot};
 use tcmon_diag::{Evidence, Finding, Severity};
-use tcmon_probe::{ProbeKind, TargetStatus};
+use tcmon_probe_model::{ProbeKind, TargetStatus};
 
 use super::*;
 

@@ -21,7 +21,7 @@ fn traffic_err(netns: &str) -> impl Fn(io::Error) -> LabError + '_ {
 /// Runs `f` (which opens a socket) inside `netns`.
 fn in_ns<T: Send>(netns: &str, f: impl FnOnce() -> io::Result<T> + Send) -> Result<T, LabError> {
     let err = traffic_err(netns);
-    tcmon_netlink::in_netns(netns, f)
+    tcmon_netns::in_netns(netns, f)
         .map_err(|e| err(io::Error::other(e.to_string())))?
         .map_err(err)
 }

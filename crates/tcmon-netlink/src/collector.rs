@@ -9,14 +9,14 @@ use netlink_packet_core::Parseable;
 use netlink_packet_route::link::{LinkAttribute, LinkExtentMask, LinkInfo, LinkMessage, State};
 use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
 use netlink_packet_route::RouteNetlinkMessage;
-use tcmon_core::filter::resolve_redirects;
+use tcmon_core::model::resolve_redirects;
 use tcmon_core::model::{sort_interface, Class, Filter, Interface, Qdisc, Snapshot};
 use tcmon_core::units::{Handle, TickLen};
 
 use crate::decode::Fixed;
-use crate::netns::{in_netns, netns_id, netns_path, NetnsId};
 use crate::socket::{DumpStatus, NlSocket};
 use crate::{tc, u32_owner, Error};
+use tcmon_netns::{in_netns, netns_id, netns_path, NetnsError, NetnsId};
 
 const RTM_NEWLINK: u16 = 16;
 const RTM_DELLINK: u16 = 17;
@@ -141,7 +141,7 @@ impl Collector {
         // Identified before the sockets are opened: should the name be bound anew in between,
         // the next poll sees an id other than this one and opens them again.
         let netns_id = match netns {
-            Some(name) => Some(netns_id(name).map_err(|source| Error::Netns {
+            Some(name) => Some(netns_id(name).map_err(|source| NetnsError {
                 name: name.to_owned(),
                 path: netns_path(name).display().to_string(),
                 source,
@@ -294,11 +294,11 @@ impl Collector {
         self.monitor = None;
         self.netns_id = None;
         let (sock, monitor) = open_sockets(Some(&name)).map_err(|e| match e {
-            Error::Socket(source) => Error::Netns {
+            Error::Socket(source) => Error::Netns(NetnsError {
                 path: netns_path(&name).display().to_string(),
                 name: name.clone(),
                 source,
-            },
+            }),
             e => e,
         })?;
         self.sock = Some(sock);

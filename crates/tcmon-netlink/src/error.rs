@@ -1,17 +1,15 @@
 use std::io;
 
+use tcmon_netns::NetnsError;
+
 /// What went wrong, and where.
 ///
 /// The cause is the error's `source`, not part of its message: print it with an error
 /// reporter (`{:#}` in anyhow) to see both, once.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("enter network namespace '{name}' ({path}){}", netns_hint(source))]
-    Netns {
-        name: String,
-        path: String,
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
     /// A named namespace that was read before is no longer there (`ip netns del`); polls
     /// resume when a namespace of that name is back.
     #[error("network namespace '{name}' is gone ({path}); waiting for it to come back")]
@@ -53,13 +51,5 @@ impl Error {
             }
             _ => false,
         }
-    }
-}
-
-fn netns_hint(e: &io::Error) -> &'static str {
-    if e.kind() == io::ErrorKind::PermissionDenied {
-        " (entering a namespace needs root or CAP_SYS_ADMIN)"
-    } else {
-        ""
     }
 }

@@ -2,7 +2,7 @@
 //! netlink family: `ETHTOOL_MSG_FEATURES_GET`, Linux 5.6+ with `CONFIG_ETHTOOL_NETLINK`.
 //!
 //! One blocking request and its reply; the socket is created inside the device's network
-//! namespace (see [`in_netns`]) and stays bound to it. Bitsets are requested in the verbose
+//! namespace (see [`tcmon_netns::in_netns`]) and stays bound to it. Bitsets are requested in the verbose
 //! form, so the reply names every bit the way the kernel's `netdev_features_strings` spells it.
 
 use std::collections::BTreeSet;
@@ -14,8 +14,8 @@ use serde::Serialize;
 use tcmon_core::model::Undecoded;
 
 use crate::decode::{for_each_nla, Fixed};
-use crate::netns::in_netns;
 use crate::Error;
+use tcmon_netns::in_netns;
 
 // include/uapi/linux/netlink.h
 const NLMSG_HDR_LEN: usize = 16;

@@ -8,7 +8,6 @@ mod decode;
 mod error;
 mod ethtool;
 mod kinds;
-mod netns;
 mod socket;
 mod tc;
 mod u32_owner;
@@ -18,7 +17,6 @@ pub use collector::{
 };
 pub use error::Error;
 pub use ethtool::{decode_ethtool_features, link_features, LinkFeatures};
-pub use netns::{in_netns, in_netns_with_sysfs, netns_id, netns_path, NetnsId};
 pub use tc::MsgError;
 
 use tcmon_core::model::{Class, Filter, Qdisc};

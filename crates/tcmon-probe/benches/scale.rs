@@ -12,7 +12,7 @@ use std::io::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tcmon_probe::{Engine, ProbeSpec, Reply, Sink, SinkOptions, Target};
+use tcmon_probe::{ProbeEngine, ProbeSink, ProbeSinkOptions, ProbeSpec, Reply, Target};
 
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
@@ -42,10 +42,10 @@ fn main() {
     assert!(ok.success(), "adding {n} addresses");
     enter(&ns.name);
 
-    let sink = Sink::start(
-        SinkOptions {
+    let sink = ProbeSink::start(
+        ProbeSinkOptions {
             listen: "0.0.0.0:7878".parse().unwrap(),
-            ..SinkOptions::default()
+            ..ProbeSinkOptions::default()
         },
         |_| {},
     )
@@ -63,7 +63,7 @@ fn main() {
         .collect();
     let rss_before = rss_kb();
     let cpu_before = probe_cpu_ticks();
-    let engine = Engine::start(&specs).expect("engine");
+    let engine = ProbeEngine::start(&specs).expect("engine");
     let start = Instant::now();
     let mut errors_us: Vec<u64> = Vec::new();
     let (mut answered, mut lost) = (0u64, 0u64);

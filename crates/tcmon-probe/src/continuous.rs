@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::engine::{Engine, ProbeSpec, Reply};
+use crate::engine::{ProbeEngine, ProbeSpec, Reply};
 use crate::stats::TargetStats;
-use crate::status::TargetStatus;
 use crate::target::Target;
 use crate::ProbeError;
+use tcmon_probe_model::TargetStatus;
 
 #[derive(Debug, Clone)]
 pub struct ContinuousOptions {
@@ -59,7 +59,7 @@ pub struct Continuous {
 impl Continuous {
     pub fn start(opts: ContinuousOptions) -> Result<Continuous, ProbeError> {
         let specs = ProbeSpec::all(&opts.targets, opts.interval, opts.timeout);
-        let engine = Engine::start_in(&specs, opts.netns.as_deref())?;
+        let engine = ProbeEngine::start_in(&specs, opts.netns.as_deref())?;
         let mut tracks: Vec<Track> = opts.targets.iter().map(|&t| Track::new(t)).collect();
         let mut current: Vec<TargetStatus> = tracks.iter().map(Track::status).collect();
         let status = Arc::new(Mutex::new(Arc::new(current.clone())));

@@ -10,7 +10,6 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
@@ -60,7 +59,7 @@ pub enum Reply {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct ProbeOutcome {
     /// Index into the specs the engine was started with.
     pub target: usize,
     pub seq: u64,
@@ -82,11 +81,11 @@ struct Fire {
     due: Instant,
 }
 
-/// Running probes; stops when dropped. Outcomes arrive on [`Engine::outcomes`] as they
+/// Running probes; stops when dropped. Outcomes arrive on [`ProbeEngine::outcomes`] as they
 /// complete (a lost probe after its timeout).
 #[derive(Debug)]
-pub struct Engine {
-    outcomes: mpsc::Receiver<Outcome>,
+pub struct ProbeEngine {
+    outcomes: mpsc::Receiver<ProbeOutcome>,
     stop: Arc<AtomicBool>,
     paused: Arc<AtomicBool>,
     in_flight: Arc<AtomicI64>,
@@ -94,18 +93,18 @@ pub struct Engine {
     runtime: Option<JoinHandle<()>>,
 }
 
-impl Engine {
+impl ProbeEngine {
     /// Opens every socket before returning, so that a missing permission or an unreachable
     /// sink is an error here, not a stream of losses.
-    pub fn start(specs: &[ProbeSpec]) -> Result<Engine, ProbeError> {
-        Engine::start_in(specs, None)
+    pub fn start(specs: &[ProbeSpec]) -> Result<ProbeEngine, ProbeError> {
+        ProbeEngine::start_in(specs, None)
     }
 
-    /// As [`Engine::start`], with every probe socket in the network namespace at `netns`
+    /// As [`ProbeEngine::start`], with every probe socket in the network namespace at `netns`
     /// (`/run/netns/NAME`): the probe thread enters it before opening any.
-    pub fn start_in(specs: &[ProbeSpec], netns: Option<&Path>) -> Result<Engine, ProbeError> {
+    pub fn start_in(specs: &[ProbeSpec], netns: Option<&Path>) -> Result<ProbeEngine, ProbeError> {
         let netns = netns.map(Path::to_path_buf);
-        let (out_tx, outcomes) = mpsc::channel::<Outcome>();
+        let (out_tx, outcomes) = mpsc::channel::<ProbeOutcome>();
         let out_sched = out_tx.clone();
         let (fire_tx, fire_rx) = tmpsc::unbounded_channel::<Fire>();
         let (ready_tx, ready_rx) = mpsc::channel();
@@ -118,7 +117,7 @@ impl Engine {
             .name("tcmon-probe-io".into())
             .spawn(move || {
                 if let Some(path) = netns {
-                    if let Err(e) = enter_netns(&path) {
+                    if let Err(e) = tcmon_netns::enter(&path) {
                         let _ =
                             ready_tx.send(Err(ProbeError::Netns(path.display().to_string(), e)));
                         return;
@@ -182,7 +181,7 @@ impl Engine {
                 schedule(&intervals, &sched);
             })
             .map_err(ProbeError::Runtime)?;
-        Ok(Engine {
+        Ok(ProbeEngine {
             outcomes,
             stop,
             paused,
@@ -192,7 +191,7 @@ impl Engine {
         })
     }
 
-    pub fn outcomes(&self) -> &mpsc::Receiver<Outcome> {
+    pub fn outcomes(&self) -> &mpsc::Receiver<ProbeOutcome> {
         &self.outcomes
     }
 
@@ -207,7 +206,7 @@ impl Engine {
     }
 }
 
-impl Drop for Engine {
+impl Drop for ProbeEngine {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         // The scheduler wakes at least every 50 ms to see the flag; its exit closes the
@@ -224,7 +223,7 @@ impl Drop for Engine {
 /// What the scheduler thread holds.
 struct Sched {
     fire: tmpsc::UnboundedSender<Fire>,
-    out: mpsc::Sender<Outcome>,
+    out: mpsc::Sender<ProbeOutcome>,
     /// By target: UDP probes are sent right here, at their due time, without a hop through
     /// the runtime.
     udp: Vec<Option<Arc<UdpProber>>>,
@@ -260,7 +259,7 @@ fn schedule(intervals: &[Duration], s: &Sched) {
             if let Some(u) = &s.udp[target] {
                 if let Err(e) = u.send(seq, due) {
                     s.in_flight.fetch_sub(1, Ordering::Relaxed);
-                    let _ = s.out.send(Outcome {
+                    let _ = s.out.send(ProbeOutcome {
                         target,
                         seq,
                         due,
@@ -274,16 +273,6 @@ fn schedule(intervals: &[Duration], s: &Sched) {
         }
         heap.push(Reverse((due + intervals[target], target, seq + 1)));
     }
-}
-
-/// Moves the calling thread into the network namespace at `path`.
-fn enter_netns(path: &Path) -> io::Result<()> {
-    let file = std::fs::File::open(path)?;
-    // SAFETY: setns only reads the fd, which `file` keeps open for the call.
-    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// hrtimers wake a sleeping thread up to `timerslack` late (50 µs by default).
@@ -392,7 +381,7 @@ fn icmp_client(kind: ICMP) -> Result<Client, ProbeError> {
 async fn dispatch(
     probers: Arc<Probers>,
     mut fire: tmpsc::UnboundedReceiver<Fire>,
-    out: mpsc::Sender<Outcome>,
+    out: mpsc::Sender<ProbeOutcome>,
     in_flight: Arc<AtomicI64>,
 ) {
     for (&i, u) in &probers.udp {
@@ -425,10 +414,10 @@ async fn dispatch(
 }
 
 /// One probe to its end; `None` for UDP answers, which the receive task reports.
-async fn probe(p: &Probers, f: Fire) -> Option<Outcome> {
+async fn probe(p: &Probers, f: Fire) -> Option<ProbeOutcome> {
     let spec = p.specs[f.target];
     let sent = Instant::now();
-    let outcome = |reply| Outcome {
+    let outcome = |reply| ProbeOutcome {
         target: f.target,
         seq: f.seq,
         due: f.due,
@@ -474,7 +463,7 @@ async fn probe(p: &Probers, f: Fire) -> Option<Outcome> {
 /// timer per probe.
 async fn udp_sweep(
     udp: HashMap<usize, Arc<UdpProber>>,
-    out: mpsc::Sender<Outcome>,
+    out: mpsc::Sender<ProbeOutcome>,
     in_flight: Arc<AtomicI64>,
 ) {
     let mut tick = tokio::time::interval(Duration::from_millis(10));
@@ -497,7 +486,7 @@ async fn udp_sweep(
                 });
             for (seq, due, sent) in expired {
                 in_flight.fetch_sub(1, Ordering::Relaxed);
-                let o = Outcome {
+                let o = ProbeOutcome {
                     target: *target,
                     seq,
                     due,
@@ -516,7 +505,7 @@ async fn udp_receive(
     target: usize,
     u: Arc<UdpProber>,
     timeout: Duration,
-    out: mpsc::Sender<Outcome>,
+    out: mpsc::Sender<ProbeOutcome>,
     in_flight: Arc<AtomicI64>,
 ) {
     let mut buf = [0u8; 2048];
@@ -564,7 +553,7 @@ async fn udp_receive(
             if reply != Reply::Duplicate {
                 in_flight.fetch_sub(1, Ordering::Relaxed);
             }
-            let o = Outcome {
+            let o = ProbeOutcome {
                 target,
                 seq,
                 due,

@@ -8,21 +8,22 @@ mod load;
 mod rrul;
 mod sink;
 mod stats;
-mod status;
 mod target;
 mod verdict;
 
 pub use continuous::{Continuous, ContinuousOptions, RTT_BUCKETS_SECONDS};
-pub use engine::{Engine, Outcome, ProbeSpec, Reply, UDP_MAGIC};
+pub use engine::{ProbeEngine, ProbeOutcome, ProbeSpec, Reply, UDP_MAGIC};
 pub use load::{check_congestion, sink_answers, Direction, Dscp, Load, CONGESTION};
 pub use rrul::{run, LoadOptions, TestOptions, MIN_INTERVAL, OBSERVED, SILENT_AFTER};
-pub use sink::{Sink, SinkOptions};
-pub use stats::{RttMs, TargetStats};
-pub use status::{ProbeKind, TargetStatus};
+pub use sink::{ProbeSink, ProbeSinkOptions};
+pub use stats::TargetStats;
 pub use target::Target;
-pub use verdict::{
-    verdict, Bottleneck, Grade, MeasuredDelay, PhaseData, PhaseReport, Report, TargetPhase,
+// the results, with no runtime, for the crates that only read them
+pub use tcmon_probe_model::{
+    BloatReport, Bottleneck, Grade, MeasuredDelay, PhaseReport, ProbeKind, RttMs, TargetPhase,
+    TargetStatus,
 };
+pub use verdict::{verdict, PhaseData};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 
 use tcmon_core::Snapshot;
 
-use crate::engine::{Engine, Outcome, ProbeSpec, Reply};
+use crate::engine::{ProbeEngine, ProbeOutcome, ProbeSpec, Reply};
 use crate::load::{Direction, Dscp, Load};
 use crate::stats::TargetStats;
 use crate::target::Target;
-use crate::verdict::{verdict, PhaseData, Report};
+use tcmon_probe_model::BloatReport;
+
+use crate::verdict::{verdict, PhaseData};
 use crate::ProbeError;
 
 #[derive(Debug, Clone)]
@@ -134,7 +136,7 @@ pub const OBSERVED: &str = "observed";
 
 /// Runs the test. `sample` reads this host's tc state (it runs on its own thread; `None`
 /// skips a sample).
-pub fn run<F>(opts: &TestOptions, sample: F) -> Result<Report, ProbeError>
+pub fn run<F>(opts: &TestOptions, sample: F) -> Result<BloatReport, ProbeError>
 where
     F: FnMut() -> Option<Snapshot> + Send + 'static,
 {
@@ -162,7 +164,7 @@ where
             })
             .map_err(ProbeError::Runtime)?
     };
-    let engine = match Engine::start(&specs) {
+    let engine = match ProbeEngine::start(&specs) {
         Ok(e) => e,
         Err(e) => {
             stop.store(true, Ordering::Relaxed);
@@ -282,7 +284,7 @@ where
 }
 
 /// Each probe counts in the phase it was sent in, after that phase's warm-up.
-fn assign(phases: &mut [PhaseData], outcomes: &[Outcome]) {
+fn assign(phases: &mut [PhaseData], outcomes: &[ProbeOutcome]) {
     for o in outcomes {
         if let Some(p) = phases
             .iter_mut()

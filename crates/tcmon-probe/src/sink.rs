@@ -20,7 +20,7 @@ use crate::load::{set_congestion, set_tos, CONGESTION, HELLO_BYTES, HELLO_MAGIC}
 use crate::ProbeError;
 
 #[derive(Debug, Clone)]
-pub struct SinkOptions {
+pub struct ProbeSinkOptions {
     pub listen: SocketAddr,
     /// Streams open at once; more are refused.
     pub max_connections: usize,
@@ -30,9 +30,9 @@ pub struct SinkOptions {
     pub idle: Duration,
 }
 
-impl Default for SinkOptions {
+impl Default for ProbeSinkOptions {
     fn default() -> Self {
-        SinkOptions {
+        ProbeSinkOptions {
             listen: "127.0.0.1:7878".parse().expect("literal"),
             max_connections: 64,
             max_stream: Duration::from_secs(60),
@@ -43,19 +43,19 @@ impl Default for SinkOptions {
 
 /// A running sink on its own threads; stops when dropped.
 #[derive(Debug)]
-pub struct Sink {
+pub struct ProbeSink {
     local: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Sink {
+impl ProbeSink {
     /// Binds TCP and UDP on `listen` (port 0: one free port for both) and serves; `log` gets
     /// one line per event.
     pub fn start(
-        opts: SinkOptions,
+        opts: ProbeSinkOptions,
         log: impl Fn(&str) + Send + Sync + 'static,
-    ) -> Result<Sink, ProbeError> {
+    ) -> Result<ProbeSink, ProbeError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -86,7 +86,7 @@ impl Sink {
                 rt.shutdown_timeout(Duration::from_millis(100));
             })
             .map_err(ProbeError::Runtime)?;
-        Ok(Sink {
+        Ok(ProbeSink {
             local,
             stop: Some(stop),
             thread: Some(thread),
@@ -105,7 +105,7 @@ impl Sink {
     }
 }
 
-impl Drop for Sink {
+impl Drop for ProbeSink {
     fn drop(&mut self) {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
@@ -128,7 +128,7 @@ async fn echo(udp: UdpSocket) {
     }
 }
 
-async fn accept(tcp: TcpListener, opts: SinkOptions, log: Arc<dyn Fn(&str) + Send + Sync>) {
+async fn accept(tcp: TcpListener, opts: ProbeSinkOptions, log: Arc<dyn Fn(&str) + Send + Sync>) {
     let open = Arc::new(AtomicUsize::new(0));
     loop {
         let Ok((stream, peer)) = tcp.accept().await else {
@@ -160,7 +160,7 @@ async fn accept(tcp: TcpListener, opts: SinkOptions, log: Arc<dyn Fn(&str) + Sen
 async fn serve(
     mut s: TcpStream,
     peer: SocketAddr,
-    opts: &SinkOptions,
+    opts: &ProbeSinkOptions,
 ) -> (&'static str, u64, &'static str) {
     let mut hello = [0u8; HELLO_BYTES];
     match tokio::time::timeout(opts.idle, s.read_exact(&mut hello)).await {

@@ -3,23 +3,9 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use tcmon_probe_model::RttMs;
 
 use crate::engine::Reply;
-
-/// RTT percentiles in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct RttMs {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
-    pub min: f64,
-    pub mean: f64,
-    /// Mean absolute difference of consecutive RTTs (the IPDV of RFC 3393, as ping tools
-    /// report "jitter").
-    pub jitter: f64,
-}
 
 #[derive(Debug, Clone)]
 pub struct TargetStats {

@@ -5,8 +5,8 @@ use std::fmt;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::str::FromStr;
 
-use crate::status::ProbeKind;
 use crate::ProbeError;
+use tcmon_probe_model::ProbeKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {

@@ -1,18 +1,19 @@
 //! The bufferbloat verdict: phases, the latency increase under load, a grade, responsiveness,
 //! and which queue on this host (if any) holds the delay.
 //!
-//! Pure: probe outcomes and tc snapshots in, a [`Report`] out.
+//! Pure: probe outcomes and tc snapshots in, a [`BloatReport`] out.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use tcmon_core::model::{Interface, Snapshot};
 use tcmon_core::rates::{ObjectType, Rates};
 use tcmon_core::sojourn::{Histogram, ObjectSojourn};
 use tcmon_core::Handle;
 
-use crate::stats::{RttMs, TargetStats};
+use tcmon_probe_model::{BloatReport, Bottleneck, Grade, MeasuredDelay, PhaseReport, TargetPhase};
+
+use crate::stats::TargetStats;
 
 /// One phase of the test as measured.
 #[derive(Debug, Clone)]
@@ -32,177 +33,6 @@ pub struct PhaseData {
     pub measure_from: Instant,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct PhaseReport {
-    pub name: &'static str,
-    pub duration_ms: u64,
-    /// `null` when no probe was answered.
-    pub rtt_ms: Option<RttMs>,
-    pub loss: f64,
-    pub probes: u64,
-    pub duplicates: u64,
-    pub reordered: u64,
-    /// Download plus upload.
-    pub goodput_bits_per_sec: f64,
-    pub download_bits_per_sec: f64,
-    pub upload_bits_per_sec: f64,
-    /// Each target on its own (an ICMP echo and a UDP echo through a userspace sink differ).
-    pub targets: Vec<TargetPhase>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TargetPhase {
-    pub target: String,
-    pub rtt_ms: Option<RttMs>,
-    pub loss: f64,
-    pub probes: u64,
-    /// Probes that could not be made, and why (the last reason).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub errors: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "location", rename_all = "lowercase")]
-pub enum Bottleneck {
-    /// A queue on this host explains the delay.
-    Local {
-        interface: String,
-        /// The class or qdisc, in tc notation.
-        object: String,
-        kind: String,
-        /// The estimate: its backlog drained at its sending rate, averaged over the phase (0
-        /// when its backlog was empty at every poll). What its packets actually waited is in
-        /// `measured`, when they were measured.
-        queue_delay_ms: f64,
-        /// The phase it was measured in, and that phase's latency increase.
-        phase: &'static str,
-        phase_latency_increase_ms: f64,
-        /// When `interface` is an IFB: the interfaces whose ingress (download) it shapes, so
-        /// this queue is their download queue.
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        download_of: Vec<String>,
-        /// What the packets that left it during the phase waited in the tree, measured with
-        /// eBPF; present when the queue was named from that measurement (its median holds at
-        /// least a quarter of the rise), absent when it was named from the estimate.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        measured: Option<MeasuredDelay>,
-        /// Why the queue was named from the estimate: the measurement was off (its reason) or
-        /// could not tell which class held the packets.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        not_measured: Option<String>,
-    },
-    /// Latency rose but no queue here holds it: the bottleneck is further along the path.
-    Upstream {
-        phase: &'static str,
-        phase_latency_increase_ms: f64,
-        /// The deepest local queue seen, for the record: the highest median wait measured
-        /// from packets when they were measured (see `measured`), else the deepest estimate
-        /// (backlog / sending rate).
-        local_queue_delay_ms: f64,
-        advice: String,
-        /// The measurement the verdict rests on: the local object with the highest median
-        /// wait (`packets` 0 when no packet waited in a queue on this host).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        measured: Option<MeasuredDelay>,
-        /// As for `local`: why the estimate was used.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        not_measured: Option<String>,
-    },
-}
-
-/// The time packets spent in one queue of this host during a phase, measured from the packets
-/// themselves (eBPF, from entering the tree at its root to leaving it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MeasuredDelay {
-    /// Median and 99th percentile of the waits, from histogram buckets about 1.5x apart (so
-    /// within about 25%), and the longest wait, exact; milliseconds.
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-    /// Packets measured (when sampling, one in N of those that passed).
-    pub packets: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub targets: Vec<String>,
-    pub phases: Vec<PhaseReport>,
-    /// Mean of the download and upload phases' median RTT minus the idle median (without
-    /// load: the observed median minus the minimum).
-    pub latency_increase_ms: Option<f64>,
-    pub grade: Option<Grade>,
-    /// The largest share of probes lost in a loaded phase (without load: in the observed
-    /// phase); above [`Grade::capped_by_loss`]'s bands it caps the grade.
-    pub loss_under_load: f64,
-    /// The grade the latency increase alone would give, when loss capped it lower.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub grade_by_latency: Option<Grade>,
-    /// Round trips per minute under load: 60000 / the loaded median RTT in ms.
-    pub rpm: Option<f64>,
-    pub bottleneck: Option<Bottleneck>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub enum Grade {
-    #[serde(rename = "A+")]
-    APlus,
-    A,
-    B,
-    C,
-    D,
-    F,
-}
-
-impl Grade {
-    /// Bands of the latency increase: A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F.
-    pub fn of(increase_ms: f64) -> Grade {
-        match increase_ms {
-            x if x < 5.0 => Grade::APlus,
-            x if x < 30.0 => Grade::A,
-            x if x < 60.0 => Grade::B,
-            x if x < 200.0 => Grade::C,
-            x if x < 400.0 => Grade::D,
-            _ => Grade::F,
-        }
-    }
-}
-
-impl Grade {
-    /// The best grade a test may have when this share of its probes under load was lost: a
-    /// lost probe is a lost voice frame or game update, and a queue that drops instead of
-    /// delaying must not grade as if it were fine. At most A from 1%, C from 5% (where voice
-    /// degrades clearly), F from 25%.
-    pub fn capped_by_loss(self, loss: f64) -> Grade {
-        let cap = match loss {
-            x if x >= 0.25 => Grade::F,
-            x if x >= 0.05 => Grade::C,
-            x if x >= 0.01 => Grade::A,
-            _ => Grade::APlus,
-        };
-        self.max(cap)
-    }
-}
-
-impl std::fmt::Display for Grade {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Grade::APlus => "A+",
-            Grade::A => "A",
-            Grade::B => "B",
-            Grade::C => "C",
-            Grade::D => "D",
-            Grade::F => "F",
-        })
-    }
-}
-
 /// A rise below this is noise, not a bottleneck to name.
 const NOTICEABLE_INCREASE_MS: f64 = 5.0;
 /// A local queue explains the rise when it holds at least this share of it.
@@ -212,7 +42,7 @@ pub fn verdict(
     targets: Vec<String>,
     phases: &[PhaseData],
     samples: &[(Instant, Snapshot)],
-) -> Report {
+) -> BloatReport {
     let reports: Vec<PhaseReport> = phases.iter().map(|p| phase_report(p, &targets)).collect();
     let p50 = |name: &str| {
         reports
@@ -282,7 +112,7 @@ pub fn verdict(
         .fold(0.0, f64::max);
     let by_latency = latency_increase_ms.map(Grade::of);
     let grade = by_latency.map(|g| g.capped_by_loss(loss_under_load));
-    Report {
+    BloatReport {
         targets,
         phases: reports,
         grade,
@@ -685,7 +515,7 @@ mod tests {
             .collect()
     }
 
-    fn run(upload_ms: u64, backlog: u64) -> Report {
+    fn run(upload_ms: u64, backlog: u64) -> BloatReport {
         let t0 = Instant::now();
         let phases = [
             phase("idle", t0, 0, &[1, 1, 1], 0.0, 0.0),

@@ -5,24 +5,25 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tcmon_probe::{
-    Direction, Engine, Load, ProbeSpec, Reply, Sink, SinkOptions, Target, TargetStats,
+    Direction, Load, ProbeEngine, ProbeSink, ProbeSinkOptions, ProbeSpec, Reply, Target,
+    TargetStats,
 };
 
-fn sink(opts: SinkOptions) -> (Sink, Arc<Mutex<Vec<String>>>) {
+fn sink(opts: ProbeSinkOptions) -> (ProbeSink, Arc<Mutex<Vec<String>>>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let l = Arc::clone(&log);
-    let s = Sink::start(opts, move |line| l.lock().unwrap().push(line.to_owned())).unwrap();
+    let s = ProbeSink::start(opts, move |line| l.lock().unwrap().push(line.to_owned())).unwrap();
     (s, log)
 }
 
-fn loopback() -> SinkOptions {
-    SinkOptions {
+fn loopback() -> ProbeSinkOptions {
+    ProbeSinkOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
-        ..SinkOptions::default()
+        ..ProbeSinkOptions::default()
     }
 }
 
-fn collect(engine: &Engine, n: usize, within: Duration) -> Vec<tcmon_probe::Outcome> {
+fn collect(engine: &ProbeEngine, n: usize, within: Duration) -> Vec<tcmon_probe::ProbeOutcome> {
     let deadline = Instant::now() + within;
     let mut out = Vec::new();
     while out.len() < n {
@@ -43,7 +44,7 @@ fn udp_probes_are_echoed_and_counted_lost_when_the_sink_stops() {
         interval: Duration::from_millis(20),
         timeout: Duration::from_millis(200),
     };
-    let engine = Engine::start(&[spec]).unwrap();
+    let engine = ProbeEngine::start(&[spec]).unwrap();
     let got = collect(&engine, 10, Duration::from_secs(5));
     assert_eq!(got.len(), 10);
     let mut stats = TargetStats::default();
@@ -83,7 +84,7 @@ fn tcp_connect_times_and_refusals() {
             timeout: Duration::from_millis(500),
         },
     ];
-    let engine = Engine::start(&specs).unwrap();
+    let engine = ProbeEngine::start(&specs).unwrap();
     let got = collect(&engine, 8, Duration::from_secs(5));
     assert!(got
         .iter()
@@ -129,7 +130,7 @@ fn load_moves_data_both_ways_and_the_sink_logs_it() {
 
 #[test]
 fn the_sink_bounds_connections_idle_time_and_stream_length() {
-    let (s, log) = sink(SinkOptions {
+    let (s, log) = sink(ProbeSinkOptions {
         max_connections: 1,
         max_stream: Duration::from_millis(400),
         idle: Duration::from_millis(200),
@@ -165,7 +166,7 @@ fn a_target_that_does_not_answer_times_out_per_probe() {
         interval: Duration::from_millis(100),
         timeout: Duration::from_millis(200),
     };
-    let engine = Engine::start(&[spec]).unwrap();
+    let engine = ProbeEngine::start(&[spec]).unwrap();
     let t = Instant::now();
     let got = collect(&engine, 3, Duration::from_secs(3));
     assert_eq!(got.len(), 3);
@@ -211,7 +212,7 @@ fn udp_duplicates_and_reordering_are_counted() {
         interval: Duration::from_millis(20),
         timeout: Duration::from_millis(500),
     };
-    let engine = Engine::start(&[spec]).unwrap();
+    let engine = ProbeEngine::start(&[spec]).unwrap();
     let got = collect(&engine, 20, Duration::from_secs(5));
     drop(engine);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

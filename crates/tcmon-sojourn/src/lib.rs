@@ -7,7 +7,7 @@
 //! included. The tracepoints do not say which class held the packet (no hook inside the tree is
 //! available everywhere: fentry is refused and kprobes are compiled out on some kernels), so
 //! samples are kept per flow, with what classification looks at (addresses, ports, protocol,
-//! TOS, mark, `skb->priority`), and [`tcmon_core::sojourn::Attributor`] maps flows to classes
+//! TOS, mark, `skb->priority`), and [`tcmon_classify::sojourn::Attributor`] maps flows to classes
 //! with the offline classifier.
 //!
 //! A [`Measurer`] is loaded once and read at each poll; it loads and reads, nothing more (no
@@ -21,8 +21,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use tcmon_core::classify::Packet;
-use tcmon_core::sojourn::{FlowSample, Histogram, BOUNDS_NS, BUCKETS};
+use tcmon_classify::sojourn::FlowSample;
+use tcmon_classify::Packet;
+use tcmon_core::sojourn::{Histogram, BOUNDS_NS, BUCKETS};
 use tcmon_core::Handle;
 
 #[cfg(tcmon_bpf)]
@@ -208,7 +209,7 @@ impl FlowVal {
     }
 }
 
-/// The sample of one flow for [`tcmon_core::sojourn::Attributor`].
+/// The sample of one flow for [`tcmon_classify::sojourn::Attributor`].
 pub(crate) fn sample(
     key: &FlowKey,
     slot: u32,

@@ -176,7 +176,7 @@ fn netns_cookie(netns: Option<&str>) -> Result<u64, Error> {
     };
     let name = netns.unwrap_or("of tcmon");
     let res = match netns {
-        Some(n) => tcmon_netlink::in_netns(n, read).map_err(|e| Error::Netns {
+        Some(n) => tcmon_netns::in_netns(n, read).map_err(|e| Error::Netns {
             netns: name.into(),
             error: e.to_string(),
         })?,

@@ -1,7 +1,8 @@
 //! The measurement as the agent and the one-shot commands use it: started once, read at each
 //! poll into the snapshot's [`Sojourn`], or off with its one reason.
 
-use tcmon_core::sojourn::{Attributor, ReadingMeta, Sojourn};
+use tcmon_classify::sojourn::{Attributor, ReadingMeta};
+use tcmon_core::sojourn::Sojourn;
 use tcmon_core::Snapshot;
 
 use crate::{Measurer, Options};

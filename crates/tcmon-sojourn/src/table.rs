@@ -1,5 +1,5 @@
 //! Each flow's value at the last read, which the next read's are differences from, and the
-//! flow's slot ([`tcmon_core::sojourn::FlowSample::slot`]).
+//! flow's slot ([`tcmon_classify::sojourn::FlowSample::slot`]).
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tcmon_core::sojourn::Histogram;

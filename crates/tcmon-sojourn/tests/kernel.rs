@@ -7,8 +7,9 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use tcmon_classify::sojourn::{Attributor, ReadingMeta};
 use tcmon_core::rates::ObjectType;
-use tcmon_core::sojourn::{Attributor, ReadingMeta, Sojourn};
+use tcmon_core::sojourn::Sojourn;
 use tcmon_core::Handle;
 use tcmon_lab::{skip_unless_root, udp_rtts, Lab, TcpLoad, TcpSink, UdpEcho, UdpLoad};
 use tcmon_netlink::{Collector, CollectorOptions};

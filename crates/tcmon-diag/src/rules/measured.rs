@@ -12,11 +12,11 @@ use crate::{Code, Evidence, Facts, Finding, Fix, Severity};
 /// was found, flow isolation there (fq_codel) where this kernel has it, or the plain reason
 /// no local fix exists. An upstream one says so, with where to shape instead.
 pub fn bufferbloat(
-    r: &tcmon_probe::Report,
+    r: &tcmon_probe_model::BloatReport,
     findings: &[Finding],
     facts: &Facts<'_>,
 ) -> Option<Finding> {
-    use tcmon_probe::{Bottleneck, Grade};
+    use tcmon_probe_model::{Bottleneck, Grade};
     let (inc, grade) = (r.latency_increase_ms?, r.grade?);
     let severity = match grade {
         Grade::APlus | Grade::A => return None,
@@ -92,7 +92,7 @@ pub fn bufferbloat(
 /// wait behind nor are dropped with the bulk traffic's. On a kernel without it, the reason in
 /// words and no step.
 fn no_fix_found(
-    r: &tcmon_probe::Report,
+    r: &tcmon_probe_model::BloatReport,
     facts: &Facts<'_>,
     interface: &str,
     object: &str,

@@ -53,10 +53,10 @@ fn human_numbers_are_rounded_in_their_unit() {
 /// values. The JSON keeps every digit.
 #[test]
 fn evidence_prints_rounded_and_json_keeps_full_precision() {
-    use tcmon_probe::{Bottleneck, Grade};
+    use tcmon_probe_model::{Bottleneck, Grade};
     let raw = 1_927.489_547_237_954_4;
     let tree = seed_2mbit(None);
-    let report = tcmon_probe::Report {
+    let report = tcmon_probe_model::BloatReport {
         targets: vec!["icmp:10.99.1.2".into()],
         phases: Vec::new(),
         latency_increase_ms: Some(1_890.123_456_789),

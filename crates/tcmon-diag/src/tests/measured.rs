@@ -6,7 +6,7 @@ use super::*;
 /// backlog estimate.
 #[test]
 fn bufferbloat_names_the_measured_wait_when_there_is_one() {
-    use tcmon_probe::{Bottleneck, Grade, MeasuredDelay};
+    use tcmon_probe_model::{Bottleneck, Grade, MeasuredDelay};
     let local = |measured| Bottleneck::Local {
         interface: "eth1".into(),
         object: "1:10".into(),
@@ -18,7 +18,7 @@ fn bufferbloat_names_the_measured_wait_when_there_is_one() {
         measured,
         not_measured: None,
     };
-    let report = |b| tcmon_probe::Report {
+    let report = |b| tcmon_probe_model::BloatReport {
         targets: vec!["icmp:10.99.1.2".into()],
         phases: Vec::new(),
         latency_increase_ms: Some(1_490.0),
@@ -60,8 +60,8 @@ fn bufferbloat_names_the_measured_wait_when_there_is_one() {
 /// carries their fixes.
 #[test]
 fn bufferbloat_at_a_queue_without_a_fix_says_what_is_left() {
-    use tcmon_probe::{Bottleneck, Grade};
-    let report = tcmon_probe::Report {
+    use tcmon_probe_model::{Bottleneck, Grade};
+    let report = tcmon_probe_model::BloatReport {
         targets: vec!["icmp:10.99.1.2".into()],
         phases: Vec::new(),
         latency_increase_ms: Some(40.0),

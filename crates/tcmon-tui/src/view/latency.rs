@@ -5,7 +5,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
-use tcmon_probe::TargetStatus;
+use tcmon_probe_model::TargetStatus;
 
 use super::text::{compact_ns, fit, sparkline};
 use super::Theme;

@@ -17,7 +17,7 @@ use tcmon_core::rates::{ObjectType, Rates};
 use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState};
 use tcmon_core::units::Handle;
 use tcmon_diag::{Evidence, Finding, Findings, Severity, Status};
-use tcmon_probe::{ProbeKind, TargetStatus};
+use tcmon_probe_model::{ProbeKind, TargetStatus};
 use tcmon_tui::App;
 
 pub fn stats(bytes: u64, packets: u64, drops: u64, backlog_bytes: u64) -> Stats {

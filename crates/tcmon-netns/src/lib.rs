@@ -1,14 +1,33 @@
-//! Entering a named network namespace. A netlink socket stays in the namespace it was created
-//! in, so only socket creation needs to happen inside it, on a short-lived thread: setns
-//! changes the calling thread, and the caller's threads must stay where they are.
+//! Entering a named network namespace. A socket stays in the namespace it was created in, so
+//! only socket creation needs to happen inside it, on a short-lived thread ([`in_netns`]): setns
+//! changes the calling thread, and the caller's threads must stay where they are. A thread that
+//! is to live in the namespace (the probes' runtime) moves itself with [`enter`].
+//!
+//! Its own crate so that what only opens sockets in a namespace (the lab, the sojourn
+//! measurement, the probes) need not link the rtnetlink collector.
 
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::Error;
+/// A namespace that could not be entered (or named).
+#[derive(Debug, thiserror::Error)]
+#[error("enter network namespace '{name}' ({path}){}", hint(source))]
+pub struct NetnsError {
+    pub name: String,
+    pub path: String,
+    pub source: io::Error,
+}
+
+fn hint(e: &io::Error) -> &'static str {
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        " (entering a namespace needs root or CAP_SYS_ADMIN)"
+    } else {
+        ""
+    }
+}
 
 /// `/run/netns/NAME` for a name as `ip netns` uses it; a path is taken as given.
 pub fn netns_path(name: &str) -> PathBuf {
@@ -52,7 +71,7 @@ pub fn netns_id(name: &str) -> io::Result<NetnsId> {
 }
 
 /// Runs `f` on a thread that has entered the network namespace `name`.
-pub fn in_netns<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, Error> {
+pub fn in_netns<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, NetnsError> {
     on_netns_thread(name, false, f)
 }
 
@@ -62,7 +81,10 @@ pub fn in_netns<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, 
 /// Needs CAP_SYS_ADMIN. The host's mounts are untouched: the thread's mount namespace
 /// receives no propagation back to them (a slave) and ends with the thread; `f`'s result must
 /// hold no open files from there, or that sysfs outlives it.
-pub fn in_netns_with_sysfs<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, Error> {
+pub fn in_netns_with_sysfs<T: Send>(
+    name: &str,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T, NetnsError> {
     on_netns_thread(name, true, f)
 }
 
@@ -70,20 +92,16 @@ fn on_netns_thread<T: Send>(
     name: &str,
     own_sysfs: bool,
     f: impl FnOnce() -> T + Send,
-) -> Result<T, Error> {
+) -> Result<T, NetnsError> {
     let path = netns_path(name);
-    let err = |source| Error::Netns {
+    let err = |source| NetnsError {
         name: name.to_owned(),
         path: path.display().to_string(),
         source,
     };
     let result = std::thread::scope(|s| {
         s.spawn(|| {
-            let file = File::open(&path)?;
-            // SAFETY: setns only reads the fd, which `file` keeps open for the call.
-            if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            enter(&path)?;
             if own_sysfs {
                 mount_own_sysfs()?;
             }
@@ -95,6 +113,16 @@ fn on_netns_thread<T: Send>(
         Ok(r) => r.map_err(err),
         Err(_) => Err(err(io::Error::other("netns thread panicked"))),
     }
+}
+
+/// Moves the calling thread into the network namespace at `path`.
+pub fn enter(path: &Path) -> io::Result<()> {
+    let file = File::open(path)?;
+    // SAFETY: setns only reads the fd, which `file` keeps open for the call.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Gives the calling thread a mount namespace of its own and mounts sysfs on /sys in it.

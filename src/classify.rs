@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use tcmon_classify::{classify, Classification, ClassifyOutcome as Outcome, Packet};
+use tcmon_classify::{classify, Classification, ClassifyOutcome, Packet};
 use tcmon_core::Snapshot;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
@@ -140,10 +140,10 @@ pub(crate) fn classify_in(
 }
 
 fn undetermined(c: &Classification) -> bool {
-    matches!(c.outcome, Outcome::Undetermined { .. })
+    matches!(c.outcome, ClassifyOutcome::Undetermined { .. })
         || c.queues
             .iter()
-            .any(|q| matches!(q.outcome, Outcome::Undetermined { .. }))
+            .any(|q| matches!(q.outcome, ClassifyOutcome::Undetermined { .. }))
 }
 
 /// The path, one decision per line, then the answer.
@@ -166,8 +166,8 @@ pub(crate) fn text(c: &Classification) -> String {
 fn answer(c: &Classification) -> String {
     let on = &c.interface;
     let mut a = match (&c.outcome, c.class, c.qdisc) {
-        (Outcome::Undetermined { reason }, ..) => return format!("undetermined: {reason}"),
-        (Outcome::PerQueue, ..) => {
+        (ClassifyOutcome::Undetermined { reason }, ..) => return format!("undetermined: {reason}"),
+        (ClassifyOutcome::PerQueue, ..) => {
             let each: Vec<String> = c
                 .queues
                 .iter()
@@ -182,22 +182,22 @@ fn answer(c: &Classification) -> String {
                 each.join(", ")
             );
         }
-        (Outcome::Direct, _, q) => format!(
+        (ClassifyOutcome::Direct, _, q) => format!(
             "the direct queue of HTB {} on {on}: sent unshaped",
             q.map_or_else(|| "?".to_owned(), |q| q.to_string())
         ),
-        (Outcome::Dropped, ..) => format!("dropped on {on}"),
-        (Outcome::Redirected, ..) => format!("redirected away from {on}"),
+        (ClassifyOutcome::Dropped, ..) => format!("dropped on {on}"),
+        (ClassifyOutcome::Redirected, ..) => format!("redirected away from {on}"),
         (_, Some(class), _) => format!("class {class} on {on}"),
         (_, None, Some(q)) => format!("qdisc {q} on {on} (no classes)"),
         (_, None, None) => format!("{on}: no qdisc, straight to the driver"),
     };
     match (&c.outcome, c.qdisc) {
         // the kernel's own FIFO of a class without a qdisc
-        (Outcome::Class, Some(q)) if q == tcmon_core::Handle::UNSPEC => {
+        (ClassifyOutcome::Class, Some(q)) if q == tcmon_core::Handle::UNSPEC => {
             a.push_str(", queued in the kernel's default FIFO");
         }
-        (Outcome::Class, Some(q)) => {
+        (ClassifyOutcome::Class, Some(q)) => {
             let _ = write!(a, ", queued in qdisc {q}");
         }
         _ => {}

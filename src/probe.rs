@@ -10,8 +10,7 @@ use tcmon_core::units::fmt_bits_per_sec;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 // the crate's longer names, short in this module about probes only
 use tcmon_probe::{
-    BloatReport as Report, Bottleneck, LoadOptions, ProbeSink as Sink,
-    ProbeSinkOptions as SinkOptions, Target, TestOptions,
+    BloatReport, Bottleneck, LoadOptions, ProbeSink, ProbeSinkOptions, Target, TestOptions,
 };
 use tcmon_sojourn::SojournMode;
 
@@ -45,7 +44,7 @@ fn check_command(args: &ProbeArgs) -> String {
 }
 
 /// Runs the test of `args` and returns its report.
-pub(crate) fn test(args: &ProbeArgs) -> Result<Report> {
+pub(crate) fn test(args: &ProbeArgs) -> Result<BloatReport> {
     prepare(args)?.run()
 }
 
@@ -118,7 +117,7 @@ pub(crate) fn prepare(args: &ProbeArgs) -> Result<Prepared> {
 }
 
 impl Prepared {
-    pub(crate) fn run(self) -> Result<Report> {
+    pub(crate) fn run(self) -> Result<BloatReport> {
         let Prepared {
             mut opts,
             mut collector,
@@ -149,7 +148,7 @@ impl Prepared {
 
 /// The test's result in one line: the rise under load and its grade (with what capped it), or
 /// why there is none.
-pub(crate) fn grade_line(r: &Report) -> String {
+pub(crate) fn grade_line(r: &BloatReport) -> String {
     let loaded = !r.phases.iter().any(|p| p.name == tcmon_probe::OBSERVED);
     let capped = r.grade_by_latency.map_or(String::new(), |g| {
         format!(
@@ -186,7 +185,7 @@ fn ms(x: f64) -> String {
     }
 }
 
-fn human(r: &Report, check: &str) -> String {
+fn human(r: &BloatReport, check: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "targets: {}", r.targets.join(", "));
     let _ = writeln!(
@@ -326,13 +325,13 @@ fn estimated(s: &mut String, not_measured: Option<&str>) {
 }
 
 pub(crate) fn sink(args: &SinkArgs) -> Result<ExitCode> {
-    let opts = SinkOptions {
+    let opts = ProbeSinkOptions {
         listen: args.listen,
         max_connections: args.max_connections,
         max_stream: args.max_stream,
         idle: args.idle,
     };
-    let sink = Sink::start(opts, |line| eprintln!("{line}"))?;
+    let sink = ProbeSink::start(opts, |line| eprintln!("{line}"))?;
     eprintln!(
         "sink: listening on {} (TCP load, UDP echo); at most {} streams of {} each",
         sink.local_addr(),
@@ -348,8 +347,8 @@ mod tests {
     use super::*;
     use tcmon_probe::{Grade, MeasuredDelay};
 
-    fn report(bottleneck: Bottleneck) -> Report {
-        Report {
+    fn report(bottleneck: Bottleneck) -> BloatReport {
+        BloatReport {
             targets: vec!["icmp:10.99.1.2".into()],
             phases: Vec::new(),
             latency_increase_ms: Some(1_500.0),

@@ -8,6 +8,7 @@
 use std::io::{self, Write};
 
 use crate::gzip::{Finished, Gzip, Key, Tree, CHUNK};
+pub(crate) use crate::value::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Type {
@@ -54,13 +55,6 @@ impl Family {
             help,
         }
     }
-}
-
-/// A sample value. Counters and most gauges are integers and are written as such.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Value {
-    Int(u64),
-    Float(f64),
 }
 
 /// With a sink, text is handed on once this much is buffered, so a big tree's tens of

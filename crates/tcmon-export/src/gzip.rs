@@ -22,7 +22,7 @@ use std::io;
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
 use foldhash::quality::RandomState;
 
-use crate::encode::Value;
+use crate::value::Value;
 
 /// Objects per chunk. Smaller chunks are reused more often on a tree where only some objects
 /// change, and compress worse (each starts without history): against one stream, a body of

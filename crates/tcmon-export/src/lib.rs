@@ -13,6 +13,7 @@ mod encode;
 mod gzip;
 mod negotiate;
 pub mod reference;
+mod value;
 
 use std::sync::{Arc, Weak};
 

@@ -9,6 +9,7 @@ mod error;
 mod ethtool;
 mod kinds;
 mod socket;
+mod stats;
 mod tc;
 mod u32_owner;
 

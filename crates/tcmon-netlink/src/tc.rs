@@ -2,18 +2,18 @@
 //! attributes) into the model. Walks the attributes in place: a dump of 10,000 classes is decoded
 //! without a per-attribute allocation.
 
-use tcmon_core::model::{Class, Filter, Name, Qdisc, RateEstimator, SizeTable, Stats, Undecoded};
+use tcmon_core::model::{Class, Filter, Name, Qdisc, SizeTable, Stats, Undecoded};
 use tcmon_core::units::{Handle, TickLen};
 
 use crate::decode::{for_each_nla, keep, nla_u32, short, Fixed};
 use crate::kinds;
+use crate::stats::{legacy, stats2, TCA_STATS};
 
 /// `struct tcmsg`: family u8, pad u8, pad u16, ifindex s32, handle u32, parent u32, info u32.
 pub(crate) const TCMSG_LEN: usize = 20;
 
 const TCA_KIND: u16 = 1;
 const TCA_OPTIONS: u16 = 2;
-const TCA_STATS: u16 = 3;
 const TCA_XSTATS: u16 = 4;
 const TCA_STATS2: u16 = 7;
 const TCA_STAB: u16 = 8;
@@ -25,15 +25,6 @@ const TCA_INGRESS_BLOCK: u16 = 13;
 const TCA_EGRESS_BLOCK: u16 = 14;
 const TCA_DUMP_FLAGS: u16 = 15;
 const TCA_EXT_WARN_MSG: u16 = 16;
-
-const TCA_STATS_BASIC: u16 = 1;
-const TCA_STATS_RATE_EST: u16 = 2;
-const TCA_STATS_QUEUE: u16 = 3;
-const TCA_STATS_APP: u16 = 4;
-const TCA_STATS_RATE_EST64: u16 = 5;
-const TCA_STATS_PAD: u16 = 6;
-const TCA_STATS_BASIC_HW: u16 = 7;
-const TCA_STATS_PKT64: u16 = 8;
 
 const TCA_STAB_BASE: u16 = 1;
 const TCA_STAB_DATA: u16 = 2;
@@ -125,78 +116,6 @@ pub(crate) fn parse(payload: &[u8]) -> Result<TcMsg<'_>, MsgError> {
     }
     m.und = und;
     Ok(m)
-}
-
-pub(crate) fn stats2<'a>(
-    v: &'a [u8],
-    s: &mut Stats,
-    app: &mut Option<&'a [u8]>,
-    und: &mut Undecoded,
-) {
-    let mut pkt64 = None;
-    for_each_nla(v, "stats2", und, |t, v, und| match t {
-        // struct gnet_stats_basic: bytes u64, packets u32
-        TCA_STATS_BASIC => match Fixed::new(v, 12) {
-            Some(b) => {
-                s.bytes = b.u64(0);
-                s.packets = u64::from(b.u32(8));
-            }
-            None => short(und, "stats2", t, "gnet_stats_basic", v, 12),
-        },
-        // struct gnet_stats_queue: qlen, backlog, drops, requeues, overlimits
-        TCA_STATS_QUEUE => match Fixed::new(v, 20) {
-            Some(q) => {
-                s.backlog_packets = u64::from(q.u32(0));
-                s.backlog_bytes = u64::from(q.u32(4));
-                s.drops = u64::from(q.u32(8));
-                s.requeues = u64::from(q.u32(12));
-                s.overlimits = u64::from(q.u32(16));
-            }
-            None => short(und, "stats2", t, "gnet_stats_queue", v, 20),
-        },
-        TCA_STATS_RATE_EST => match Fixed::new(v, 8) {
-            Some(r) => {
-                // the 64-bit estimator, when present, wins
-                s.rate_estimator.get_or_insert(RateEstimator {
-                    bytes_per_sec: u64::from(r.u32(0)),
-                    packets_per_sec: u64::from(r.u32(4)),
-                });
-            }
-            None => short(und, "stats2", t, "gnet_stats_rate_est", v, 8),
-        },
-        TCA_STATS_RATE_EST64 => match Fixed::new(v, 16) {
-            Some(r) => {
-                s.rate_estimator = Some(RateEstimator {
-                    bytes_per_sec: r.u64(0),
-                    packets_per_sec: r.u64(8),
-                });
-            }
-            None => short(und, "stats2", t, "gnet_stats_rate_est64", v, 16),
-        },
-        TCA_STATS_PKT64 => pkt64 = crate::decode::nla_u64(v, "stats2", t, "pkt64", und),
-        TCA_STATS_APP => *app = Some(v),
-        TCA_STATS_PAD | TCA_STATS_BASIC_HW => {}
-        _ => keep(und, "stats2", t, v),
-    });
-    if let Some(p) = pkt64 {
-        s.packets = p;
-        s.packets_64bit = true;
-    }
-}
-
-/// `struct tc_stats`, for kernels or kinds that send no `TCA_STATS2`.
-fn legacy(v: &[u8], s: &mut Stats, und: &mut Undecoded) {
-    match Fixed::new(v, 36) {
-        Some(l) => {
-            s.bytes = l.u64(0);
-            s.packets = u64::from(l.u32(8));
-            s.drops = u64::from(l.u32(12));
-            s.overlimits = u64::from(l.u32(16));
-            s.backlog_packets = u64::from(l.u32(28));
-            s.backlog_bytes = u64::from(l.u32(32));
-        }
-        None => short(und, "tcmsg", TCA_STATS, "tc_stats", v, 36),
-    }
 }
 
 pub(crate) fn qdisc(m: TcMsg<'_>, tick: TickLen) -> Qdisc {
@@ -368,6 +287,7 @@ mod captured;
 pub(crate) mod tests {
     use super::*;
     use crate::decode::test_util::{nest, nla, u32s, u64s};
+    use crate::stats::{TCA_STATS_BASIC, TCA_STATS_PKT64, TCA_STATS_QUEUE, TCA_STATS_RATE_EST64};
 
     pub(crate) fn tcmsg(ifindex: i32, handle: u32, parent: u32, info: u32) -> Vec<u8> {
         let mut v = vec![0u8, 0, 0, 0];

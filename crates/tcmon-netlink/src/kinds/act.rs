@@ -132,7 +132,7 @@ fn action(bytes: &[u8], tick: TickLen) -> Action {
         TCA_ACT_STATS => {
             let mut s = Stats::default();
             let mut app = None;
-            crate::tc::stats2(v, &mut s, &mut app, und);
+            crate::stats::stats2(v, &mut s, &mut app, und);
             packets = Some(s.packets);
         }
         TCA_ACT_INDEX | TCA_ACT_PAD | TCA_ACT_IN_HW_COUNT | TCA_ACT_USED_HW_STATS => {}

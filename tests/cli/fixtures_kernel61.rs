@@ -4,7 +4,7 @@
 //! machine, and printed as `tcmon dump` prints them: the options and extended stats must say
 //! what tc said, token for token. (The VM's own test does the same live.)
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Instant;

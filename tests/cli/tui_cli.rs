@@ -1,7 +1,7 @@
 //! `tcmon` without a command outside a terminal, and its arguments: errors that say why, with
 //! the usage exit status.
 
-mod common;
+use crate::common;
 
 use common::{stderr, tcmon};
 

@@ -2,7 +2,7 @@
 //! of warning or critical severity are backed here by the effect they claim (measured delay,
 //! unshaped traffic), and every proposed fix is applied and shown to clear its finding.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! finding per (rule, qdisc), a fix plan with each command once, which, applied whole, changes
 //! only what its findings name and leaves nothing to fix; output that grows linearly.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

@@ -1,6 +1,6 @@
 //! `tcmon dump` as a user runs it: errors, rate sampling, no root, interfaces that vanish.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! an HTB tree three levels deep with explicit and default burst/quantum, a 64-bit rate, TBF,
 //! pfifo and bfifo leaves, a leaf with the kernel's default FIFO, u32 filters, and traffic.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;

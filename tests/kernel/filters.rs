@@ -5,7 +5,7 @@
 //! the IFB shapes, and `tcmon classify` must name the class the kernel really counts a packet
 //! in.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use tcmon_lab::{skip_unless_root, Netns};

@@ -1,6 +1,6 @@
 //! `tcmon lab`: the seeds' lab, each scenario diagnosed as the seeds describe it.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::{Command, Output};

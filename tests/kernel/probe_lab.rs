@@ -1,7 +1,7 @@
 //! `tcmon probe` in the seeds' lab with real TCP load: the grade, the bottleneck it names,
 //! and RTTs that agree with `ping`.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::sync::Mutex;

@@ -1,7 +1,7 @@
 //! `tcmon serve` as a scraper and a hostile client see it: real processes, real sockets, real
 //! kernel trees, real promtool.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};

@@ -1,7 +1,7 @@
 //! A real Prometheus (Debian's `prometheus`) scraping `tcmon serve`, and promtool on the
 //! packaged alert rules.
 
-mod common;
+use crate::common;
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};

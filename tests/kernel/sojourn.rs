@@ -1,7 +1,7 @@
 //! The queueing delay of real packets (eBPF) through every face, and off with one reason where
 //! it cannot run. Kernel tests: root, or SKIPPED.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! default leaves all have handle `0:`. `tcmon dump` nests each under its own qdisc and class,
 //! and `tcmon check` reports the HTBs under one mq as one shaper.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use tcmon_lab::{skip_unless_root, Netns};

@@ -1,7 +1,7 @@
 //! What keys do to the app state: folding, filtering, sorting, panes, and the selection kept by
 //! identity across polls.
 
-mod common;
+use tcmon_tui::test_support as common;
 
 use std::time::{Duration, Instant};
 

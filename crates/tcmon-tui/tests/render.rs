@@ -1,6 +1,6 @@
 //! Frames of fixed states at 80x24 and 200x50, compared with reviewed snapshot files.
 
-mod common;
+use tcmon_tui::test_support as common;
 
 use std::time::Instant;
 

@@ -1,11 +1,12 @@
 //! Fixed states for the render and key tests (and the synthetic 10,000-class tree of the
-//! benchmark): built by hand, so every number on screen is known.
-
-#![allow(dead_code)]
+//! benchmark): built by hand, so every number on screen is known. Only with the
+//! `test-support` feature, which this crate's own tests and benches turn on (its
+//! dev-dependency on itself): a module here rather than a file each target includes by path.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::App;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use tcmon_agent::{Sample, State};
@@ -18,7 +19,6 @@ use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState};
 use tcmon_core::units::Handle;
 use tcmon_diag::{Evidence, Finding, Findings, Severity, Status};
 use tcmon_probe::{ProbeKind, TargetStatus};
-use tcmon_tui::App;
 
 pub fn stats(bytes: u64, packets: u64, drops: u64, backlog_bytes: u64) -> Stats {
     Stats {
@@ -485,8 +485,8 @@ pub fn screen(app: &mut App, width: u16, height: u16) -> String {
 
 pub fn render(app: &mut App, width: u16, height: u16) -> ratatui::buffer::Buffer {
     let mut term = Terminal::new(TestBackend::new(width, height)).expect("test backend");
-    let mut info = tcmon_tui::FrameInfo::default();
-    term.draw(|f| info = tcmon_tui::draw(f, app)).expect("draw");
+    let mut info = crate::FrameInfo::default();
+    term.draw(|f| info = crate::draw(f, app)).expect("draw");
     app.after_frame(info);
     term.backend().buffer().clone()
 }

@@ -238,7 +238,7 @@ fn every_kind_prints_its_options_and_stats_as_tc_does() {
 }
 
 /// `tcmon probe` from node2 through the router's shaper to node1, loaded by Reno streams (as
-/// tests/probe_lab.rs does), with the router's tc state read for the bottleneck.
+/// tests/kernel/probe_lab.rs does), with the router's tc state read for the bottleneck.
 fn probe_through(lab: &Lab) -> Value {
     let out = Command::new("ip")
         .args([

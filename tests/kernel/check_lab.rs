@@ -767,7 +767,7 @@ fn missing_default_class_lets_traffic_through_unshaped() {
 
 /// Ten thousand u32 rules at one prio, as in the seed: graded from the packet rate the walk
 /// allows (10,001 rules at 10 ns: 10,000 packets/s, below the 82,563 full-size packets/s of
-/// the 1 Gbit classes: a warning; tests/lab.rs measures ~9,000 through 10,000 such rules
+/// the 1 Gbit classes: a warning; tests/kernel/lab.rs measures ~9,000 through 10,000 such rules
 /// here), with the classes whose rules come after them. Its fix, a hashed table in a free
 /// prio next to the chain's, runs as printed and clears it; the seed's rules are one rule
 /// repeated, so the table holds the first, the one that matches.
@@ -800,7 +800,7 @@ fn ten_thousand_u32_filters_at_one_prio() {
     let r = pair.a.tc(&["-batch", batch.to_str().unwrap()]);
     std::fs::remove_file(&batch).unwrap();
     if let Err(e) = r {
-        // Linux 6.1 caps a bucket at 4,095 rules (tests/lab.rs's scenario splits them)
+        // Linux 6.1 caps a bucket at 4,095 rules (tests/kernel/lab.rs's scenario splits them)
         assert!(e.to_string().contains("node ID pool exhausted"), "{e}");
         eprintln!("SKIPPED ten_thousand_u32_filters_at_one_prio: {e}");
         return;

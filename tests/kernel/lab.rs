@@ -669,7 +669,7 @@ fn hashed_u32_rules_pass_more_packets_than_a_linear_chain() {
 }
 
 /// Measures the cost of a u32 rule on this kernel (the default of `[check]
-/// filter_rule_cost_ns`): `sudo cargo test --release --test lab filter_rule_cost --
+/// filter_rule_cost_ns`): `sudo cargo test --release --test kernel lab::filter_rule_cost --
 /// --ignored --nocapture`. ns per rule = (1/pps_linear - 1/pps_hashed) / (rules tried
 /// linearly - rules tried in the hashed bucket).
 #[test]

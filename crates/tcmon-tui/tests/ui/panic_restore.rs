@@ -35,8 +35,9 @@ fn panic_inside_the_guard_restores_the_terminal() {
     let socket = format!("tcmon-tui-panic-{}", std::process::id());
     let exe = std::env::current_exe().unwrap();
     let cmd = format!(
-        "echo before-panic; RUST_BACKTRACE=0 {CHILD_ENV}=1 {} --exact child_panics_inside_the_guard --ignored \
-         --nocapture --test-threads 1; echo child-exit=$?",
+        "echo before-panic; RUST_BACKTRACE=0 {CHILD_ENV}=1 {} \
+         --exact panic_restore::child_panics_inside_the_guard --ignored --nocapture \
+         --test-threads 1; echo child-exit=$?",
         exe.display()
     );
     let o = tmux(

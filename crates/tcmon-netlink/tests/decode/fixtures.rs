@@ -1,4 +1,4 @@
-//! Messages captured from a real kernel (see fixtures/kernel-6.18/README.md), decoded and
+//! Messages captured from a real kernel (see ../fixtures/kernel-6.18/README.md), decoded and
 //! compared with what `tc -s -d` printed for the same objects at the same moment.
 
 use tcmon_core::model::{ClassDetail, QdiscDetail};

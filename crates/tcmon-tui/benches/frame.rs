@@ -13,10 +13,8 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use tcmon_core::units::Handle;
 use tcmon_diag::{Code, Example, Finding, Severity};
+use tcmon_tui::test_support as common;
 use tcmon_tui::{draw, App};
-
-#[path = "../tests/common/mod.rs"]
-mod common;
 
 const CLASSES: u16 = 10_000;
 const FLAGGED: u16 = 50_000;

@@ -10,6 +10,8 @@
 pub mod app;
 pub mod keys;
 mod term;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 pub mod view;
 
 pub use app::{waiting_key, Action, App, FrameInfo, Pane, Row, SortKey};

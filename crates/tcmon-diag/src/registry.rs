@@ -133,9 +133,9 @@ macro_rules! findings {
                  counter never goes down, and the finding ends when the class exists), info when \
                  none did (a catch-all filter may keep the direct queue empty). Measured: `sudo \
                  tcmon lab up no-default`, 5 Mbit/s of UDP from node2 reaches node1 at 5.2 Mbit/s \
-                 through the 2 Mbit shaper (tests/lab.rs); 4 Mbit/s unclassified through a 1 Mbit \
+                 through the 2 Mbit shaper (tests/kernel/lab.rs); 4 Mbit/s unclassified through a 1 Mbit \
                  HTB arrives above 3 Mbit/s and `check` is critical, below 1.2 Mbit/s after its fix \
-                 (tests/check_lab.rs). The fix adds a leaf (rate: a \
+                 (tests/kernel/check_lab.rs). The fix adds a leaf (rate: a \
                  tenth of the ceil of the inner class above it, ceil: that ceil) with a short pfifo \
                  of its own, under an inner class, never under a leaf; and, for `default 0` or an \
                  inner default, a catch-all u32 filter at the lowest priority, since HTB cannot \
@@ -159,7 +159,7 @@ macro_rules! findings {
                  64 kB, whenever gso_max_segs > 1) and GRO-merged forwarded ones, not the MTU.",
             why: "Spare bandwidth is then shared by packet size instead of by rate: a class sending \
                  full-size frames loses its share to a sibling sending 64 kB packets, and its \
-                 queue grows. Measured (`cargo test --test lab scenario_descriptions -- \
+                 queue grows. Measured (`cargo test --test kernel lab::scenario_descriptions -- \
                  --nocapture`, scenario quantum-gso: HTB 10 Mbit, two 1 Mbit classes borrowing, \
                  quantum 12,500 B; a Reno upload in 1:10, 3 Mbit of UDP frames and probes in \
                  1:20): 1:20 got 2.27 Mbit/s, predicted 2.28 (1 Mbit + 8 Mbit x 12,500 / (12,500 \
@@ -198,7 +198,7 @@ macro_rules! findings {
                  also caps computed quanta at 200000 (older kernels and guides: 60000).",
             why: "The wait of one turn is jitter for every borrowing sibling: ISP subscriber \
                  classes (low rate, high ceil) borrow nearly all the time. Measured (`cargo test \
-                 --test lab scenario_descriptions -- --nocapture`, scenario quantum-big: r2q 1, \
+                 --test kernel lab::scenario_descriptions -- --nocapture`, scenario quantum-big: r2q 1, \
                  two 1 Mbit classes borrowing from 10 Mbit, quantum 125,000 B; bulk UDP frames \
                  in 1:10, 3 Mbit of UDP and probes in 1:20): probes median 58.9 ms, p90 106 ms, \
                  max 148 ms against the predicted 100 ms turn. Capped quanta also no longer \
@@ -374,7 +374,7 @@ macro_rules! findings {
                  10,000 linear u32 rules, 183,857 with the same rules hashed and 194,308 with no \
                  filters: 10.1 ns a rule tried (10.5 in a second run: 9,110 packets/s linear, \
                  187,999 hashed; 4.9-5.9 ns at 1,000 rules, which stay in cache). Reproduce: \
-                 `sudo cargo test --release --test lab filter_rule_cost -- --ignored --nocapture`.",
+                 `sudo cargo test --release --test kernel lab::filter_rule_cost -- --ignored --nocapture`.",
             numbers: "rules tried = the longest u32 bucket of one (parent, prio, protocol, chain) \
                  (basic/bpf/matchall: all rules; flower, fw and route look rules up by key and are \
                  not counted), plus the rules of the earlier prios at that parent; ceiling = 1e9 / \

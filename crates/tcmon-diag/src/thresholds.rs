@@ -30,7 +30,7 @@ pub struct Thresholds {
     pub filter_chain_max: u32,
     /// What the kernel spends on one u32 rule a packet tries, ns: a linear chain of N rules
     /// classifies at most 1e9 / (N x this) packets a second. Measured by `sudo cargo test
-    /// --release --test lab filter_rule_cost -- --ignored --nocapture`.
+    /// --release --test kernel lab::filter_rule_cost -- --ignored --nocapture`.
     pub filter_rule_cost_ns: f64,
     /// A class sending at this fraction of its ceil or more is at its ceil.
     pub saturated_ratio: f64,

@@ -25,7 +25,7 @@ pub struct Scenario {
     bulk_filters: Option<(usize, &'static str)>,
 }
 
-/// Every number a description states is measured by `tests/lab.rs`
+/// Every number a description states is measured by `tests/kernel/lab.rs`
 /// (`scenario_descriptions_state_what_the_lab_measures`), which runs the scenario.
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {

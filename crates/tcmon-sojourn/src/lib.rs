@@ -366,7 +366,7 @@ mod tests {
         assert_eq!(wrapped.since(Some(&b)).bucket(5), 3);
     }
 
-    /// Runs in a build without clang (tests/build_without_bpf.rs makes one).
+    /// Runs in a build without clang (tests/cli/build_without_bpf.rs makes one).
     #[cfg(not(tcmon_bpf))]
     #[test]
     fn without_the_program_start_says_why() {

@@ -110,7 +110,10 @@ const SIBLINGS: &[(&str, &str)] = &[
     ("kernel", "collector::"),
     ("kernel", "dump_vs_tc::"),
     ("kernel", "filters::"),
-    ("kernel", "lab::every_scenario_is_diagnosed lab::lab_up_and_down"),
+    (
+        "kernel",
+        "lab::every_scenario_is_diagnosed lab::lab_up_and_down",
+    ),
     ("kernel", "sojourn::"),
     (
         "kernel",

@@ -87,10 +87,14 @@ fn the_systemd_unit_runs_unprivileged_and_the_deb_ships_it() {
     );
     for asset in deb["assets"].as_array().unwrap() {
         let src = asset[0].as_str().unwrap();
-        if let Some(dir) = src.strip_suffix("/*.1") {
-            let pages = std::fs::read_dir(std::path::Path::new(ROOT).join(dir))
-                .map_or(0, |d| d.filter_map(Result::ok).count());
-            assert!(pages > 0, "deb asset {src}: no pages");
+        // a glob (`packaging/man/*.1`, `docs/guide/*.md`) matches at least one file
+        if let Some((dir, suffix)) = src.split_once("/*") {
+            let matched = std::fs::read_dir(std::path::Path::new(ROOT).join(dir)).map_or(0, |d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
+                    .count()
+            });
+            assert!(matched > 0, "deb asset {src}: no such files");
         } else if !src.starts_with("target/") {
             assert!(
                 std::path::Path::new(ROOT).join(src).exists(),

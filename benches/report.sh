@@ -45,7 +45,7 @@ table() {
     [ -e "$f" ] || continue
     name=$(basename "$f" .txt)
     cmd=$(sed -n 's/^# command: //p' "$f" | head -1)
-    { grep -E '[0-9]x\b|target|of the CPU used' "$f" || true; } | grep -v '^#' | while IFS= read -r line; do
+    { grep -E '[0-9]x\b|target|of the CPU used' "$f" || true; } | { grep -v '^#' || true; } | while IFS= read -r line; do
       line=$(echo "$line" | sed 's/^ *//; s/|/\\|/g')
       # "what: figure" where the line has a colon, else the whole line as the figure
       if [[ $line == *": "* ]]; then

@@ -6,7 +6,6 @@ pub mod server;
 pub mod sink;
 pub mod tc_lines;
 pub mod tc_oracle;
-pub mod text;
 
 use std::process::{Command, Output};
 

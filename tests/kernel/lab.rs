@@ -251,7 +251,7 @@ fn every_fix_printed_for_a_scenario_runs_and_clears_its_finding() {
         let claims = claimed(&before);
         let o = check_router(&lab, &["--verbose"]);
         let text = common::stdout(&o);
-        let raw = common::text::raw_floats(&text);
+        let raw = tcmon_core::text::raw_floats(&text);
         assert!(raw.is_empty(), "{}: {raw:?} in\n{text}", s.name);
         let mut pasted: Vec<&str> = Vec::new();
         for line in text.lines() {
@@ -505,7 +505,7 @@ fn scenario_descriptions_state_what_the_lab_measures() {
             .find(|c| c.0 == s.name)
             .unwrap_or_else(|| panic!("no measure for scenario {}", s.name));
         assert_eq!(
-            common::text::numbers(s.description),
+            tcmon_core::text::numbers(s.description),
             *stated,
             "{}: every number in the description must be measured here: {}",
             s.name,
@@ -525,13 +525,13 @@ fn scenario_descriptions_state_what_the_lab_measures() {
 #[test]
 fn numbers_and_raw_floats_are_found_as_a_person_reads_them() {
     assert_eq!(
-        common::text::numbers(
+        tcmon_core::text::numbers(
             "HTB 2 Mbit, r2q 10, 4,000 per prio, class 1:30, u32, node1, 2mbit, 2-second, 6.1."
         ),
         ["2", "10", "4,000", "1:30", "2", "2", "6.1"]
     );
     assert_eq!(
-        common::text::raw_floats("a=1927.4895472379544 b=10.99.1.2 c=2.041 d=0.12345"),
+        tcmon_core::text::raw_floats("a=1927.4895472379544 b=10.99.1.2 c=2.041 d=0.12345"),
         ["1927.4895472379544", "0.12345"]
     );
 }

@@ -701,7 +701,7 @@ fn check_with_load_shows_the_grade_also_when_ok() {
     if o.status.code() == Some(0) && first.starts_with("OK: nothing to fix") {
         assert!(second.contains("grade A"), "{out}");
     }
-    assert!(common::text::raw_floats(&out).is_empty(), "{out}");
+    assert!(tcmon_core::text::raw_floats(&out).is_empty(), "{out}");
     let o = check(&["--json"]);
     let r: Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", common::stderr(&o)));
@@ -744,7 +744,7 @@ fn check_verbose_with_load_prints_rounded_numbers() {
     assert_eq!(o.status.code(), Some(2), "{out}{}", common::stderr(&o));
     assert!(out.contains(" bufferbloat 1:10 "), "{out}");
     assert!(out.contains("\"queue_delay_ms\":"), "{out}");
-    let raw = common::text::raw_floats(&out);
+    let raw = tcmon_core::text::raw_floats(&out);
     assert!(raw.is_empty(), "{raw:?} in\n{out}");
     assert!(
         out.lines()

@@ -12,6 +12,8 @@ pub mod rates;
 pub mod raw;
 pub mod sched;
 pub mod sojourn;
+#[cfg(feature = "test-support")]
+pub mod text;
 pub mod topology;
 pub mod units;
 

@@ -24,9 +24,8 @@ mod offload;
 mod queue;
 mod registry;
 mod tbf;
-mod text;
 
-use text::raw_floats;
+use tcmon_core::text::raw_floats;
 
 const MBIT: u64 = 125_000; // bytes/s
 

@@ -1,4 +1,6 @@
-//! What a person reads in tcmon's text output: the numbers in it.
+//! What a person reads in tcmon's text output: the numbers in it. For tests (feature
+//! `test-support`): the diagnosis's and the commands' tests check that no raw float is printed
+//! and that a description's numbers are measured.
 
 /// Numbers printed with four or more decimals (`\d+\.\d{4,}`): raw floats, which no person
 /// reads (`queue_delay_ms=1927.4895472379544`). Dotted quads have at most three digits a part.

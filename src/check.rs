@@ -124,8 +124,12 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     };
     let opts = CollectorOptions {
         devices: args.target.devices.clone(),
-        filters: FilterMode::Cached {
-            max_age: cfg.collector.filter_refresh,
+        filters: if args.no_filters {
+            FilterMode::Off
+        } else {
+            FilterMode::Cached {
+                max_age: cfg.collector.filter_refresh,
+            }
         },
     };
     let mut collector = Collector::open(args.target.netns.as_deref(), opts)?;
@@ -323,16 +327,20 @@ fn human(
             for e in f.examples.iter().skip(1) {
                 wrap(&mut s, &format!("{INDENT}also: "), INDENT, &e.message);
             }
-            if args.verbose && f.count > 1 {
+            if args.target.verbose && f.count > 1 {
                 let _ = writeln!(s, "{INDENT}objects: {}", f.objects.join(" "));
             }
-            let evidence = if args.verbose {
+            let evidence = if args.target.verbose {
                 f.evidence.human()
             } else {
                 f.evidence.brief()
             };
             wrap(&mut s, &format!("{INDENT}evidence: "), INDENT, &evidence);
-            let shown = if args.verbose { f.fix.len() } else { FIX_LINES };
+            let shown = if args.target.verbose {
+                f.fix.len()
+            } else {
+                FIX_LINES
+            };
             for x in f.fix.iter().take(shown) {
                 // what the plan runs, what it runs only with --policy, and what it leaves
                 // to the reader (an info finding's steps)
@@ -382,9 +390,7 @@ fn human(
 
 fn print_explain(code: &str) -> ExitCode {
     if code == "list" {
-        for r in RULES {
-            println!("{:<32} {}", r.code, r.title);
-        }
+        print!("{}", explain_list());
         return ExitCode::SUCCESS;
     }
     let Some(e) = explain(code) else {
@@ -393,6 +399,21 @@ fn print_explain(code: &str) -> ExitCode {
     };
     println!("{}: {}\n\nWhat it means\n  {}\n\nWhy it matters\n  {}\n\nHow the numbers are derived\n  {}", e.code, e.title, e.meaning, e.why, e.numbers);
     ExitCode::SUCCESS
+}
+
+/// Every finding's code and title, the titles in one column (`Code`'s `Display` ignores a
+/// width, so the codes are padded as strings).
+fn explain_list() -> String {
+    let width = RULES
+        .iter()
+        .map(|r| r.code.as_str().len())
+        .max()
+        .unwrap_or(0);
+    let mut s = String::new();
+    for r in RULES {
+        let _ = writeln!(s, "{:<width$}  {}", r.code.as_str(), r.title);
+    }
+    s
 }
 
 #[cfg(test)]
@@ -539,5 +560,20 @@ mod tests {
         );
         assert!(at("queue-too-deep") < at("htb-giants"), "{out}");
         assert!(out.contains("fix: tc fix eth1"), "{out}");
+    }
+
+    /// `--explain list`: every title starts in the same column, after the longest code.
+    #[test]
+    fn the_explain_list_is_in_columns() {
+        let list = super::explain_list();
+        let starts: Vec<usize> = list
+            .lines()
+            .map(|l| {
+                let code = l.split(' ').next().unwrap();
+                code.len() + l[code.len()..].len() - l[code.len()..].trim_start().len()
+            })
+            .collect();
+        assert_eq!(starts.len(), tcmon_diag::RULES.len());
+        assert!(starts.windows(2).all(|w| w[0] == w[1]), "{list}");
     }
 }

@@ -11,6 +11,7 @@ use tcmon_classify::{classify, Classification, ClassifyOutcome, Packet};
 use tcmon_core::Snapshot;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
+use crate::tui::UsageError;
 use crate::{config, ClassifyArgs};
 
 /// Exit status when a filter on the way cannot be evaluated offline.
@@ -44,29 +45,11 @@ impl PacketSpec<'_> {
         if src.is_some_and(|s| s.is_ipv4() != dst.is_ipv4()) {
             bail!("--src and the destination are of different address families");
         }
-        let proto = match self.proto.unwrap_or("tcp") {
-            "tcp" => 6,
-            "udp" => 17,
-            "icmp" if dst.is_ipv4() => 1,
-            "icmp" | "icmpv6" | "ipv6-icmp" => 58,
-            n => n.parse::<u8>().with_context(|| {
-                format!("protocol '{n}': expected tcp, udp, icmp or a number 0-255")
-            })?,
-        };
+        let proto = protocol(self.proto.unwrap_or("tcp"), dst.is_ipv4())?;
         if (self.sport.is_some() || self.dport.is_some()) && !matches!(proto, 6 | 17 | 132) {
-            bail!("ports are given but protocol {proto} has none (use tcp, udp or 132)");
+            bail!("ports are given but protocol {proto} has none (use tcp, udp or sctp)");
         }
-        let tos = self
-            .tos
-            .map(|t| {
-                number(t)
-                    .and_then(|v| u8::try_from(v).ok())
-                    .with_context(|| {
-                        format!("--tos '{t}': expected the TOS byte, 0-255 or 0x00-0xff")
-                    })
-            })
-            .transpose()?
-            .unwrap_or(0);
+        let tos = self.tos.map(tos).transpose()?.unwrap_or(0);
         let mark = self
             .mark
             .map(|m| number(m).with_context(|| format!("--mark '{m}': expected a number")))
@@ -83,6 +66,60 @@ impl PacketSpec<'_> {
     }
 }
 
+/// The IP protocols known by name, as /etc/protocols names them (`icmp` is ICMPv6 towards an
+/// IPv6 destination, as `ping` means it).
+const PROTOCOLS: &[(&str, u8)] = &[
+    ("icmp", 1),
+    ("igmp", 2),
+    ("ipencap", 4),
+    ("tcp", 6),
+    ("udp", 17),
+    ("ipv6", 41),
+    ("gre", 47),
+    ("esp", 50),
+    ("ah", 51),
+    ("icmpv6", 58),
+    ("ipv6-icmp", 58),
+    ("ospf", 89),
+    ("pim", 103),
+    ("vrrp", 112),
+    ("l2tp", 115),
+    ("sctp", 132),
+    ("udplite", 136),
+];
+
+/// `--proto`: a name of [`PROTOCOLS`] (any case) or a number 0-255.
+fn protocol(name: &str, v4: bool) -> Result<u8> {
+    let lower = name.to_ascii_lowercase();
+    match PROTOCOLS.iter().find(|(n, _)| *n == lower) {
+        Some(("icmp", _)) if !v4 => Ok(58),
+        Some(&(_, p)) => Ok(p),
+        None => name.parse::<u8>().ok().with_context(|| {
+            let names: Vec<&str> = PROTOCOLS.iter().map(|(n, _)| *n).collect();
+            format!(
+                "protocol '{name}': expected a number 0-255 or one of {}",
+                names.join(", ")
+            )
+        }),
+    }
+}
+
+/// `--tos`: the TOS byte as a number, or a DSCP by the names `probe --dscp` takes (ECN 0).
+fn tos(t: &str) -> Result<u8> {
+    if let Some(v) = number(t) {
+        return u8::try_from(v)
+            .ok()
+            .with_context(|| format!("--tos '{t}': the TOS byte is 0-255 (0x00-0xff)"));
+    }
+    t.parse::<tcmon_probe::Dscp>()
+        .map(tcmon_probe::Dscp::tos)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "--tos '{t}': not a TOS byte (0-255 or 0x00-0xff) nor a DSCP name ({e})"
+            )
+        })
+}
+
 /// Decimal or `0x` hex.
 fn number(s: &str) -> Option<u32> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
@@ -92,7 +129,21 @@ fn number(s: &str) -> Option<u32> {
 }
 
 pub(crate) fn run(args: &ClassifyArgs) -> Result<ExitCode> {
-    let cfg = config::load(args.config.as_deref())?;
+    let dev = match args.target.devices.as_slice() {
+        [dev] => dev,
+        [] => {
+            return Err(
+                UsageError("--dev IF is required: the interface the packet takes".into()).into(),
+            )
+        }
+        _ => {
+            return Err(UsageError(
+                "--dev is given more than once: a packet takes one interface".into(),
+            )
+            .into())
+        }
+    };
+    let cfg = config::load(args.target.config.as_deref())?;
     let spec = PacketSpec {
         dst: &args.dst,
         src: args.src.as_deref(),
@@ -102,9 +153,7 @@ pub(crate) fn run(args: &ClassifyArgs) -> Result<ExitCode> {
         tos: args.tos.as_deref(),
         mark: args.mark.as_deref(),
     };
-    let pkt = spec
-        .packet()
-        .map_err(|e| crate::tui::UsageError(format!("{e:#}")))?;
+    let pkt = spec.packet().map_err(|e| UsageError(format!("{e:#}")))?;
     // Every interface: a redirect may lead to another one (an IFB).
     let opts = CollectorOptions {
         devices: Vec::new(),
@@ -112,12 +161,23 @@ pub(crate) fn run(args: &ClassifyArgs) -> Result<ExitCode> {
             max_age: cfg.collector.filter_refresh,
         },
     };
-    let mut collector = Collector::open(args.netns.as_deref(), opts)?;
+    let mut collector = Collector::open(args.target.netns.as_deref(), opts)?;
     let snap = collector.poll()?;
-    let c = classify_in(&snap, &args.dev, &pkt, args.ingress)?;
+    // as every command says it of a --dev that is not there (and with the usage exit status)
+    if !collector.link_names().iter().any(|l| l == dev) {
+        let mut available = collector.link_names().to_vec();
+        available.sort();
+        return Err(tcmon_netlink::Error::NoSuchDevice {
+            name: dev.clone(),
+            available,
+        }
+        .into());
+    }
+    let c = classify_in(&snap, dev, &pkt, args.ingress)?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &c)?;
+        // one line, as check --json and dump --json print
+        serde_json::to_writer(&mut out, &json(&c))?;
         out.write_all(b"\n")?;
     } else {
         out.write_all(text(&c).as_bytes())?;
@@ -205,10 +265,27 @@ fn answer(c: &Classification) -> String {
     a
 }
 
+/// The parameters of `/api/v1/classify`, each the CLI's option of the same name.
+const PARAMS: &[&str] = &[
+    "dev", "dst", "src", "proto", "sport", "dport", "tos", "mark", "ingress",
+];
+
 /// `/api/v1/classify?dev=v0&dst=10.7.0.5&proto=tcp&dport=443[&src=..][&sport=..][&tos=..]
-/// [&mark=..][&ingress=1]`: the JSON of `tcmon classify --json`, on the last poll.
-pub(crate) fn from_query(snap: &Snapshot, query: &str) -> Result<Classification> {
+/// [&mark=..][&ingress=1]`: the JSON of `tcmon classify --json`, on the last poll, with the
+/// API's words (`dport=`) where an undetermined answer says what to give.
+pub(crate) fn from_query(snap: &Snapshot, query: &str) -> Result<serde_json::Value> {
     let pairs = query_pairs(query);
+    // A misspelt parameter would otherwise leave its field unknown and the answer undetermined.
+    if let Some((k, _)) = pairs.iter().find(|(k, _)| !PARAMS.contains(&k.as_str())) {
+        bail!(
+            "unknown parameter '{k}' (accepted: {})",
+            PARAMS
+                .iter()
+                .map(|p| format!("{p}="))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let port = |k: &str| -> Result<Option<u16>> {
         get(k)
@@ -229,7 +306,43 @@ pub(crate) fn from_query(snap: &Snapshot, query: &str) -> Result<Classification>
         mark: get("mark"),
     };
     let ingress = matches!(get("ingress"), Some("1" | "true" | "yes"));
-    classify_in(snap, dev, &spec.packet()?, ingress)
+    let c = classify_in(snap, dev, &spec.packet()?, ingress)?;
+    let mut v = json(&c);
+    in_api_words(&mut v);
+    Ok(v)
+}
+
+/// The classification as `--json` and the API give it: `class` and `qdisc` absent where
+/// there is none (the crate's type has them as options; the documents leave them out).
+pub(crate) fn json(c: &Classification) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        let Some(o) = v.as_object_mut() else { return };
+        for k in ["class", "qdisc"] {
+            if o.get(k).is_some_and(serde_json::Value::is_null) {
+                o.remove(k);
+            }
+        }
+        if let Some(serde_json::Value::Array(qs)) = o.get_mut("queues") {
+            qs.iter_mut().for_each(strip);
+        }
+    }
+    let mut v = serde_json::to_value(c).unwrap_or(serde_json::Value::Null);
+    strip(&mut v);
+    v
+}
+
+/// Rewrites the CLI's `give --dport` into the API's `give dport=` in every string.
+fn in_api_words(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) if s.contains("give --") => {
+            for p in PARAMS {
+                *s = s.replace(&format!("give --{p}"), &format!("give {p}="));
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(in_api_words),
+        serde_json::Value::Object(o) => o.values_mut().for_each(in_api_words),
+        _ => {}
+    }
 }
 
 /// `k=v&k=v` with `%XX` and `+` decoded; at most 16 pairs (nothing here takes more).
@@ -331,5 +444,99 @@ mod tests {
         for q in ["%", "%4", "a=%e2%82", "&&&", "=%%%"] {
             let _ = query_pairs(q);
         }
+    }
+
+    /// `--tos` takes the DSCP names `probe --dscp` takes, `--proto` the protocols' names;
+    /// numbers still work.
+    #[test]
+    fn names_of_dscps_and_protocols_are_taken() {
+        let pkt = |proto: Option<&'static str>, tos: Option<&'static str>| {
+            PacketSpec {
+                dst: "10.7.0.5",
+                proto,
+                tos,
+                ..PacketSpec::default()
+            }
+            .packet()
+        };
+        for (name, byte) in [
+            ("EF", 0xb8),
+            ("ef", 0xb8),
+            ("CS1", 0x20),
+            ("0xb8", 0xb8),
+            ("46", 46),
+        ] {
+            assert_eq!(pkt(None, Some(name)).unwrap().tos, byte, "{name}");
+        }
+        for (name, number) in [
+            ("sctp", 132),
+            ("GRE", 47),
+            ("esp", 50),
+            ("ah", 51),
+            ("132", 132),
+        ] {
+            assert_eq!(pkt(Some(name), None).unwrap().proto, number, "{name}");
+        }
+        let e = format!("{:#}", pkt(None, Some("AF99")).unwrap_err());
+        assert!(e.contains("--tos 'AF99'") && e.contains("EF"), "{e}");
+        let e = format!("{:#}", pkt(Some("sctpp"), None).unwrap_err());
+        assert!(e.contains("sctp") && e.contains("0-255"), "{e}");
+        // sctp has ports
+        let sctp = PacketSpec {
+            dst: "10.7.0.5",
+            proto: Some("sctp"),
+            dport: Some(9),
+            ..PacketSpec::default()
+        };
+        assert_eq!(sctp.packet().unwrap().dport, Some(9));
+    }
+
+    /// A misspelt parameter is refused, naming the ones there are, rather than answered
+    /// "undetermined".
+    #[test]
+    fn the_api_refuses_unknown_parameters() {
+        let (_, snap) = crate::reference::json::polls();
+        let e = format!(
+            "{:#}",
+            from_query(&snap, "dev=v0&dst=10.9.0.2&dprot=53").unwrap_err()
+        );
+        assert!(e.contains("'dprot'") && e.contains("dport="), "{e}");
+        assert!(from_query(&snap, "dev=v0&dst=10.9.0.2&dport=53").is_ok());
+    }
+
+    /// Over HTTP the answer says `dport=`, not `--dport`; `class` and `qdisc` are absent, not
+    /// null, where there is none.
+    #[test]
+    fn the_api_speaks_its_own_words_and_leaves_out_what_is_not_there() {
+        let (_, snap) = crate::reference::json::polls();
+        // nl0's first rule matches on the destination port
+        let v = from_query(&snap, "dev=nl0&dst=10.7.0.5&proto=udp").unwrap();
+        let text = v.to_string();
+        assert!(v["outcome"].get("undetermined").is_some(), "{text}");
+        assert!(text.contains("give dport="), "{text}");
+        assert!(!text.contains("give --"), "{text}");
+        assert!(v.get("class").is_none(), "{text}");
+        // the CLI keeps its own words
+        let c = classify_in(
+            &snap,
+            "nl0",
+            &PacketSpec {
+                dst: "10.7.0.5",
+                proto: Some("udp"),
+                ..PacketSpec::default()
+            }
+            .packet()
+            .unwrap(),
+            false,
+        )
+        .unwrap();
+        let cli = json(&c).to_string();
+        assert!(
+            cli.contains("give --dport") && !cli.contains("\"class\""),
+            "{cli}"
+        );
+        // a class determined is there
+        let v = from_query(&snap, "dev=v0&dst=10.9.0.2&proto=tcp").unwrap();
+        assert!(v["class"].is_string(), "{v}");
     }
 }

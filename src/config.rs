@@ -131,7 +131,8 @@ impl Default for ProbesConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct ServeConfig {
-    /// Address and port to listen on.
+    /// Address and port to listen on (the forms `serve --listen` takes).
+    #[serde(deserialize_with = "crate::listen::deserialize")]
     pub(crate) listen: std::net::SocketAddr,
     /// Connections served at once; more are closed on accept.
     pub(crate) max_connections: usize,
@@ -360,7 +361,12 @@ mod tests {
         let e = parse("probes.recent = 0\n").unwrap_err();
         assert!(e.starts_with("line 1: probes.recent must be"), "{e}");
         let e = parse("[serve]\n\nlisten = \"localhost\"\n").unwrap_err();
-        assert!(e.contains("line 3") && e.contains("socket address"), "{e}");
+        assert!(
+            e.contains("line 3") && e.contains("address and port"),
+            "{e}"
+        );
+        let all = parse("[serve]\nlisten = \":29110\"\n").unwrap();
+        assert_eq!(all.serve.listen.to_string(), "0.0.0.0:29110");
         let e = parse("[serve]\nlisten_address = \"127.0.0.1:1\"\n").unwrap_err();
         assert!(
             e.contains("line 2") && e.contains("unknown field `listen_address`"),

@@ -11,10 +11,48 @@ use clap::CommandFactory;
 use crate::Cli;
 
 pub(crate) fn completions(shell: clap_complete::Shell) -> ExitCode {
-    let mut cmd = Cli::command();
-    clap_complete::generate(shell, &mut cmd, "tcmon", &mut std::io::stdout());
+    print!("{}", completion_script(shell));
     ExitCode::SUCCESS
 }
+
+/// The script clap generates, with `--dev` completing the interfaces there are when TAB is
+/// pressed (clap's scripts can only offer names fixed when they were generated, or files).
+/// Scenarios and finding codes need nothing more: they are the arguments' possible values.
+fn completion_script(shell: clap_complete::Shell) -> String {
+    use clap_complete::Shell;
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "tcmon", &mut out);
+    let script = String::from_utf8_lossy(&out);
+    let mut lines: Vec<String> = Vec::new();
+    let mut after_dev = false;
+    for line in script.lines() {
+        let mut line = line.to_owned();
+        match shell {
+            // `--dev)` then the line that fills COMPREPLY
+            Shell::Bash if after_dev && line.trim_start().starts_with("COMPREPLY=") => {
+                let indent = &line[..line.len() - line.trim_start().len()];
+                line = format!("{indent}{BASH_INTERFACES}");
+            }
+            Shell::Zsh if line.contains("'*--dev=") => {
+                line = line.replace(":IF:_default'", ":IF:_net_interfaces'");
+            }
+            Shell::Fish if line.contains(" -l dev ") => {
+                line.push_str(" -f -a \"(__fish_print_interfaces)\"");
+            }
+            _ => {}
+        }
+        after_dev = line.trim() == "--dev)";
+        lines.push(line);
+    }
+    let mut s = lines.join("\n");
+    s.push('\n');
+    s
+}
+
+/// Bash: the names under /sys/class/net, the interfaces of this namespace.
+const BASH_INTERFACES: &str =
+    r#"COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))"#;
 
 /// `tcmon.1` and one page per command (`tcmon-dump.1`, `tcmon-lab-up.1`, ...), as `man tcmon
 /// dump` looks them up.
@@ -40,4 +78,39 @@ fn write_pages(cmd: &clap::Command, name: &str, out: &Path) -> Result<()> {
         write_pages(sub, &format!("{name}-{}", sub.get_name()), out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap_complete::Shell;
+
+    use super::completion_script;
+
+    /// Every `--dev` completes interfaces in every shell, not files; scenarios and finding
+    /// codes are offered where they go.
+    #[test]
+    fn completions_offer_interfaces_scenarios_and_codes() {
+        let bash = completion_script(Shell::Bash);
+        let devs = bash.matches("--dev)").count();
+        assert!(devs >= 6, "{devs} --dev cases");
+        assert_eq!(bash.matches("ls /sys/class/net").count(), devs, "{bash}");
+        for s in tcmon_lab::SCENARIOS {
+            assert!(bash.contains(s.name), "scenario {} missing", s.name);
+        }
+        for r in tcmon_diag::RULES {
+            assert!(bash.contains(r.code.as_str()), "code {} missing", r.code);
+        }
+        let zsh = completion_script(Shell::Zsh);
+        let zdevs = zsh.matches("'*--dev=").count();
+        assert!(zdevs >= 6, "{zsh}");
+        assert_eq!(zsh.matches(":IF:_net_interfaces'").count(), zdevs, "{zsh}");
+        let fish = completion_script(Shell::Fish);
+        let fdevs = fish.matches(" -l dev ").count();
+        assert!(fdevs >= 6, "{fish}");
+        assert_eq!(
+            fish.matches("__fish_print_interfaces").count(),
+            fdevs,
+            "{fish}"
+        );
+    }
 }

@@ -11,6 +11,16 @@ use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
 use crate::{config, DumpArgs};
 
+/// The time between rate samples of `--watch` and `--count` without `--interval`.
+const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How far apart rate samples are, or `None` for one snapshot: --watch and --count sample,
+/// 1 s apart unless --interval says otherwise.
+fn sample_interval(args: &DumpArgs) -> Option<Duration> {
+    let sampled = args.watch || args.count.is_some();
+    args.interval.or(sampled.then_some(DEFAULT_SAMPLE_INTERVAL))
+}
+
 pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
     let cfg = config::load(args.target.config.as_deref())?;
     let opts = CollectorOptions {
@@ -29,8 +39,7 @@ pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
     let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
     let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout);
 
-    let watch_every = args.watch.then_some(Duration::from_secs(1));
-    let Some(interval) = args.interval.or(watch_every) else {
+    let Some(interval) = sample_interval(args) else {
         let snap = match args.sojourn {
             Some(window) => {
                 let mode = cfg.sojourn_mode(args.target.no_bpf);
@@ -77,4 +86,35 @@ pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
         prev = cur;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use crate::{Cli, Command};
+
+    fn interval(words: &[&str]) -> Option<Duration> {
+        let cli = Cli::try_parse_from(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+        let Some(Command::Dump(args)) = cli.command else {
+            panic!("not dump");
+        };
+        super::sample_interval(&args)
+    }
+
+    #[test]
+    fn count_samples_a_second_apart_as_watch_does() {
+        let second = Some(Duration::from_secs(1));
+        assert_eq!(interval(&["tcmon", "dump"]), None);
+        assert_eq!(interval(&["tcmon", "dump", "--watch"]), second);
+        assert_eq!(interval(&["tcmon", "dump", "--count", "3"]), second);
+        assert_eq!(
+            interval(&["tcmon", "dump", "--count", "3", "--interval", "2s"]),
+            Some(Duration::from_secs(2))
+        );
+        // one snapshot measured over a window is not a rate sample
+        assert!(Cli::try_parse_from(["tcmon", "dump", "--count", "2", "--sojourn", "1s"]).is_err());
+    }
 }

@@ -7,6 +7,7 @@ mod config;
 mod docs;
 mod dump;
 mod lab;
+mod listen;
 mod probe;
 #[cfg(test)]
 mod reference;
@@ -70,23 +71,24 @@ fn hold_little_memory() {
     about = "Linux traffic-control monitor",
     long_about = "Linux traffic-control monitor. Without a command: the live terminal UI \
                   (the qdisc/class tree with rates, queues and findings; ? for keys).",
-    // `tcmon --dev x dump` would silently ignore the UI's --dev: refuse it instead.
-    args_conflicts_with_subcommands = true
+    after_help = "--dev, --netns, --config, --no-bpf and -v are shared by every command and \
+                  go before or after it: `tcmon --netns lab dump` is `tcmon dump --netns lab`."
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     #[command(flatten)]
-    ui: UiArgs,
+    shared: Target,
+    /// The terminal UI's: poll this often (e.g. 500ms, 2s; at least 100ms). Default:
+    /// `[agent] interval`, 1s.
+    #[arg(long, value_name = "DUR", value_parser = poll_interval)]
+    interval: Option<Duration>,
 }
 
 /// The terminal UI's options (`tcmon` without a command).
-#[derive(Debug, Args)]
+#[derive(Debug)]
 struct UiArgs {
-    #[command(flatten)]
     target: Target,
-    /// Poll this often (e.g. 500ms, 2s; at least 100ms). Default: `[agent] interval`, 1s.
-    #[arg(long, value_name = "DUR", value_parser = duration)]
     interval: Option<Duration>,
 }
 
@@ -118,15 +120,102 @@ enum Command {
     /// Print shell completions: `tcmon completions bash > /etc/bash_completion.d/tcmon` (the
     /// Debian package installs them for bash, zsh and fish).
     Completions {
+        /// The shell the script is for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Write the man pages (tcmon.1 and one per command) into a directory.
     #[command(hide = true)]
     Man {
+        /// The directory the pages are written into (created if missing).
         #[arg(long, value_name = "DIR")]
         out: std::path::PathBuf,
     },
+}
+
+impl Command {
+    /// The command's name as typed, for messages.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Dump(_) => "dump",
+            Command::Check(_) => "check",
+            Command::Probe(_) => "probe",
+            Command::Classify(_) => "classify",
+            Command::Sink(_) => "sink",
+            Command::Serve(_) => "serve",
+            Command::Lab { .. } => "lab",
+            Command::Completions { .. } => "completions",
+            Command::Man { .. } => "man",
+        }
+    }
+
+    /// Whether the command reads tc state, so that `--dev` and `--netns` select something.
+    /// The others refuse them rather than ignore them: a sink started with `--netns x` would
+    /// otherwise listen in the wrong namespace without a word. `--config`, `--no-bpf` and `-v`
+    /// are accepted by every command; where they mean nothing they change nothing.
+    fn reads_tc_state(&self) -> bool {
+        matches!(
+            self,
+            Command::Dump(_)
+                | Command::Check(_)
+                | Command::Probe(_)
+                | Command::Classify(_)
+                | Command::Serve(_)
+        )
+    }
+
+    /// Gives the command the shared options it reads (set before or after its name).
+    fn take_shared(&mut self, shared: &Target) {
+        match self {
+            Command::Dump(a) => a.target = shared.clone(),
+            Command::Check(a) => a.target = shared.clone(),
+            Command::Serve(a) => a.target = shared.clone(),
+            Command::Classify(a) => a.target = shared.clone(),
+            Command::Probe(a) => {
+                a.devices.clone_from(&shared.devices);
+                a.netns.clone_from(&shared.netns);
+                a.no_bpf = shared.no_bpf;
+            }
+            Command::Sink(_)
+            | Command::Lab { .. }
+            | Command::Completions { .. }
+            | Command::Man { .. } => {}
+        }
+    }
+}
+
+/// A shared option the command has no use for, or the UI's `--interval` before a command.
+fn refuse_misplaced(cli: &Cli) -> Result<(), String> {
+    let Some(cmd) = &cli.command else {
+        return Ok(());
+    };
+    let name = cmd.name();
+    if cli.interval.is_some() {
+        return Err(format!(
+            "--interval before a command is the terminal UI's; give it after the command \
+             (`tcmon {name} --interval ...`) where {name} has one"
+        ));
+    }
+    if !cmd.reads_tc_state() {
+        let given = if cli.shared.netns.is_some() {
+            Some("--netns")
+        } else if cli.shared.devices.is_empty() {
+            None
+        } else {
+            Some("--dev")
+        };
+        if let Some(flag) = given {
+            let hint = if matches!(cmd, Command::Sink(_)) {
+                " (to serve in a network namespace: ip netns exec NAME tcmon sink)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "{flag} means nothing to `tcmon {name}`: it reads no interface's tc state{hint}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, Subcommand)]
@@ -135,6 +224,7 @@ enum LabAction {
     Up {
         /// default-fifo, short-fifo, tbf, r2q, quantum-big, quantum-gso, filters, no-default, fq-codel
         /// or cake (`tcmon lab list`).
+        #[arg(value_parser = scenario_names(), hide_possible_values = true)]
         scenario: Option<String>,
     },
     /// Remove the lab.
@@ -143,21 +233,29 @@ enum LabAction {
     List,
 }
 
-/// Where to read from; shared by every command that polls.
-#[derive(Debug, Args)]
+/// The options every command shares, accepted before or after the command's name (`global`:
+/// clap gives a value given after the command to the top level, where it is read).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
 struct Target {
-    /// Only this interface (repeatable). Default: all.
-    #[arg(long = "dev", value_name = "IF")]
+    /// Only this interface (repeatable). Default: all. classify: the one interface the packet
+    /// takes; probe: where the bottleneck is searched.
+    #[arg(long = "dev", value_name = "IF", global = true)]
     devices: Vec<String>,
-    /// Read the named network namespace (/run/netns/NAME) instead of the current one.
-    #[arg(long, value_name = "NAME")]
+    /// Read the named network namespace (/run/netns/NAME) instead of the current one. probe:
+    /// search the bottleneck there (probes and load still use this one).
+    #[arg(long, value_name = "NAME", global = true)]
     netns: Option<String>,
     /// Config file (default: none; see config.toml for every key and its default).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true, value_hint = clap::ValueHint::FilePath)]
     config: Option<PathBuf>,
-    /// Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`).
-    #[arg(long)]
+    /// Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`);
+    /// probe then estimates the bottleneck from backlog / rate.
+    #[arg(long, global = true)]
     no_bpf: bool,
+    /// More detail (check: every object of a finding and every command of its fix, not the
+    /// worst three and the first three).
+    #[arg(long, short, global = true)]
+    verbose: bool,
 }
 
 #[derive(Debug, Args)]
@@ -167,27 +265,25 @@ struct Target {
     tcmon classify --netns lab --dev v0 --tos 0xb8 --json 10.0.0.2"
 )]
 struct ClassifyArgs {
-    /// The interface whose egress (or, with --ingress, ingress) the packet takes.
-    #[arg(long, value_name = "IF")]
-    dev: String,
-    /// Read the named network namespace (/run/netns/NAME) instead of the current one.
-    #[arg(long, value_name = "NAME")]
-    netns: Option<String>,
-    /// Config file (default: none).
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    /// The shared options; `--dev` (once) is the interface whose egress (or, with --ingress,
+    /// ingress) the packet takes.
+    #[arg(skip)]
+    target: Target,
     /// Source address (a filter on the source is undetermined without it).
     #[arg(long, value_name = "IP")]
     src: Option<String>,
-    /// tcp, udp, icmp or a protocol number (default tcp).
+    /// tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, ... or a protocol number (default tcp).
     #[arg(long, value_name = "PROTO")]
     proto: Option<String>,
+    /// Source port (tcp, udp, sctp; a filter on it is undetermined without it).
     #[arg(long, value_name = "N")]
     sport: Option<u16>,
+    /// Destination port (tcp, udp, sctp; a filter on it is undetermined without it).
     #[arg(long, value_name = "N")]
     dport: Option<u16>,
-    /// The whole TOS byte (DSCP << 2 | ECN), decimal or 0x hex: EF is 0xb8.
-    #[arg(long, value_name = "N")]
+    /// The whole TOS byte (DSCP << 2 | ECN), decimal or 0x hex, or a DSCP name as probe
+    /// --dscp takes them: EF is 0xb8.
+    #[arg(long, value_name = "N|NAME")]
     tos: Option<String>,
     /// The packet's firewall mark (for fw filters and u32 `mark`).
     #[arg(long, value_name = "N")]
@@ -195,7 +291,7 @@ struct ClassifyArgs {
     /// The packet arrives on IF: start at its ingress filters and follow redirects (IFB).
     #[arg(long)]
     ingress: bool,
-    /// `{"class": "1:5", "path": [...], ...}`.
+    /// `{"class": "1:5", "path": [...], ...}` on one line.
     #[arg(long)]
     json: bool,
     /// Destination address.
@@ -205,7 +301,7 @@ struct ClassifyArgs {
 
 #[derive(Debug, Args)]
 struct DumpArgs {
-    #[command(flatten)]
+    #[arg(skip)]
     target: Target,
     /// One JSON snapshot (or, with --interval, one JSON object per line).
     #[arg(long)]
@@ -213,8 +309,8 @@ struct DumpArgs {
     /// Sample twice or more, this far apart, and print rates (e.g. 1s, 500ms).
     #[arg(long, value_name = "DUR", value_parser = positive_duration)]
     interval: Option<Duration>,
-    /// With --interval: how many rate samples to print (default 1).
-    #[arg(long, value_name = "N", requires = "interval", value_parser = at_least_one)]
+    /// How many rate samples to print (default 1), --interval apart (default 1s, as --watch).
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     count: Option<u64>,
     /// Print a rate sample every --interval (default 1s) until stopped, as `watch tc -s`
     /// would; with --json, one object per line.
@@ -225,14 +321,14 @@ struct DumpArgs {
     no_filters: bool,
     /// Measure the queueing delay of real packets (eBPF) for this long first, and include it
     /// per class (`sojourn` in the JSON; `=` delays in the tree).
-    #[arg(long, value_name = "DUR", value_parser = positive_duration, conflicts_with_all = ["interval", "watch"])]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, conflicts_with_all = ["interval", "watch", "count"])]
     sojourn: Option<Duration>,
 }
 
 #[derive(Debug, Args)]
 #[allow(clippy::struct_excessive_bools)] // flags, each its own switch
 struct CheckArgs {
-    #[command(flatten)]
+    #[arg(skip)]
     target: Target,
     /// Sampling window, so that rate-based rules see traffic.
     #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "2s")]
@@ -243,10 +339,10 @@ struct CheckArgs {
     /// Accept a risk: drop findings with this code (repeatable).
     #[arg(long, value_name = "CODE")]
     ignore: Vec<String>,
-    /// List every object of a finding and every command of its fix (by default: the worst
-    /// three and the first three commands).
-    #[arg(long, short)]
-    verbose: bool,
+    /// Skip filters (one dump per parent; the slow part on trees with thousands of classes).
+    /// The findings about filters are then not looked for.
+    #[arg(long)]
+    no_filters: bool,
     /// Print the fix plan as a shell script (each command once, `tc -batch` per interface,
     /// in the namespace of --netns) instead of the report; the exit status is the check's.
     /// It holds the steps that warning and critical findings need; on failure it prints
@@ -259,7 +355,7 @@ struct CheckArgs {
     #[arg(long)]
     policy: bool,
     /// Say what a finding means, why it matters and how its numbers are derived (`list`: all).
-    #[arg(long, value_name = "CODE")]
+    #[arg(long, value_name = "CODE", value_parser = finding_codes(), hide_possible_values = true)]
     explain: Option<String>,
     /// Also run the latency-under-load test against this `tcmon sink` (HOST:PORT) and add a
     /// `bufferbloat` finding graded by it.
@@ -302,16 +398,15 @@ struct ProbeArgs {
     /// hosts'. Delay-based BBR keeps queues short by itself; cubic is what most traffic uses.
     #[arg(long, value_name = "NAME")]
     cc: Option<String>,
-    /// Only these interfaces are searched for the bottleneck (repeatable). Default: all.
-    #[arg(long = "dev", value_name = "IF")]
+    /// The shared --dev: only these interfaces are searched for the bottleneck.
+    #[arg(skip)]
     devices: Vec<String>,
-    /// Search the bottleneck in this network namespace's tc state (e.g. the namespace that
-    /// routes and shapes this one's traffic). Probes and load still use this one.
-    #[arg(long, value_name = "NAME")]
+    /// The shared --netns: search the bottleneck in this network namespace's tc state (e.g.
+    /// the namespace that routes and shapes this one's traffic).
+    #[arg(skip)]
     netns: Option<String>,
-    /// Do not measure the queueing delay of real packets with eBPF: the bottleneck is then
-    /// estimated from backlog / rate.
-    #[arg(long)]
+    /// The shared --no-bpf, or `[sojourn] enabled = false`.
+    #[arg(skip)]
     no_bpf: bool,
     /// `{"phases": [...], "latency_increase_ms", "grade", "rpm", "bottleneck"}`.
     #[arg(long)]
@@ -320,27 +415,32 @@ struct ProbeArgs {
 
 #[derive(Debug, Args)]
 struct SinkArgs {
-    /// TCP and UDP on this address (use 0.0.0.0:7878 to serve other hosts).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878", value_parser = sink_addr)]
+    /// TCP and UDP on this address (`:7878` or 0.0.0.0:7878 to serve other hosts; localhost
+    /// is 127.0.0.1).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878", value_parser = listen_addr)]
     listen: std::net::SocketAddr,
-    /// Streams open at once; more are refused.
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    /// Streams open at once; more are refused (at least 1).
+    #[arg(long, value_name = "N", default_value = "64", value_parser = at_least_one_usize)]
     max_connections: usize,
     /// Each stream is ended after this long.
-    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "60s")]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "60s")]
     max_stream: Duration,
     /// A stream that moves nothing this long is ended.
-    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s")]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "10s")]
     idle: Duration,
 }
 
 #[derive(Debug, Args)]
 struct ServeArgs {
-    #[command(flatten)]
+    #[arg(skip)]
     target: Target,
-    /// Address to listen on (default: [serve] listen in the config, else 127.0.0.1:29110).
-    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
+    /// Address to listen on (default: [serve] listen in the config, else 127.0.0.1:29110;
+    /// `:29110` is every IPv4 address, localhost is 127.0.0.1).
+    #[arg(long, value_name = "ADDR", value_parser = listen_addr)]
     listen: Option<SocketAddr>,
+    /// Poll this often (e.g. 500ms, 2s; at least 100ms). Default: `[agent] interval`, 1s.
+    #[arg(long, value_name = "DUR", value_parser = poll_interval)]
+    interval: Option<Duration>,
 }
 
 /// Exit status for a bad argument (`--dev`, `--netns`, config), as distinct from a failure.
@@ -362,7 +462,7 @@ fn at_least_one(s: &str) -> Result<u64, String> {
 
 /// `--streams`: at least one, or the "load" is idle and the grade a fiction.
 fn streams(s: &str) -> Result<usize, String> {
-    at_least_one(s).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    at_least_one_usize(s)
 }
 
 /// A window or an interval: rates divide by it.
@@ -402,32 +502,95 @@ fn sink_addr(s: &str) -> Result<SocketAddr, String> {
     })
 }
 
-/// `IP:PORT`; names are not resolved (a listener is an address).
-fn socket_addr(s: &str) -> Result<SocketAddr, String> {
-    s.parse().map_err(|_| {
-        "expected an IP address and port, such as 127.0.0.1:29110 or [::1]:29110 (not a host name)"
-            .to_owned()
-    })
+/// `--listen` of serve and sink: the parser `[serve] listen` uses too.
+fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    listen::parse(s)
+}
+
+/// How often the long-running commands poll: faster would be most of a CPU on a big tree.
+fn poll_interval(s: &str) -> Result<Duration, String> {
+    match duration(s)? {
+        d if d < MIN_POLL_INTERVAL => Err("must be at least 100ms".into()),
+        d => Ok(d),
+    }
+}
+
+/// The shortest `--interval` of the UI and `serve` (and `[agent] interval`).
+const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// `sink --max-connections`: zero would refuse every stream.
+fn at_least_one_usize(s: &str) -> Result<usize, String> {
+    at_least_one(s).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// `lab up`'s scenarios, from the lab's own list (and so offered by shell completion).
+fn scenario_names() -> clap::builder::PossibleValuesParser {
+    tcmon_lab::SCENARIOS
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// `check --explain`: every finding's code from the diagnosis's registry, and `list`.
+fn finding_codes() -> clap::builder::PossibleValuesParser {
+    std::iter::once("list")
+        .chain(tcmon_diag::RULES.iter().map(|r| r.code.as_str()))
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// The command named on the command line, past the shared options before it (and their
+/// values), so that a usage error of `tcmon --netns x check ...` is check's too.
+fn command_word(args: &[String]) -> Option<&str> {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let mut words = args.iter().skip(1);
+    while let Some(w) = words.next() {
+        let Some(flag) = w.strip_prefix('-') else {
+            return Some(w);
+        };
+        if w.contains('=') {
+            continue;
+        }
+        let takes_value = cli.get_arguments().any(|a| {
+            let named = match flag.strip_prefix('-') {
+                Some(long) => a.get_long() == Some(long),
+                None => flag.len() == 1 && a.get_short().is_some_and(|c| flag.starts_with(c)),
+            };
+            named && a.get_action().takes_values()
+        });
+        if takes_value {
+            words.next();
+        }
+    }
+    None
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let words: Vec<String> = std::env::args().collect();
+    // For `check`, anything but a result is UNKNOWN (3) to a monitoring system; 2 would read
+    // as CRITICAL.
+    let usage_exit = if command_word(&words) == Some("check") {
+        tcmon_diag::Status::Unknown.exit_code()
+    } else {
+        EXIT_USAGE
+    };
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            // For `check`, anything but a result is UNKNOWN (3) to a monitoring system; 2 would
-            // read as CRITICAL.
-            let check = std::env::args().nth(1).as_deref() == Some("check");
-            let code = if !e.use_stderr() {
-                0 // --help, --version
-            } else if check {
-                tcmon_diag::Status::Unknown.exit_code()
-            } else {
-                EXIT_USAGE
-            };
-            return ExitCode::from(code);
+            // --help and --version are not errors
+            return ExitCode::from(if e.use_stderr() { usage_exit } else { 0 });
         }
     };
+    if let Err(e) = refuse_misplaced(&cli) {
+        eprintln!("tcmon: {e}");
+        return ExitCode::from(usage_exit);
+    }
+    if let Some(cmd) = &mut cli.command {
+        cmd.take_shared(&cli.shared);
+    }
     if matches!(
         cli.command,
         Some(
@@ -442,12 +605,24 @@ fn main() -> ExitCode {
         die_with_the_reader();
     }
     let result = match cli.command {
-        None => tui::run(cli.ui),
+        None => tui::run(UiArgs {
+            target: cli.shared,
+            interval: cli.interval,
+        }),
         Some(Command::Dump(args)) => dump::run(&args),
         Some(Command::Check(args)) => return check::run(&args),
-        Some(Command::Probe(args)) => probe::run(&args),
+        Some(Command::Probe(mut args)) => config::load(cli.shared.config.as_deref())
+            .map_err(anyhow::Error::from)
+            .and_then(|cfg| {
+                // as check --load does: the config may turn the measurement off
+                args.no_bpf |= !cfg.sojourn.enabled;
+                probe::run(&args)
+            }),
         Some(Command::Classify(args)) => classify::run(&args),
-        Some(Command::Sink(args)) => probe::sink(&args),
+        // nothing in the config is the sink's, but a config given is read and must be valid
+        Some(Command::Sink(args)) => config::load(cli.shared.config.as_deref())
+            .map_err(anyhow::Error::from)
+            .and_then(|_| probe::sink(&args)),
         Some(Command::Serve(args)) => {
             hold_little_memory();
             serve::run(&args)
@@ -479,6 +654,212 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
+    use super::{refuse_misplaced, Cli, Command, Target};
+
+    /// Each command as the table runs it, with what it requires.
+    const COMMANDS: &[&[&str]] = &[
+        &[],
+        &["dump"],
+        &["check"],
+        &["probe", "10.0.0.1"],
+        &["classify", "10.0.0.1"],
+        &["serve"],
+        &["sink"],
+    ];
+
+    /// Each shared option, and the options it should leave.
+    fn shared_flags() -> Vec<(&'static [&'static str], Target)> {
+        vec![
+            (
+                &["--netns", "x"],
+                Target {
+                    netns: Some("x".into()),
+                    ..Target::default()
+                },
+            ),
+            (
+                &["--dev", "eth0"],
+                Target {
+                    devices: vec!["eth0".into()],
+                    ..Target::default()
+                },
+            ),
+            (
+                &["--config", "/etc/tcmon.toml"],
+                Target {
+                    config: Some("/etc/tcmon.toml".into()),
+                    ..Target::default()
+                },
+            ),
+            (
+                &["--no-bpf"],
+                Target {
+                    no_bpf: true,
+                    ..Target::default()
+                },
+            ),
+            (
+                &["-v"],
+                Target {
+                    verbose: true,
+                    ..Target::default()
+                },
+            ),
+            (
+                &["--verbose"],
+                Target {
+                    verbose: true,
+                    ..Target::default()
+                },
+            ),
+        ]
+    }
+
+    /// The options a parsed command reads, after `take_shared`.
+    fn read_by(cli: &Cli) -> Target {
+        match &cli.command {
+            None | Some(Command::Sink(_)) => cli.shared.clone(),
+            Some(Command::Dump(a)) => a.target.clone(),
+            Some(Command::Check(a)) => a.target.clone(),
+            Some(Command::Serve(a)) => a.target.clone(),
+            Some(Command::Classify(a)) => a.target.clone(),
+            Some(Command::Probe(a)) => Target {
+                devices: a.devices.clone(),
+                netns: a.netns.clone(),
+                no_bpf: a.no_bpf,
+                ..cli.shared.clone()
+            },
+            Some(_) => unreachable!("not in the table"),
+        }
+    }
+
+    /// Parses as main does: the options given, and whether the command takes them.
+    fn run(argv: &[&str]) -> Result<Target, String> {
+        let mut cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        refuse_misplaced(&cli)?;
+        if let Some(cmd) = &mut cli.command {
+            cmd.take_shared(&cli.shared);
+        }
+        Ok(read_by(&cli))
+    }
+
+    /// Every shared option means the same before and after every command's name: the same
+    /// options read, or the same refusal.
+    #[test]
+    fn shared_options_agree_before_and_after_every_command() {
+        for cmd in COMMANDS {
+            for (flag, want) in shared_flags() {
+                let before: Vec<&str> = ["tcmon"]
+                    .iter()
+                    .chain(flag.iter())
+                    .chain(cmd.iter())
+                    .copied()
+                    .collect();
+                let after: Vec<&str> = ["tcmon"]
+                    .iter()
+                    .chain(cmd.iter())
+                    .chain(flag.iter())
+                    .copied()
+                    .collect();
+                let (b, a) = (run(&before), run(&after));
+                assert_eq!(b, a, "{before:?} against {after:?}");
+                let refused =
+                    cmd.first() == Some(&"sink") && matches!(flag[0], "--netns" | "--dev");
+                if refused {
+                    let e = b.unwrap_err();
+                    assert!(e.contains(flag[0]) && e.contains("tcmon sink"), "{e}");
+                } else {
+                    assert_eq!(b, Ok(want.clone()), "{before:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_ui_keeps_its_options_and_refuses_its_interval_before_a_command() {
+        let ui = run(&["tcmon", "--dev", "x", "--no-bpf"]).unwrap();
+        assert_eq!(ui.devices, ["x"]);
+        let e = run(&["tcmon", "--interval", "2s", "dump"]).unwrap_err();
+        assert!(e.contains("tcmon dump --interval"), "{e}");
+        let cli = Cli::try_parse_from(["tcmon", "--interval", "2s"]).unwrap();
+        assert_eq!(cli.interval, Some(std::time::Duration::from_secs(2)));
+    }
+
+    /// What each command gained so that the commands agree.
+    #[test]
+    fn options_each_command_shares_with_the_others() {
+        use std::time::Duration;
+        let parse = |argv: &[&str]| {
+            Cli::try_parse_from(argv)
+                .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+                .command
+        };
+        let Some(Command::Serve(s)) = parse(&["tcmon", "serve", "--interval", "500ms"]) else {
+            panic!("serve")
+        };
+        assert_eq!(s.interval, Some(Duration::from_millis(500)));
+        assert!(Cli::try_parse_from(["tcmon", "serve", "--interval", "10ms"]).is_err());
+        let Some(Command::Check(c)) = parse(&["tcmon", "check", "--no-filters"]) else {
+            panic!("check")
+        };
+        assert!(c.no_filters);
+        for listen in [":29110", "localhost:29110", "[::1]:29110"] {
+            assert!(matches!(
+                parse(&["tcmon", "serve", "--listen", listen]),
+                Some(Command::Serve(_))
+            ));
+            assert!(matches!(
+                parse(&["tcmon", "sink", "--listen", listen]),
+                Some(Command::Sink(_))
+            ));
+        }
+        for zero in [
+            ["--max-connections", "0"],
+            ["--idle", "0s"],
+            ["--max-stream", "0s"],
+        ] {
+            let e = Cli::try_parse_from(["tcmon", "sink", zero[0], zero[1]]).unwrap_err();
+            assert!(e.to_string().contains(zero[0]), "{e}");
+        }
+    }
+
+    /// `--sport` and `--dport` say what they are, as every option does.
+    #[test]
+    fn every_option_has_help() {
+        use clap::CommandFactory;
+        fn walk(cmd: &clap::Command, path: &str) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                assert!(a.get_help().is_some(), "{path} {id} has no help");
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()));
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        walk(&cmd, "tcmon");
+    }
+
+    #[test]
+    fn the_command_is_found_past_the_shared_options() {
+        let words = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        for (argv, want) in [
+            ("tcmon check --bad", Some("check")),
+            ("tcmon --netns check dump", Some("dump")),
+            ("tcmon --netns=x -v --dev eth0 check", Some("check")),
+            ("tcmon --config f --no-bpf", None),
+            ("tcmon -v probe", Some("probe")),
+        ] {
+            assert_eq!(super::command_word(&words(argv)), want, "{argv}");
+        }
+    }
+
     /// `lab up --help` names every scenario there is.
     #[test]
     fn lab_up_help_lists_every_scenario() {

@@ -9,7 +9,7 @@ use clap::CommandFactory;
 
 use crate::Cli;
 
-mod json;
+pub(crate) mod json;
 
 /// config.toml: the documented default config.
 const CONFIG: &str = include_str!("../config.toml");

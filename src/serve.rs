@@ -55,6 +55,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
         args.target.devices.clone(),
         args.target.no_bpf,
     );
+    if let Some(i) = args.interval {
+        opts.interval = i;
+    }
     // No sparklines here: nobody draws them (minutes of samples of 20,000 objects are tens of
     // MB).
     opts.history_len = 0;

@@ -116,14 +116,14 @@ _tcmon() {
 
     case "${cmd}" in
         tcmon)
-            opts="-h -V --dev --netns --config --no-bpf --interval --help --version dump check probe classify sink serve lab completions man help"
+            opts="-v -h -V --dev --netns --config --no-bpf --verbose --interval --help --version dump check probe classify sink serve lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --dev)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 --netns)
@@ -131,7 +131,18 @@ _tcmon() {
                     return 0
                     ;;
                 --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --interval)
@@ -146,24 +157,12 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__check)
-            opts="-v -h --dev --netns --config --no-bpf --window --json --ignore --verbose --fix-script --policy --explain --load --load-duration --cc --help"
+            opts="-v -h --window --json --ignore --no-filters --fix-script --policy --explain --load --load-duration --cc --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --dev)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --netns)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --config)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -173,7 +172,7 @@ _tcmon() {
                     return 0
                     ;;
                 --explain)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "list queue-too-deep standing-queue offload-on-shaped-link htb-default-class-missing htb-quantum-small htb-quantum-big htb-burst-small htb-cburst-small htb-child-burst-exceeds-parent htb-rates-oversubscribed htb-ceil-exceeds-parent htb-rate-exceeds-ceil htb-giants class-saturated tbf-queue-too-deep tbf-burst-huge tbf-burst-small filter-chain-long txqueuelen-deep-unshaped htb-hysteresis-on bql-limit-high bufferbloat" -- "${cur}"))
                     return 0
                     ;;
                 --load)
@@ -188,6 +187,29 @@ _tcmon() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -196,24 +218,12 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__classify)
-            opts="-h --dev --netns --config --src --proto --sport --dport --tos --mark --ingress --json --help"
+            opts="-v -h --src --proto --sport --dport --tos --mark --ingress --json --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --dev)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --netns)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --config)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --src)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -238,6 +248,29 @@ _tcmon() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -246,12 +279,35 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__completions)
-            opts="-h --help bash elvish fish powershell zsh"
+            opts="-v -h --dev --netns --config --no-bpf --verbose --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -260,24 +316,12 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__dump)
-            opts="-h --dev --netns --config --no-bpf --json --interval --count --watch --no-filters --sojourn --help"
+            opts="-v -h --json --interval --count --watch --no-filters --sojourn --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --dev)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --netns)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --config)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -288,6 +332,29 @@ _tcmon() {
                     ;;
                 --sojourn)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
@@ -494,12 +561,35 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__lab)
-            opts="-h --help up down list help"
+            opts="-v -h --dev --netns --config --no-bpf --verbose --help up down list help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -508,12 +598,35 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__lab__subcmd__down)
-            opts="-h --help"
+            opts="-v -h --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -592,12 +705,35 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__lab__subcmd__list)
-            opts="-h --help"
+            opts="-v -h --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -606,12 +742,35 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__lab__subcmd__up)
-            opts="-h --help"
+            opts="-v -h --dev --netns --config --no-bpf --verbose --help default-fifo short-fifo tbf r2q quantum-big quantum-gso filters no-default fq-codel cake"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -620,7 +779,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__man)
-            opts="-h --out --help"
+            opts="-v -h --out --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -628,6 +787,29 @@ _tcmon() {
             case "${prev}" in
                 --out)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
@@ -638,7 +820,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__probe)
-            opts="-h --load --duration --interval --timeout --streams --dscp --cc --dev --netns --no-bpf --json --help"
+            opts="-v -h --load --duration --interval --timeout --streams --dscp --cc --json --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -673,11 +855,26 @@ _tcmon() {
                     return 0
                     ;;
                 --dev)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 --netns)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
@@ -688,14 +885,22 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__serve)
-            opts="-h --dev --netns --config --no-bpf --listen --help"
+            opts="-v -h --listen --interval --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --dev)
+                --listen)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 --netns)
@@ -703,11 +908,18 @@ _tcmon() {
                     return 0
                     ;;
                 --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --listen)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
@@ -718,7 +930,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__sink)
-            opts="-h --listen --max-connections --max-stream --idle --help"
+            opts="-v -h --listen --max-connections --max-stream --idle --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -738,6 +950,29 @@ _tcmon() {
                     ;;
                 --idle)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)

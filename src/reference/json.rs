@@ -97,7 +97,7 @@ fn interface(dir: &Path, prefix: &str, name: &str, ifindex: u32, tick: TickLen) 
 
 /// Two polls a second apart of every captured interface: the 6.18 HTB shaper (`v0`), an HTB
 /// under each queue of mq (`mq0`), and one interface per kind captured on 6.1.
-fn polls() -> (Snapshot, Snapshot) {
+pub(crate) fn polls() -> (Snapshot, Snapshot) {
     let root = Path::new(FIXTURES);
     let recent = root.join("kernel-6.18");
     let mut interfaces = vec![

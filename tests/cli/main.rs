@@ -7,5 +7,6 @@ mod common;
 
 mod build_without_bpf;
 mod fixtures_kernel61;
+mod flags;
 mod packaging;
 mod tui_cli;

@@ -19,9 +19,15 @@ fn bad_ui_arguments_are_usage_errors() {
     let o = tcmon(&["--interval", "10ms"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("at least 100ms"), "{}", stderr(&o));
-    // The UI's flags before a command would be ignored by it: refused instead.
-    let o = tcmon(&["--dev", "eth0", "dump"]);
+    // The UI's --interval before a command would be ignored by it: refused instead (the
+    // shared options, --dev and the others, are the command's in either position).
+    let o = tcmon(&["--interval", "2s", "dump"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("tcmon dump --interval"),
+        "{}",
+        stderr(&o)
+    );
     let o = tcmon(&["--config", "/nonexistent/tcmon.toml"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

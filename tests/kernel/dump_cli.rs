@@ -47,7 +47,12 @@ fn bad_durations_counts_and_addresses_say_what_is_expected() {
             2,
             "at least 1",
         ),
-        (&["serve", "--listen", "localhost:1"], 2, "not a host name"),
+        // localhost and :PORT are taken; other names are not resolved
+        (
+            &["serve", "--listen", "gateway.example:1"],
+            2,
+            "localhost:29110",
+        ),
         (
             &["probe", "127.0.0.1", "--load", "sink:7878"],
             2,

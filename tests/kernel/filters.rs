@@ -479,12 +479,14 @@ fn classify_says_when_it_cannot_know() {
         "{}",
         common::stderr(&o)
     );
+    // an interface that is not there: the usage error every command gives, with the list
     let o = common::tcmon(&[
         "classify", "--netns", &s.ns.name, "--dev", "nope0", "10.0.0.1",
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
-        common::stderr(&o).contains("nope0"),
+        common::stderr(&o).contains("no interface named 'nope0' (have: ")
+            && common::stderr(&o).contains("v0"),
         "{}",
         common::stderr(&o)
     );
@@ -517,6 +519,11 @@ fn serve_answers_classify_questions_on_its_last_poll() {
         (
             "/api/v1/classify?dev=v0&dst=10.0.0.1&dport=99999",
             "not a port",
+        ),
+        // a misspelt parameter is not an unknown field of the packet
+        (
+            "/api/v1/classify?dev=v0&dst=10.0.0.1&dprot=53",
+            "unknown parameter 'dprot'",
         ),
     ] {
         let r = served.get(q);

@@ -101,6 +101,12 @@ enum Command {
     Check(CheckArgs),
     /// Measure latency under load (idle, download, upload, both, idle), grade it and name the
     /// queue that holds the delay.
+    #[command(
+        after_help = "The bottleneck is searched in the tc state of --netns NAME (e.g. \
+        the namespace that routes and shapes this one's traffic; probes and load still use \
+        this one), on the --dev interfaces (default: all). Without the eBPF measurement \
+        (--no-bpf, [sojourn] enabled = false) it is estimated from backlog / rate."
+    )]
     Probe(ProbeArgs),
     /// Which class does a packet land in? Walks the filters as the kernel does (prio order,
     /// u32 keys and hash tables, HTB's default, the direct queue) and prints the path.
@@ -237,19 +243,16 @@ enum LabAction {
 /// clap gives a value given after the command to the top level, where it is read).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
 struct Target {
-    /// Only this interface (repeatable). Default: all. classify: the one interface the packet
-    /// takes; probe: where the bottleneck is searched.
+    /// Only this interface (repeatable; classify: the one the packet takes). Default: all.
     #[arg(long = "dev", value_name = "IF", global = true)]
     devices: Vec<String>,
-    /// Read the named network namespace (/run/netns/NAME) instead of the current one. probe:
-    /// search the bottleneck there (probes and load still use this one).
+    /// Read the named network namespace (/run/netns/NAME) instead of the current one.
     #[arg(long, value_name = "NAME", global = true)]
     netns: Option<String>,
     /// Config file (default: none; see config.toml for every key and its default).
     #[arg(long, value_name = "FILE", global = true, value_hint = clap::ValueHint::FilePath)]
     config: Option<PathBuf>,
-    /// Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`);
-    /// probe then estimates the bottleneck from backlog / rate.
+    /// Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`).
     #[arg(long, global = true)]
     no_bpf: bool,
     /// More detail (check: every object of a finding and every command of its fix, not the

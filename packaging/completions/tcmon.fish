@@ -24,11 +24,11 @@ function __fish_tcmon_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c tcmon -n "__fish_tcmon_needs_command" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_needs_command" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_needs_command" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_needs_command" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_needs_command" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_needs_command" -l interval -d 'The terminal UI\'s: poll this often (e.g. 500ms, 2s; at least 100ms). Default: `[agent] interval`, 1s' -r
-complete -c tcmon -n "__fish_tcmon_needs_command" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_needs_command" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_needs_command" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tcmon -n "__fish_tcmon_needs_command" -s V -l version -d 'Print version'
@@ -45,13 +45,13 @@ complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "help" -d 'Print this me
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l interval -d 'Sample twice or more, this far apart, and print rates (e.g. 1s, 500ms)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l count -d 'How many rate samples to print (default 1), --interval apart (default 1s, as --watch)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l sojourn -d 'Measure the queueing delay of real packets (eBPF) for this long first, and include it per class (`sojourn` in the JSON; `=` delays in the tree)' -r
-complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l json -d 'One JSON snapshot (or, with --interval, one JSON object per line)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l watch -d 'Print a rate sample every --interval (default 1s) until stopped, as `watch tc -s` would; with --json, one object per line'
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l no-filters -d 'Skip filters (one dump per parent; the slow part on trees with thousands of classes)'
-complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand dump" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l window -d 'Sampling window, so that rate-based rules see traffic' -r
@@ -82,14 +82,14 @@ bufferbloat\t''"
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l load -d 'Also run the latency-under-load test against this `tcmon sink` (HOST:PORT) and add a `bufferbloat` finding graded by it' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l load-duration -d 'With --load: how long the test runs (five phases)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l cc -d 'With --load: congestion control of the load streams (reno, cubic, bbr)' -r
-complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l json -d '`{"status": ..., "findings": [...]}`'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l no-filters -d 'Skip filters (one dump per parent; the slow part on trees with thousands of classes). The findings about filters are then not looked for'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l fix-script -d 'Print the fix plan as a shell script (each command once, `tc -batch` per interface, in the namespace of --netns) instead of the report; the exit status is the check\'s. It holds the steps that warning and critical findings need; on failure it prints nothing (the error goes to stderr, exit 3), so `| sh` runs nothing'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l policy -d 'Let the plan (--fix-script, and the `plan` of --json) change policy too: guaranteed rates and ceils made consistent (children within their parent, rates within ceils), each step marked as a policy change'
-complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand check" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand check" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l load -d 'Load against this `tcmon sink` (HOST:PORT). Without it only current traffic is seen' -r
@@ -99,11 +99,11 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l timeout -d 'A prob
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l streams -d 'TCP streams per direction (at least 1: no load grades nothing)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l dscp -d 'Mark streams with these DSCPs, round robin (BE, BK, CS5, EF; comma separated)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l cc -d 'Congestion control of the load streams, both ends (reno, cubic, bbr). Default: the hosts\'. Delay-based BBR keeps queues short by itself; cubic is what most traffic uses' -r
-complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l json -d '`{"phases": [...], "latency_increase_ms", "grade", "rpm", "bottleneck"}`'
-complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l src -d 'Source address (a filter on the source is undetermined without it)' -r
@@ -112,75 +112,75 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l sport -d 'Sourc
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l dport -d 'Destination port (tcp, udp, sctp; a filter on it is undetermined without it)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l tos -d 'The whole TOS byte (DSCP << 2 | ECN), decimal or 0x hex, or a DSCP name as probe --dscp takes them: EF is 0xb8' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l mark -d 'The packet\'s firewall mark (for fw filters and u32 `mark`)' -r
-complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l ingress -d 'The packet arrives on IF: start at its ingress filters and follow redirects (IFB)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l json -d '`{"class": "1:5", "path": [...], ...}` on one line'
-complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l listen -d 'TCP and UDP on this address (`:7878` or 0.0.0.0:7878 to serve other hosts; localhost is 127.0.0.1)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l max-connections -d 'Streams open at once; more are refused (at least 1)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l max-stream -d 'Each stream is ended after this long' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l idle -d 'A stream that moves nothing this long is ended' -r
-complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
-complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l listen -d 'Address to listen on (default: [serve] listen in the config, else 127.0.0.1:29110; `:29110` is every IPv4 address, localhost is 127.0.0.1)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l interval -d 'Poll this often (e.g. 500ms, 2s; at least 100ms). Default: `[agent] interval`, 1s' -r
-complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
-complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand serve" -s h -l help -d 'Print help'
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -f -a "up" -d 'Build the lab with a scenario (default: default-fifo), replacing any lab already up'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -f -a "down" -d 'Remove the lab'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -f -a "list" -d 'List the scenarios'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and not __fish_seen_subcommand_from up down list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from up" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from up" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from up" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from up" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from up" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from up" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from up" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from up" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help'
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from down" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from down" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from down" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from down" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from down" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from down" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from down" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from down" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from down" -s h -l help -d 'Print help'
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from list" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from list" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from list" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from list" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from list" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
-complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from list" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from list" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "up" -d 'Build the lab with a scenario (default: default-fifo), replacing any lab already up'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "down" -d 'Remove the lab'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the scenarios'
 complete -c tcmon -n "__fish_tcmon_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c tcmon -n "__fish_tcmon_using_subcommand completions" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand completions" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand completions" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand completions" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand completions" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
-complete -c tcmon -n "__fish_tcmon_using_subcommand completions" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand completions" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand completions" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand man" -l out -d 'The directory the pages are written into (created if missing)' -r -F
-complete -c tcmon -n "__fish_tcmon_using_subcommand man" -l dev -d 'Only this interface (repeatable). Default: all. classify: the one interface the packet takes; probe: where the bottleneck is searched' -r -f -a "(__fish_print_interfaces)"
-complete -c tcmon -n "__fish_tcmon_using_subcommand man" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one. probe: search the bottleneck there (probes and load still use this one)' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand man" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
+complete -c tcmon -n "__fish_tcmon_using_subcommand man" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand man" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
-complete -c tcmon -n "__fish_tcmon_using_subcommand man" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`); probe then estimates the bottleneck from backlog / rate'
+complete -c tcmon -n "__fish_tcmon_using_subcommand man" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand man" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand man" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "dump" -d 'Read every qdisc, class and filter once (or sample rates) and print them'

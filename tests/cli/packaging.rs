@@ -228,7 +228,11 @@ fn the_debian_package_has_its_files_scripts_and_a_binary_that_runs() {
         .env("MANWIDTH", "80")
         .output()
         .expect("man (Debian package man-db)");
-    let text = String::from_utf8_lossy(&page.stdout);
+    // man justifies lines, widening the spaces between words: compared with single spaces
+    let text = String::from_utf8_lossy(&page.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(page.status.success(), "man: {page:?}");
     assert!(
         text.contains("tcmon check") && text.contains("--fix-script"),

@@ -72,7 +72,8 @@ fn hold_little_memory() {
     long_about = "Linux traffic-control monitor. Without a command: the live terminal UI \
                   (the qdisc/class tree with rates, queues and findings; ? for keys).",
     after_help = "--dev, --netns, --config, --no-bpf and -v are shared by every command and \
-                  go before or after it: `tcmon --netns lab dump` is `tcmon dump --netns lab`."
+                  go before or after it: `tcmon --netns lab dump` is `tcmon dump --netns lab`. \
+                  sink, lab and completions read no tc state and refuse --dev and --netns."
 )]
 struct Cli {
     #[command(subcommand)]

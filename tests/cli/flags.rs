@@ -141,6 +141,31 @@ fn serve_takes_the_listen_forms_exporters_take() {
     );
 }
 
+/// `serve --interval` polls at that interval, and says so as it starts.
+#[test]
+fn serve_takes_an_interval() {
+    let o = tcmon_within(
+        3,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--dev",
+            "lo",
+            "--interval",
+            "500ms",
+        ],
+    );
+    assert!(
+        stderr(&o).contains("(polling every 500ms)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tcmon_within(3, &["serve", "--interval", "10ms"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("at least 100ms"), "{}", stderr(&o));
+}
+
 /// `dump --count` samples a second apart, as --watch does.
 #[test]
 fn dump_count_needs_no_interval() {

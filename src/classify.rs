@@ -31,14 +31,17 @@ pub(crate) struct PacketSpec<'a> {
 
 impl PacketSpec<'_> {
     pub(crate) fn packet(&self) -> Result<Packet> {
+        // `.ok()` first: the parser's own words ("invalid IP address syntax") add nothing
         let dst: IpAddr = self
             .dst
             .parse()
+            .ok()
             .with_context(|| format!("destination '{}' is not an IP address", self.dst))?;
         let src: Option<IpAddr> = self
             .src
             .map(|s| {
                 s.parse()
+                    .ok()
                     .with_context(|| format!("--src '{s}' is not an IP address"))
             })
             .transpose()?;
@@ -291,7 +294,8 @@ pub(crate) fn from_query(snap: &Snapshot, query: &str) -> Result<serde_json::Val
         get(k)
             .map(|v| {
                 v.parse()
-                    .with_context(|| format!("{k} '{v}' is not a port"))
+                    .ok()
+                    .with_context(|| format!("{k} '{v}' is not a port (0-65535)"))
             })
             .transpose()
     };
@@ -481,6 +485,7 @@ mod tests {
         assert!(e.contains("--tos 'AF99'") && e.contains("EF"), "{e}");
         let e = format!("{:#}", pkt(Some("sctpp"), None).unwrap_err());
         assert!(e.contains("sctp") && e.contains("0-255"), "{e}");
+        assert!(!e.contains("invalid digit"), "the parser's words: {e}");
         // sctp has ports
         let sctp = PacketSpec {
             dst: "10.7.0.5",
@@ -502,6 +507,20 @@ mod tests {
         );
         assert!(e.contains("'dprot'") && e.contains("dport="), "{e}");
         assert!(from_query(&snap, "dev=v0&dst=10.9.0.2&dport=53").is_ok());
+        // bad values say what would do, in plain words
+        for (q, says) in [
+            (
+                "dev=v0&dst=10.9.0.2&dport=99999",
+                "dport '99999' is not a port (0-65535)",
+            ),
+            (
+                "dev=v0&dst=10.9.0",
+                "destination '10.9.0' is not an IP address",
+            ),
+        ] {
+            let e = format!("{:#}", from_query(&snap, q).unwrap_err());
+            assert_eq!(e, says);
+        }
     }
 
     /// Over HTTP the answer says `dport=`, not `--dport`; `class` and `qdisc` are absent, not

@@ -98,7 +98,9 @@ enum Command {
     /// 2 critical, 3 unknown.
     Check(CheckArgs),
     /// Measure latency under load (idle, download, upload, both, idle), grade it and name the
-    /// queue that holds the delay.
+    /// queue that holds the delay; exit 0 fine, 1 warning (grade C), 2 critical (grade D or F,
+    /// a target that never answered), 3 could not measure (no route, no probe could be made,
+    /// the sink does not answer).
     Probe(ProbeArgs),
     /// Which class does a packet land in? Walks the filters as the kernel does (prio order,
     /// u32 keys and hash tables, HTB's default, the direct queue) and prints the path.

@@ -84,7 +84,13 @@ pub fn routable(target: &Target) -> Result<(), ProbeError> {
     };
     let no_route = |e: io::Error| ProbeError::Target {
         target: target.to_string(),
-        why: format!("no route to {} from here ({})", addr.ip(), os_words(&e)),
+        why: match e.raw_os_error() {
+            Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => {
+                format!("no route to {} from here ({})", addr.ip(), os_words(&e))
+            }
+            // e.g. a broadcast address (EACCES)
+            _ => format!("cannot send to {}: {}", addr.ip(), os_words(&e)),
+        },
     };
     let socket =
         std::net::UdpSocket::bind(bind).map_err(|e| ProbeError::Socket(target.to_string(), e))?;

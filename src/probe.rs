@@ -161,10 +161,11 @@ impl Prepared {
             snap.sojourn = Some(sojourn.measure(&snap, collector.config_generation()));
             Some(snap)
         };
-        let report = tcmon_probe::run(&opts, poll).context("latency test")?;
+        let report = tcmon_probe::run(&opts, poll);
+        // the progress line cleared before anything else is written, an error too
         drop(opts);
         let _ = teller.join();
-        Ok(report)
+        report.context("latency test")
     }
 }
 

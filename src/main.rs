@@ -101,7 +101,9 @@ enum Command {
     /// 2 critical, 3 unknown.
     Check(CheckArgs),
     /// Measure latency under load (idle, download, upload, both, idle), grade it and name the
-    /// queue that holds the delay.
+    /// queue that holds the delay; exit 0 fine, 1 warning (grade C), 2 critical (grade D or F,
+    /// a target that never answered), 3 could not measure (no route, no probe could be made,
+    /// the sink does not answer).
     #[command(
         after_help = "The bottleneck is searched in the tc state of --netns NAME (e.g. \
         the namespace that routes and shapes this one's traffic; probes and load still use \
@@ -573,9 +575,9 @@ fn command_word(args: &[String]) -> Option<&str> {
 
 fn main() -> ExitCode {
     let words: Vec<String> = std::env::args().collect();
-    // For `check`, anything but a result is UNKNOWN (3) to a monitoring system; 2 would read
-    // as CRITICAL.
-    let usage_exit = if command_word(&words) == Some("check") {
+    // For `check` and `probe`, anything but a result is UNKNOWN (3) to a monitoring system; 2
+    // would read as CRITICAL.
+    let usage_exit = if matches!(command_word(&words), Some("check" | "probe")) {
         tcmon_diag::Status::Unknown.exit_code()
     } else {
         EXIT_USAGE
@@ -608,6 +610,8 @@ fn main() -> ExitCode {
     ) {
         die_with_the_reader();
     }
+    // probe's exit 2 is a critical result; anything that stops it measuring is unknown (3)
+    let unknown_on_error = matches!(cli.command, Some(Command::Probe(_)));
     let result = match cli.command {
         None => tui::run(UiArgs {
             target: cli.shared,
@@ -639,6 +643,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("tcmon: {e:#}");
+            if unknown_on_error {
+                return ExitCode::from(usage_exit);
+            }
             let usage = e
                 .downcast_ref::<tcmon_netlink::Error>()
                 .is_some_and(tcmon_netlink::Error::is_usage)

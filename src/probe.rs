@@ -2,28 +2,53 @@
 //! `tcmon sink`, the other end of the load.
 
 use std::fmt::Write as _;
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tcmon_core::units::fmt_bits_per_sec;
+use tcmon_diag::Status;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 // the crate's longer names, short in this module about probes only
 use tcmon_probe::{
-    BloatReport, Bottleneck, LoadOptions, ProbeSink, ProbeSinkOptions, Target, TestOptions,
+    BloatReport, Bottleneck, LoadOptions, Outcome, ProbeSink, ProbeSinkOptions, Progress, Target,
+    TestOptions,
 };
 use tcmon_sojourn::SojournMode;
 
 use crate::{ProbeArgs, SinkArgs};
 
+/// Exits as `check` does: 0 fine, 1 warning (grade C), 2 critical (grade D or F, or a target
+/// that never answered), 3 when it could not measure (an error before or during the test, or a
+/// target no probe could be made to).
 pub(crate) fn run(args: &ProbeArgs) -> Result<ExitCode> {
-    let report = test(args)?;
+    let report = match test(args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tcmon: {e:#}");
+            return Ok(ExitCode::from(Status::Unknown.exit_code()));
+        }
+    };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", human(&report, &check_command(args)));
+        let here = tcmon_probe::place(args.netns.as_deref());
+        print!("{}", human(&report, &check_command(args), &here));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(status(&report).exit_code()))
+}
+
+/// The test's outcome in `check`'s terms, for the exit code.
+pub(crate) fn status(r: &BloatReport) -> Status {
+    match r.outcome() {
+        Outcome::Fine => Status::Ok,
+        Outcome::Warning => Status::Warning,
+        Outcome::Critical => Status::Critical,
+        Outcome::NotMeasured => Status::Unknown,
+    }
 }
 
 /// The `tcmon check` that diagnoses what this probe measured: the same namespace and devices,
@@ -125,24 +150,98 @@ impl Prepared {
         } = self;
         // Said while the test runs: otherwise a target that never answers shows only at the end.
         let (silent_tx, silent_rx) = std::sync::mpsc::channel::<String>();
-        let teller = std::thread::spawn(move || {
-            for what in silent_rx {
-                eprintln!(
-                    "tcmon: {what} ({} s into the test; still measuring)",
-                    tcmon_probe::SILENT_AFTER.as_secs()
-                );
-            }
-        });
+        let (progress_tx, progress_rx) = std::sync::mpsc::channel::<Progress>();
+        // where the test is, on a terminal only: piped, stderr carries the errors alone
+        let shown = std::io::stderr().is_terminal();
+        let teller = std::thread::spawn(move || tell(&silent_rx, &progress_rx, shown));
         opts.silent = Some(silent_tx);
+        opts.progress = shown.then_some(progress_tx);
         let poll = move || {
             let mut snap = collector.poll().ok()?;
             snap.sojourn = Some(sojourn.measure(&snap, collector.config_generation()));
             Some(snap)
         };
-        let report = tcmon_probe::run(&opts, poll).context("latency test")?;
+        let report = tcmon_probe::run(&opts, poll);
+        // the progress line cleared before anything else is written, an error too
         drop(opts);
         let _ = teller.join();
-        Ok(report)
+        report.context("latency test")
+    }
+}
+
+/// Tells the silent targets as they are found and, when `shown`, where the test is: a line on
+/// stderr redrawn in place until the test ends (then cleared).
+fn tell(silent: &Receiver<String>, progress: &Receiver<Progress>, shown: bool) {
+    let bar = if shown {
+        ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(ProgressStyle::with_template("{msg}").expect("a valid template"));
+    let mut state = None;
+    loop {
+        while let Ok(what) = silent.try_recv() {
+            bar.suspend(|| {
+                eprintln!(
+                    "tcmon: {what} ({} s into the test; still measuring)",
+                    tcmon_probe::SILENT_AFTER.as_secs()
+                );
+            });
+        }
+        match progress.recv_timeout(Duration::from_millis(100)) {
+            Ok(p) => state = Some(p),
+            Err(RecvTimeoutError::Timeout) => {}
+            // the test ended (or shows no progress): the silent targets still get said
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if let Some(p) = &state {
+            bar.set_message(progress_line(p, Instant::now()));
+        }
+    }
+    bar.finish_and_clear();
+    for what in silent {
+        eprintln!(
+            "tcmon: {what} ({} s into the test; still measuring)",
+            tcmon_probe::SILENT_AFTER.as_secs()
+        );
+    }
+}
+
+/// The progress line: the phase, its time and the test's time left; or the wait for late
+/// answers, and for how long at most.
+fn progress_line(p: &Progress, now: Instant) -> String {
+    // time spent rounds down and time left up: together they make the whole
+    let s = |d: Duration| format!("{:.0} s", d.as_secs_f64().floor());
+    let up = |d: Duration| format!("{:.0} s", d.as_secs_f64().ceil());
+    match p {
+        Progress::Phase {
+            name,
+            index,
+            phases,
+            started,
+            len,
+            left,
+        } => {
+            let elapsed = now.saturating_duration_since(*started).min(*len);
+            let remaining = len.saturating_sub(elapsed) + *left;
+            let which = if *phases > 1 {
+                format!("phase {}/{phases} {name}", index + 1)
+            } else {
+                format!("{name} phase")
+            };
+            format!(
+                "probing: {which}, {} of {}; {} left",
+                s(elapsed),
+                s(*len),
+                up(remaining)
+            )
+        }
+        Progress::Waiting { unanswered, until } => format!(
+            // a bloated queue answers late: worth the wait, said with its longest
+            "measuring done; waiting up to {} for {unanswered} unanswered probe{} (--timeout)",
+            up(until.saturating_duration_since(now)),
+            if *unanswered == 1 { "" } else { "s" }
+        ),
     }
 }
 
@@ -171,7 +270,11 @@ pub(crate) fn grade_line(r: &BloatReport) -> String {
              was {} above the minimum, grade {g}{capped}",
             ms(inc)
         ),
-        _ => "no answers in a phase: no grade".to_owned(),
+        _ if r.probes_sent() == 0 => "no grade: no probe could be made".to_owned(),
+        _ if r.phases.iter().all(|p| p.rtt_ms.is_none()) => {
+            "no grade: no probe was answered".to_owned()
+        }
+        _ => "no grade: a phase had no answer".to_owned(),
     }
 }
 
@@ -185,7 +288,8 @@ fn ms(x: f64) -> String {
     }
 }
 
-fn human(r: &BloatReport, check: &str) -> String {
+/// `here`: where the tc state was read ([`tcmon_probe::place`]).
+fn human(r: &BloatReport, check: &str, here: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "targets: {}", r.targets.join(", "));
     let _ = writeln!(
@@ -196,15 +300,21 @@ fn human(r: &BloatReport, check: &str) -> String {
     for p in &r.phases {
         let rtt =
             |f: fn(&tcmon_probe::RttMs) -> f64| p.rtt_ms.as_ref().map_or("-".into(), |r| ms(f(r)));
+        // no probe sent, no loss to speak of (the probes that could not be made are said below)
+        let loss = if p.probes > p.errors {
+            format!("{:.1}%", p.loss * 100.0)
+        } else {
+            "-".to_owned()
+        };
         let _ = writeln!(
             s,
-            "{:<9} {:>9} {:>9} {:>9} {:>9} {:>5.1}% {:>11} {:>11}",
+            "{:<9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>11} {:>11}",
             p.name,
             rtt(|r| r.p50),
             rtt(|r| r.p90),
             rtt(|r| r.p99),
             rtt(|r| r.max),
-            p.loss * 100.0,
+            loss,
             fmt_bits_per_sec(p.download_bits_per_sec),
             fmt_bits_per_sec(p.upload_bits_per_sec),
         );
@@ -227,19 +337,24 @@ fn human(r: &BloatReport, check: &str) -> String {
         }
     }
     let loaded = !r.phases.iter().any(|p| p.name == tcmon_probe::OBSERVED);
-    let _ = writeln!(
-        s,
-        "\nprobes lost{}: {:.1}%",
-        if loaded {
-            " under load (worst phase)"
-        } else {
-            ""
-        },
-        r.loss_under_load * 100.0
-    );
+    if r.probes_sent() == 0 {
+        let _ = writeln!(s, "\nno probe could be made: nothing was measured");
+    } else {
+        let _ = writeln!(
+            s,
+            "\nprobes lost{}: {:.1}%",
+            if loaded {
+                " under load (worst phase)"
+            } else {
+                ""
+            },
+            r.loss_under_load * 100.0
+        );
+    }
     let _ = writeln!(s, "{}", grade_line(r));
     match &r.bottleneck {
         Some(Bottleneck::Local {
+            netns,
             interface,
             object,
             kind,
@@ -278,7 +393,8 @@ fn human(r: &BloatReport, check: &str) -> String {
             };
             let _ = writeln!(
                 s,
-                "bottleneck: on this host, {interface} {object} ({kind}{role}) {holds}; {advice}"
+                "bottleneck: {}, {interface} {object} ({kind}{role}) {holds}; {advice}",
+                tcmon_probe::place(netns.as_deref())
             );
             estimated(&mut s, not_measured.as_deref());
         }
@@ -293,17 +409,13 @@ fn human(r: &BloatReport, check: &str) -> String {
                 Some(m) if m.packets > 0 => {
                     let _ = writeln!(
                         s,
-                        "measured from packets: the deepest queue on this host held them p50 {}, \
-                         p99 {}",
+                        "measured from packets: the deepest queue {here} held them p50 {}, p99 {}",
                         ms(m.p50_ms),
                         ms(m.p99_ms)
                     );
                 }
                 Some(_) => {
-                    let _ = writeln!(
-                        s,
-                        "measured from packets: none waited in a queue on this host"
-                    );
+                    let _ = writeln!(s, "measured from packets: none waited in a queue {here}");
                 }
                 None => estimated(&mut s, not_measured.as_deref()),
             }
@@ -362,6 +474,7 @@ mod tests {
 
     fn local(measured: Option<MeasuredDelay>, not_measured: Option<&str>) -> Bottleneck {
         Bottleneck::Local {
+            netns: None,
             interface: "r1".into(),
             object: "1:10".into(),
             kind: "htb".into(),
@@ -384,7 +497,11 @@ mod tests {
             max_ms: 3_710.0,
             packets: 497,
         };
-        let out = human(&report(local(Some(m.clone()), None)), "tcmon check");
+        let out = human(
+            &report(local(Some(m.clone()), None)),
+            "tcmon check",
+            "on this host",
+        );
         assert!(
             out.ends_with(
                 "bottleneck: on this host, r1 1:10 (htb) holds the delay (the upload phase rose \
@@ -396,6 +513,7 @@ mod tests {
         let out = human(
             &report(local(None, Some("turned off by --no-bpf"))),
             "tcmon check",
+            "on this host",
         );
         assert!(
             out.ends_with(
@@ -418,9 +536,133 @@ mod tests {
         let out = human(
             &report(upstream(Some(MeasuredDelay { packets: 0, ..m }))),
             "tcmon check",
+            "on this host",
         );
         assert!(
             out.ends_with("measured from packets: none waited in a queue on this host\n"),
+            "{out}"
+        );
+    }
+
+    /// The progress line says the phase, the time spent and left; then the wait for late
+    /// answers and its longest.
+    #[test]
+    fn the_progress_line_says_phase_elapsed_and_remaining() {
+        let t0 = Instant::now();
+        let phase = Progress::Phase {
+            name: "upload",
+            index: 2,
+            phases: 5,
+            started: t0,
+            len: Duration::from_secs(6),
+            left: Duration::from_secs(12),
+        };
+        assert_eq!(
+            progress_line(&phase, t0 + Duration::from_millis(2_500)),
+            "probing: phase 3/5 upload, 2 s of 6 s; 16 s left"
+        );
+        let observed = Progress::Phase {
+            name: "observed",
+            index: 0,
+            phases: 1,
+            started: t0,
+            len: Duration::from_secs(30),
+            left: Duration::ZERO,
+        };
+        assert_eq!(
+            progress_line(&observed, t0 + Duration::from_secs(31)),
+            "probing: observed phase, 30 s of 30 s; 0 s left"
+        );
+        let waiting = Progress::Waiting {
+            unanswered: 25,
+            until: t0 + Duration::from_millis(9_900),
+        };
+        assert_eq!(
+            progress_line(&waiting, t0),
+            "measuring done; waiting up to 10 s for 25 unanswered probes (--timeout)"
+        );
+    }
+
+    fn phase(probes: u64, errors: u64, lost: u64) -> tcmon_probe::PhaseReport {
+        let sent = probes - errors;
+        let answered = sent - lost;
+        let target = tcmon_probe::TargetPhase {
+            target: "icmp:10.50.0.99".into(),
+            rtt_ms: (answered > 0).then(tcmon_probe::RttMs::default),
+            loss: if sent == 0 {
+                0.0
+            } else {
+                lost as f64 / sent as f64
+            },
+            probes,
+            errors,
+            error: (errors > 0).then(|| "network is unreachable".to_owned()),
+        };
+        tcmon_probe::PhaseReport {
+            name: tcmon_probe::OBSERVED,
+            duration_ms: 2_000,
+            rtt_ms: target.rtt_ms,
+            loss: target.loss,
+            probes,
+            errors,
+            duplicates: 0,
+            reordered: 0,
+            goodput_bits_per_sec: 0.0,
+            download_bits_per_sec: 0.0,
+            upload_bits_per_sec: 0.0,
+            targets: vec![target],
+        }
+    }
+
+    fn unanswered(p: tcmon_probe::PhaseReport) -> BloatReport {
+        BloatReport {
+            targets: vec!["icmp:10.50.0.99".into()],
+            loss_under_load: p.loss,
+            phases: vec![p],
+            latency_increase_ms: None,
+            grade: None,
+            grade_by_latency: None,
+            rpm: None,
+            bottleneck: None,
+        }
+    }
+
+    /// Probes that could not be made are not loss: the table and the summary say that no
+    /// probe was made, not "0.0%"; total loss reads 100% and exits critical.
+    #[test]
+    fn probes_that_could_not_be_made_are_not_shown_as_loss() {
+        let r = unanswered(phase(10, 10, 0));
+        let out = human(&r, "tcmon check", "on this host");
+        assert!(!out.contains("0.0%"), "{out}");
+        assert!(
+            out.contains("10 of 10 probes could not be made: network is unreachable")
+                && out.contains("no probe could be made: nothing was measured")
+                && out.contains("no grade: no probe could be made"),
+            "{out}"
+        );
+        assert_eq!(status(&r), Status::Unknown);
+        let r = unanswered(phase(10, 0, 10));
+        let out = human(&r, "tcmon check", "on this host");
+        assert!(
+            out.contains("100.0%")
+                && out.contains("probes lost: 100.0%")
+                && out.contains("no grade: no probe was answered"),
+            "{out}"
+        );
+        assert_eq!(status(&r), Status::Critical);
+    }
+
+    /// A queue read in `--netns` is placed there, not "on this host".
+    #[test]
+    fn a_bottleneck_in_a_namespace_says_which() {
+        let mut b = local(None, None);
+        if let Bottleneck::Local { netns, .. } = &mut b {
+            *netns = Some("tcmon-lab-router".into());
+        }
+        let out = human(&report(b), "tcmon check", "in netns tcmon-lab-router");
+        assert!(
+            out.contains("bottleneck: in netns tcmon-lab-router, r1 1:10 (htb)")
+                && !out.contains("this host"),
             "{out}"
         );
     }

@@ -263,9 +263,11 @@ fn probe_through(lab: &Lab) -> Value {
         .args(["--duration", "20s", "--cc", "reno", "--json"])
         .output()
         .unwrap();
+    // a result exits 0-2 by its grade (F before the cure: 2); 3 is "could not measure"
     assert!(
-        out.status.success(),
-        "probe: {}",
+        matches!(out.status.code(), Some(0..=2)),
+        "probe: {:?}: {}",
+        out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()

@@ -88,6 +88,8 @@ fn bad_durations_counts_and_addresses_say_what_is_expected() {
 /// a result: a probe never waited for, probes closer than 2 ms, a load test too short for one
 /// probe per phase, a sink on port 0, and a sink where nothing listens. Each used to be
 /// accepted: lost probes, a flood, a grade from no probes, or a failure after the idle phase.
+/// Refused by the command line's parser: 2, as every command's usage errors; refused by probe
+/// itself: 3, could not measure, as check's.
 #[test]
 fn probe_and_check_load_refuse_what_cannot_measure_at_once() {
     // a port nothing listens on
@@ -115,12 +117,12 @@ fn probe_and_check_load_refuse_what_cannot_measure_at_once() {
         ),
         (
             [&["probe", "127.0.0.1"][..], &load, &["--duration", "1s"]].concat(),
-            2,
+            3,
             "at least 1.4s",
         ),
         (
             vec!["probe", "127.0.0.1", "--duration", "100ms"],
-            2,
+            3,
             "at least 200ms",
         ),
         (
@@ -135,7 +137,7 @@ fn probe_and_check_load_refuse_what_cannot_measure_at_once() {
         ),
         (
             vec!["probe", "127.0.0.1", "--load", &free],
-            1,
+            3,
             "no tcmon sink answers",
         ),
         (vec!["check", "--load", &free], 3, "no tcmon sink answers"),

@@ -30,12 +30,42 @@ fn probe_from(ns: &Netns, args: &[&str]) -> Value {
         .arg("--json")
         .output()
         .expect("run tcmon probe");
-    assert!(
-        out.status.success(),
-        "tcmon probe {args:?}: {}",
+    let r = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "tcmon probe {args:?}: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(
+        out.status.code(),
+        Some(exit_code(&r)),
+        "tcmon probe {args:?}: {r}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("probe --json is JSON")
+    r
+}
+
+/// The exit code a report calls for, as `check`'s: 3 when a target had no probe made (and
+/// none is silent), 2 for a silent target, no grade, or grade D/F, 1 for C, else 0.
+fn exit_code(r: &Value) -> i32 {
+    let phases = r["phases"].as_array().unwrap();
+    let n = r["targets"].as_array().unwrap().len();
+    let (mut silent, mut unmade) = (false, false);
+    for t in 0..n {
+        let tp = || phases.iter().map(move |p| &p["targets"][t]);
+        let sent: u64 = tp()
+            .map(|x| x["probes"].as_u64().unwrap() - x["errors"].as_u64().unwrap_or(0))
+            .sum();
+        silent |= sent > 0 && tp().all(|x| x["rtt_ms"].is_null());
+        unmade |= sent == 0;
+    }
+    match r["grade"].as_str() {
+        _ if silent => 2,
+        _ if unmade => 3,
+        Some("C") => 1,
+        Some("D" | "F") | None => 2,
+        Some(_) => 0,
+    }
 }
 
 /// Loss-based Reno at both ends: this host's default may be BBR, which keeps queues short by
@@ -124,6 +154,8 @@ fn default_fifo_at_2mbit_grades_f_with_the_local_class_as_bottleneck() {
         "the link was loaded: {r}"
     );
     assert_eq!(r["grade"], "F", "{r}");
+    // the queue is the router's, read with --netns: named as that namespace's
+    assert_eq!(r["bottleneck"]["netns"], lab.router.name.as_str(), "{r}");
     assert_shaper_class_named(
         "default_fifo_at_2mbit_grades_f_with_the_local_class_as_bottleneck",
         &r,
@@ -396,7 +428,8 @@ fn icmp_uses_ping_sockets_when_allowed_and_names_both_fixes_when_not() {
     let ns = Netns::create("picmp").unwrap();
     // A new namespace allows ping sockets to no group ("1 0"), and nobody has no CAP_NET_RAW.
     let o = probe_as_nobody(&ns, "127.0.0.1");
-    assert_eq!(o.status.code(), Some(1));
+    // could not measure: 3, as check's UNKNOWN
+    assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("ping_group_range") && err.contains("CAP_NET_RAW"),
@@ -560,12 +593,13 @@ fn probe_with_first_stderr_line(ns: &Netns, args: &[&str]) -> (String, Duration,
         .unwrap();
     let said_after = started.elapsed();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "tcmon probe {args:?}");
-    (
-        line,
-        said_after,
-        serde_json::from_slice(&out.stdout).unwrap(),
-    )
+    let r = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(exit_code(&r)),
+        "tcmon probe {args:?}"
+    );
+    (line, said_after, r)
 }
 
 /// A target that never answers is named within seconds, while the test goes on measuring the
@@ -613,7 +647,8 @@ fn congestion_list(which: &str) -> String {
 fn a_congestion_control_the_kernel_refuses_is_said_at_once() {
     let available = congestion_list("available");
     for (args, code) in [
-        (&["probe", "127.0.0.1"][..], 2),
+        // probe exits as check does: 3, could not measure (2 would read as critical)
+        (&["probe", "127.0.0.1"][..], 3),
         (&["check", "--window", "100ms"], 3),
     ] {
         let mut all = args.to_vec();
@@ -657,7 +692,7 @@ fn a_congestion_control_the_kernel_refuses_is_said_at_once() {
         .unwrap();
     let took = started.elapsed();
     let err = common::stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(took < Duration::from_secs(1), "said after {took:?}");
     assert!(
         err.contains(&format!("congestion control {cc}: not allowed"))
@@ -752,4 +787,124 @@ fn check_verbose_with_load_prints_rounded_numbers() {
             .is_some_and(|l| l.starts_with("latency increase under load: ")),
         "{out}"
     );
+}
+
+/// `tcmon probe ARGS` in `ns`: its output, and how long it took.
+fn probe_output(ns: &Netns, args: &[&str]) -> (std::process::Output, Duration) {
+    let t = Instant::now();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_tcmon")])
+        .arg("probe")
+        .args(args)
+        .output()
+        .unwrap();
+    (out, t.elapsed())
+}
+
+/// A target this host has no route to is refused before the test (not a table of probes that
+/// could not be made, 2 s in), and the exit says nothing was measured (3, as check's UNKNOWN);
+/// a name that does not resolve too.
+#[test]
+fn an_unroutable_target_is_refused_at_once() {
+    if skip_unless_root("an_unroutable_target_is_refused_at_once") {
+        return;
+    }
+    // a namespace with only lo: no route anywhere but 127/8
+    let ns = Netns::create("pnr").unwrap();
+    for target in ["10.50.0.99", "udp:10.50.0.99:7878", "tcp:10.50.0.99:22"] {
+        let (out, took) = probe_output(&ns, &[target, "127.0.0.1", "--duration", "5s"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{target}: {err}");
+        assert!(took < Duration::from_secs(2), "{target}: took {took:?}");
+        assert!(
+            err.contains(target) && err.contains("no route to 10.50.0.99"),
+            "{target}: {err}"
+        );
+        assert!(!err.contains("os error"), "the system's words only: {err}");
+        assert!(out.stdout.is_empty(), "no report: {out:?}");
+    }
+    let (out, took) = probe_output(&ns, &["icmp:nosuchhost.invalid", "--duration", "5s"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
+
+/// `tcmon probe` under a pseudo-terminal (`script`): the command line and what it wrote on
+/// the terminal, with the exit code.
+fn probe_on_a_terminal(ns: &Netns, args: &str) -> (String, Option<i32>) {
+    let cmd = format!(
+        "ip netns exec {} {} probe {args}",
+        ns.name,
+        env!("CARGO_BIN_EXE_tcmon")
+    );
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code(),
+    )
+}
+
+/// On a terminal the test says where it is (phase, elapsed, left) and, once measuring ended,
+/// that it waits for late answers and how long; piped, stderr carries nothing of it.
+#[test]
+fn progress_shows_on_a_terminal_and_not_when_piped() {
+    if skip_unless_root("progress_shows_on_a_terminal_and_not_when_piped") {
+        return;
+    }
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lab = Lab::create("ppg").unwrap();
+    let (screen, code) = probe_on_a_terminal(
+        &lab.router,
+        &format!("{} --duration 2s --interval 50ms", Lab::NODE1),
+    );
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(
+        screen.contains("probing: observed phase, ") && screen.contains(" left"),
+        "{screen}"
+    );
+    // nobody answers at .99: after measuring, it says what it waits for, then exits 2
+    let (screen, code) = probe_on_a_terminal(
+        &lab.router,
+        "10.99.1.99 --duration 1s --interval 100ms --timeout 2s",
+    );
+    assert_eq!(code, Some(2), "{screen}");
+    assert!(
+        screen.contains("measuring done; waiting up to ") && screen.contains("unanswered probes"),
+        "{screen}"
+    );
+    assert!(screen.contains("probes lost: 100.0%"), "{screen}");
+    // check --load runs the same test, and says so too
+    let _sink = SinkProcess::start(&lab.node1);
+    let cmd = format!(
+        "ip netns exec {} {} check --load {SINK} --load-duration 2s",
+        lab.node2.name,
+        env!("CARGO_BIN_EXE_tcmon")
+    );
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("probing: phase 1/5 idle, ") && screen.contains("phase 5/5 idle"),
+        "{screen}"
+    );
+    // piped: the report on stdout, nothing on stderr
+    let (out, _) = probe_output(
+        &lab.router,
+        &[Lab::NODE1, "--duration", "1s", "--interval", "50ms"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("observed"));
 }

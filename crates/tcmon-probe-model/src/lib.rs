@@ -8,5 +8,8 @@
 mod report;
 mod status;
 
-pub use report::{BloatReport, Bottleneck, Grade, MeasuredDelay, PhaseReport, RttMs, TargetPhase};
+pub use report::{
+    BloatReport, Bottleneck, Concern, Grade, MeasuredDelay, Outcome, PhaseReport, RttMs,
+    TargetPhase,
+};
 pub use status::{ProbeKind, TargetStatus};

@@ -23,8 +23,15 @@ pub struct PhaseReport {
     pub duration_ms: u64,
     /// `null` when no probe was answered.
     pub rtt_ms: Option<RttMs>,
+    /// Lost over the probes sent (those that could not be made left out), 0..=1; 0 when none
+    /// was sent.
     pub loss: f64,
+    /// Probes with an outcome: answered, lost, or could not be made (`errors`).
     pub probes: u64,
+    /// Probes that could not be made (no route, a refused connection): neither lost nor
+    /// answered.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub errors: u64,
     pub duplicates: u64,
     pub reordered: u64,
     /// Download plus upload.
@@ -58,6 +65,9 @@ fn is_zero(n: &u64) -> bool {
 pub enum Bottleneck {
     /// A queue on this host explains the delay.
     Local {
+        /// The network namespace whose queue it is (`--netns`); absent: this host's.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        netns: Option<String>,
         interface: String,
         /// The class or qdisc, in tc notation.
         object: String,
@@ -159,6 +169,88 @@ impl Grade {
     }
 }
 
+/// What a grade asks of whoever reads it: the one mapping that `check`'s finding severity and
+/// `probe`'s exit status both follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Concern {
+    /// A+ and A: nothing to say.
+    None,
+    /// B: worth knowing.
+    Info,
+    /// C.
+    Warning,
+    /// D and F.
+    Critical,
+}
+
+impl Grade {
+    pub fn concern(self) -> Concern {
+        match self {
+            Grade::APlus | Grade::A => Concern::None,
+            Grade::B => Concern::Info,
+            Grade::C => Concern::Warning,
+            Grade::D | Grade::F => Concern::Critical,
+        }
+    }
+}
+
+/// What a whole test says, for `probe`'s exit status (as `check`'s: 0, 1, 2, 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Fine,
+    /// Grade C.
+    Warning,
+    /// Grade D or F, or a target that answered no probe, or a phase without an answer.
+    Critical,
+    /// A target to which no probe could be made: that part was not measured.
+    NotMeasured,
+}
+
+impl BloatReport {
+    /// Per target, in the report's order: (probes sent, probes answered at least once).
+    fn sent_and_answered(&self) -> Vec<(u64, bool)> {
+        (0..self.targets.len())
+            .map(|t| {
+                self.phases.iter().filter_map(|p| p.targets.get(t)).fold(
+                    (0, false),
+                    |(sent, answered), tp| {
+                        (
+                            sent + (tp.probes - tp.errors),
+                            answered || tp.rtt_ms.is_some(),
+                        )
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Probes that could be sent, all targets and phases (those that could not are errors).
+    pub fn probes_sent(&self) -> u64 {
+        self.sent_and_answered().iter().map(|(s, _)| s).sum()
+    }
+
+    /// Critical before not measured: a target that is known to be silent, or a bad grade,
+    /// outweighs another that could not be probed.
+    pub fn outcome(&self) -> Outcome {
+        let targets = self.sent_and_answered();
+        if targets
+            .iter()
+            .any(|&(sent, answered)| sent > 0 && !answered)
+        {
+            return Outcome::Critical;
+        }
+        if targets.iter().any(|&(sent, _)| sent == 0) {
+            return Outcome::NotMeasured;
+        }
+        match self.grade.map(Grade::concern) {
+            Some(Concern::None | Concern::Info) => Outcome::Fine,
+            Some(Concern::Warning) => Outcome::Warning,
+            // every target answered, yet a phase had no answer: its probes were all lost
+            Some(Concern::Critical) | None => Outcome::Critical,
+        }
+    }
+}
+
 impl Grade {
     /// The best grade a test may have when this share of its probes under load was lost: a
     /// lost probe is a lost voice frame or game update, and a queue that drops instead of
@@ -185,5 +277,82 @@ impl std::fmt::Display for Grade {
             Grade::D => "D",
             Grade::F => "F",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(probes: u64, errors: u64, answered: bool) -> TargetPhase {
+        TargetPhase {
+            target: "t".into(),
+            rtt_ms: answered.then(RttMs::default),
+            loss: 0.0,
+            probes,
+            errors,
+            error: None,
+        }
+    }
+
+    fn report(grade: Option<Grade>, targets: Vec<TargetPhase>) -> BloatReport {
+        BloatReport {
+            targets: targets.iter().map(|t| t.target.clone()).collect(),
+            phases: vec![PhaseReport {
+                name: "observed",
+                duration_ms: 1000,
+                rtt_ms: None,
+                loss: 0.0,
+                probes: 0,
+                errors: 0,
+                duplicates: 0,
+                reordered: 0,
+                goodput_bits_per_sec: 0.0,
+                download_bits_per_sec: 0.0,
+                upload_bits_per_sec: 0.0,
+                targets,
+            }],
+            latency_increase_ms: grade.map(|_| 1.0),
+            grade,
+            loss_under_load: 0.0,
+            grade_by_latency: None,
+            rpm: None,
+            bottleneck: None,
+        }
+    }
+
+    /// `probe` exits as `check` does: the grade's concern, a silent target critical, and a
+    /// target no probe could be made to "not measured".
+    #[test]
+    fn the_outcome_follows_the_grade_silence_and_probes_that_could_not_be_made() {
+        let ok = || target(10, 0, true);
+        for (g, want) in [
+            (Grade::APlus, Outcome::Fine),
+            (Grade::B, Outcome::Fine),
+            (Grade::C, Outcome::Warning),
+            (Grade::D, Outcome::Critical),
+            (Grade::F, Outcome::Critical),
+        ] {
+            assert_eq!(report(Some(g), vec![ok()]).outcome(), want, "{g}");
+        }
+        // every probe lost: no grade, critical
+        assert_eq!(
+            report(None, vec![target(10, 0, false)]).outcome(),
+            Outcome::Critical
+        );
+        // one target silent, the other graded A+: still critical
+        assert_eq!(
+            report(Some(Grade::APlus), vec![ok(), target(10, 0, false)]).outcome(),
+            Outcome::Critical
+        );
+        // no probe could be made (no route, refused): not measured, and nothing was sent
+        let unmade = report(None, vec![target(10, 10, false)]);
+        assert_eq!(unmade.outcome(), Outcome::NotMeasured);
+        assert_eq!(unmade.probes_sent(), 0);
+        assert_eq!(
+            report(Some(Grade::APlus), vec![ok(), target(10, 10, false)]).outcome(),
+            Outcome::NotMeasured
+        );
+        assert_eq!(Grade::C.concern(), Concern::Warning);
     }
 }

@@ -54,7 +54,7 @@ pub enum Reply {
     Lost,
     /// A second answer to a probe already answered (UDP only).
     Duplicate,
-    /// Could not be sent (e.g. no route); counted as lost.
+    /// Could not be made (e.g. no route, a refused connection): neither lost nor answered.
     Error(String),
 }
 
@@ -67,6 +67,43 @@ pub struct ProbeOutcome {
     pub due: Instant,
     pub sent: Instant,
     pub reply: Reply,
+}
+
+/// Refuses a target this host has no route to, before any probe: `connect()` on a UDP socket
+/// asks the kernel's routing table and sends nothing. Otherwise every probe fails the same way
+/// and the test reports it only after it ran.
+pub fn routable(target: &Target) -> Result<(), ProbeError> {
+    let addr = match *target {
+        Target::Icmp(ip) => SocketAddr::new(ip, 9),
+        Target::Udp(a) | Target::Tcp(a) => a,
+    };
+    let bind: SocketAddr = if addr.is_ipv4() {
+        "0.0.0.0:0".parse().expect("literal")
+    } else {
+        "[::]:0".parse().expect("literal")
+    };
+    let no_route = |e: io::Error| ProbeError::Target {
+        target: target.to_string(),
+        why: match e.raw_os_error() {
+            Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => {
+                format!("no route to {} from here ({})", addr.ip(), os_words(&e))
+            }
+            // e.g. a broadcast address (EACCES)
+            _ => format!("cannot send to {}: {}", addr.ip(), os_words(&e)),
+        },
+    };
+    let socket =
+        std::net::UdpSocket::bind(bind).map_err(|e| ProbeError::Socket(target.to_string(), e))?;
+    socket.connect(addr).map_err(no_route)
+}
+
+/// The system's words for an error (`connection refused`), without Rust's "(os error N)".
+fn os_words(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_lowercase(),
+        None => s,
+    }
 }
 
 /// Bytes of ICMP payload, as `ping` sends by default.
@@ -264,7 +301,7 @@ fn schedule(intervals: &[Duration], s: &Sched) {
                         seq,
                         due,
                         sent: Instant::now(),
-                        reply: Reply::Error(e.to_string()),
+                        reply: Reply::Error(os_words(&e)),
                     });
                 }
             } else if s.fire.send(Fire { target, seq, due }).is_err() {
@@ -439,6 +476,7 @@ async fn probe(p: &Probers, f: Fire) -> Option<ProbeOutcome> {
                     reordered: false,
                 },
                 Err(SurgeError::Timeout { .. }) => Reply::Lost,
+                Err(SurgeError::IOError(e)) => Reply::Error(os_words(&e)),
                 Err(e) => Reply::Error(e.to_string()),
             };
             Some(outcome(reply))
@@ -449,7 +487,7 @@ async fn probe(p: &Probers, f: Fire) -> Option<ProbeOutcome> {
                     rtt: sent.elapsed(),
                     reordered: false,
                 },
-                Ok(Err(e)) => Reply::Error(e.to_string()),
+                Ok(Err(e)) => Reply::Error(os_words(&e)),
                 Err(_) => Reply::Lost,
             };
             Some(outcome(reply))
@@ -564,5 +602,19 @@ async fn udp_receive(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loopback is always routed; the words of an error are the system's, not Rust's.
+    #[test]
+    fn routes_are_asked_and_errors_said_in_the_systems_words() {
+        assert!(routable(&"127.0.0.1".parse().unwrap()).is_ok());
+        assert!(routable(&"tcp:127.0.0.1:9".parse().unwrap()).is_ok());
+        let e = io::Error::from_raw_os_error(libc::ENETUNREACH);
+        assert_eq!(os_words(&e), "network is unreachable");
     }
 }

@@ -12,18 +12,18 @@ mod target;
 mod verdict;
 
 pub use continuous::{Continuous, ContinuousOptions, RTT_BUCKETS_SECONDS};
-pub use engine::{ProbeEngine, ProbeOutcome, ProbeSpec, Reply, UDP_MAGIC};
+pub use engine::{routable, ProbeEngine, ProbeOutcome, ProbeSpec, Reply, UDP_MAGIC};
 pub use load::{check_congestion, sink_answers, Direction, Dscp, Load, CONGESTION};
-pub use rrul::{run, LoadOptions, TestOptions, MIN_INTERVAL, OBSERVED, SILENT_AFTER};
+pub use rrul::{run, LoadOptions, Progress, TestOptions, MIN_INTERVAL, OBSERVED, SILENT_AFTER};
 pub use sink::{ProbeSink, ProbeSinkOptions};
 pub use stats::TargetStats;
 pub use target::Target;
 // the results, with no runtime, for the crates that only read them
 pub use tcmon_probe_model::{
-    BloatReport, Bottleneck, Grade, MeasuredDelay, PhaseReport, ProbeKind, RttMs, TargetPhase,
-    TargetStatus,
+    BloatReport, Bottleneck, Concern, Grade, MeasuredDelay, Outcome, PhaseReport, ProbeKind, RttMs,
+    TargetPhase, TargetStatus,
 };
-pub use verdict::{verdict, PhaseData};
+pub use verdict::{place, verdict, PhaseData};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {

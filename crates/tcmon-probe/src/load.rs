@@ -123,8 +123,8 @@ const SINK_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Refuses, before the test's idle phase, a sink address where nothing accepts connections
 /// (refused, unreachable): otherwise the first loaded phase finds out, seconds later. A sink
-/// that is merely slow to answer is left to the load's own, longer, connect. The sink logs the
-/// connection as closed before its hello.
+/// that is merely slow to answer is left to the load's own, longer, connect. The sink counts
+/// the connection with the connect-time probes (closed without sending anything).
 pub fn sink_answers(sink: SocketAddr) -> Result<(), ProbeError> {
     match TcpStream::connect_timeout(&sink, SINK_CHECK_TIMEOUT) {
         Ok(s) => {

@@ -42,6 +42,26 @@ pub struct TestOptions {
     /// while the test goes on (`no answer from TARGET`, or `TARGET: ERROR` when its probes
     /// could not be made, e.g. a refused connection): otherwise it shows only at the end.
     pub silent: Option<std::sync::mpsc::Sender<String>>,
+    /// Told where the test is: each phase as it starts, then the wait for late answers.
+    pub progress: Option<std::sync::mpsc::Sender<Progress>>,
+}
+
+/// Where a running test is, for a progress display.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// Phase `index` (from 0) of `phases` started at `started`, for `len`; `left` is the test's
+    /// time still to measure after this phase.
+    Phase {
+        name: &'static str,
+        index: usize,
+        phases: usize,
+        started: Instant,
+        len: Duration,
+        left: Duration,
+    },
+    /// Measuring ended; `unanswered` probes are still awaited, at most until `until` (each
+    /// for its `--timeout`: a bloated queue answers late).
+    Waiting { unanswered: u64, until: Instant },
 }
 
 /// How long a target may stay silent before [`TestOptions::silent`] hears of it.
@@ -57,6 +77,7 @@ impl Default for TestOptions {
             load: None,
             sample_every: Duration::from_millis(250),
             silent: None,
+            progress: None,
         }
     }
 }
@@ -79,7 +100,8 @@ fn phase_names(loaded: bool) -> Vec<&'static str> {
 }
 
 impl TestOptions {
-    /// Refuses, before anything runs, options that cannot give a result: no target, probes
+    /// Refuses, before anything runs, options that cannot give a result: no target, a target
+    /// this host has no route to ([`crate::routable`]), probes
     /// closer than [`MIN_INTERVAL`] or never waited for, a phase too short to measure one probe
     /// after its warm-up, a load without streams, and a congestion control the load could not
     /// use ([`crate::check_congestion`]). [`run`] calls it; callers that do other work first
@@ -88,6 +110,9 @@ impl TestOptions {
         let bad = |why: String| Err(ProbeError::Invalid(why));
         if self.targets.is_empty() {
             return bad("no target to probe".into());
+        }
+        for t in &self.targets {
+            crate::engine::routable(t)?;
         }
         if self.interval < MIN_INTERVAL {
             return bad(format!(
@@ -143,7 +168,8 @@ where
     opts.validate()?;
     let specs = ProbeSpec::all(&opts.targets, opts.interval, opts.timeout);
     let names = phase_names(opts.load.is_some());
-    let phase_len = opts.duration / names.len() as u32;
+    let phase_count = names.len();
+    let phase_len = opts.duration / phase_count as u32;
 
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
@@ -203,6 +229,16 @@ where
         // queue the previous phase filled, and that wait must not eat the phase.
         let start = Instant::now();
         let end = start + phase_len;
+        if let Some(tx) = &opts.progress {
+            let _ = tx.send(Progress::Phase {
+                name,
+                index: phases.len(),
+                phases: phase_count,
+                started: start,
+                len: phase_len,
+                left: phase_len * (phase_count - phases.len() - 1) as u32,
+            });
+        }
         while Instant::now() < end {
             let now = Instant::now();
             let mut left = end.saturating_duration_since(now);
@@ -266,6 +302,12 @@ where
     // Let the probes in flight come back (or time out) so the last phase is complete.
     engine.set_paused(true);
     let deadline = Instant::now() + opts.timeout + Duration::from_millis(200);
+    if let (Some(tx), n @ 1..) = (&opts.progress, engine.in_flight()) {
+        let _ = tx.send(Progress::Waiting {
+            unanswered: n,
+            until: deadline,
+        });
+    }
     while engine.in_flight() > 0 && Instant::now() < deadline {
         if let Ok(o) = engine.outcomes().recv_timeout(Duration::from_millis(50)) {
             outcomes.push(o);

@@ -128,8 +128,38 @@ async fn echo(udp: UdpSocket) {
     }
 }
 
+/// How often connections that closed without a byte are logged, as one count.
+const PROBES_LOGGED_EVERY: Duration = Duration::from_secs(300);
+
+/// Says, at most every [`PROBES_LOGGED_EVERY`], how many connections closed without sending a
+/// byte: TCP connect-time probes (`tcp:` targets) connect and close, and are no one's error.
+async fn count_probes(probes: Arc<AtomicUsize>, log: Arc<dyn Fn(&str) + Send + Sync>) {
+    let mut tick = tokio::time::interval(PROBES_LOGGED_EVERY);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        match probes.swap(0, Ordering::Relaxed) {
+            0 => {}
+            n => log(&format!(
+                "sink: {n} connections closed without sending anything in the last {} \
+                 (connect-time probes)",
+                humanize(PROBES_LOGGED_EVERY)
+            )),
+        }
+    }
+}
+
+fn humanize(d: Duration) -> String {
+    match d.as_secs() {
+        s if s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
+}
+
 async fn accept(tcp: TcpListener, opts: ProbeSinkOptions, log: Arc<dyn Fn(&str) + Send + Sync>) {
     let open = Arc::new(AtomicUsize::new(0));
+    let probes = Arc::new(AtomicUsize::new(0));
+    tokio::spawn(count_probes(Arc::clone(&probes), Arc::clone(&log)));
     loop {
         let Ok((stream, peer)) = tcp.accept().await else {
             // EMFILE and friends: back off rather than spin.
@@ -145,10 +175,15 @@ async fn accept(tcp: TcpListener, opts: ProbeSinkOptions, log: Arc<dyn Fn(&str) 
         }
         open.fetch_add(1, Ordering::Relaxed);
         let (open, opts, log) = (Arc::clone(&open), opts.clone(), Arc::clone(&log));
+        let probes = Arc::clone(&probes);
         tokio::spawn(async move {
             let started = Instant::now();
             let (mode, bytes, why) = serve(stream, peer, &opts).await;
             open.fetch_sub(1, Ordering::Relaxed);
+            if why == CLOSED_SILENT {
+                probes.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
             log(&format!(
                 "sink: {peer} {mode} {bytes} bytes in {:.1} s ({why})",
                 started.elapsed().as_secs_f64()
@@ -157,16 +192,35 @@ async fn accept(tcp: TcpListener, opts: ProbeSinkOptions, log: Arc<dyn Fn(&str) 
     }
 }
 
+/// Why a connection that closed before sending a byte ended: a connect-time probe.
+const CLOSED_SILENT: &str = "closed without sending anything";
+
+/// Reads the hello; the bytes read (fewer than [`HELLO_BYTES`] when the peer closed first).
+async fn read_hello(s: &mut TcpStream, hello: &mut [u8; HELLO_BYTES]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < HELLO_BYTES {
+        match s.read(&mut hello[got..]).await {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            // a reset before anything was sent is a probe closing too (linger 0)
+            Err(_) if got == 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 async fn serve(
     mut s: TcpStream,
     peer: SocketAddr,
     opts: &ProbeSinkOptions,
 ) -> (&'static str, u64, &'static str) {
     let mut hello = [0u8; HELLO_BYTES];
-    match tokio::time::timeout(opts.idle, s.read_exact(&mut hello)).await {
-        Ok(Ok(_)) if &hello[..7] == HELLO_MAGIC => {}
-        Ok(Ok(_)) => return ("unknown", 0, "not a tcmon load stream"),
-        Ok(Err(_)) => return ("unknown", 0, "closed before its hello"),
+    match tokio::time::timeout(opts.idle, read_hello(&mut s, &mut hello)).await {
+        Ok(Ok(0)) => return ("unknown", 0, CLOSED_SILENT),
+        Ok(Ok(HELLO_BYTES)) if &hello[..7] == HELLO_MAGIC => {}
+        Ok(Ok(HELLO_BYTES)) => return ("unknown", 0, "not a tcmon load stream"),
+        Ok(_) => return ("unknown", 0, "closed before its hello"),
         Err(_) => return ("unknown", 0, "no hello within the idle time"),
     }
     let _ = set_tos(&s, peer, hello[8]);
@@ -210,5 +264,42 @@ async fn serve(
             }
             Err(_) => return (mode, bytes, "idle limit"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+    use std::sync::Mutex;
+
+    /// Connect-time probes (connect, close) are not logged one by one; a connection that sent
+    /// part of a hello still is.
+    #[test]
+    fn connections_closed_without_a_byte_are_not_logged_each() {
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let log = Arc::clone(&lines);
+        let sink = ProbeSink::start(
+            ProbeSinkOptions {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                ..ProbeSinkOptions::default()
+            },
+            move |l| log.lock().unwrap().push(l.to_owned()),
+        )
+        .unwrap();
+        for _ in 0..5 {
+            drop(std::net::TcpStream::connect(sink.local_addr()).unwrap());
+        }
+        let mut partial = std::net::TcpStream::connect(sink.local_addr()).unwrap();
+        partial.write_all(b"TCM").unwrap();
+        drop(partial);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lines.lock().unwrap().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let lines = lines.lock().unwrap().clone();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("closed before its hello"), "{lines:?}");
     }
 }

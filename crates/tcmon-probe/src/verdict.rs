@@ -131,6 +131,7 @@ fn phase_report(p: &PhaseData, targets: &[String]) -> PhaseReport {
         rtt_ms: p.stats.rtt_ms(),
         loss: p.stats.loss(),
         probes: p.stats.probes,
+        errors: p.stats.errors,
         duplicates: p.stats.duplicates,
         reordered: p.stats.reordered,
         goodput_bits_per_sec: p.download_bits_per_sec + p.upload_bits_per_sec,
@@ -192,6 +193,8 @@ fn bottleneck(phase: &PhaseData, increase_ms: f64, samples: &[(Instant, Snapshot
         left.clone_from(&in_phase);
     }
     let estimates = estimates(&in_phase);
+    // the namespace whose tc state was read (`--netns`), named wherever "this host" would be
+    let netns = samples.iter().find_map(|(_, s)| s.netns.clone());
     let explains = |d: f64| d >= increase_ms * LOCAL_SHARE;
     let local = |(interface, object, kind, _): ObjectKey,
                  queue_delay_ms: f64,
@@ -203,6 +206,7 @@ fn bottleneck(phase: &PhaseData, increase_ms: f64, samples: &[(Instant, Snapshot
             .map(|i| i.shapes_ingress_of.clone())
             .unwrap_or_default();
         Bottleneck::Local {
+            netns: netns.clone(),
             download_of,
             interface,
             object,
@@ -219,7 +223,7 @@ fn bottleneck(phase: &PhaseData, increase_ms: f64, samples: &[(Instant, Snapshot
             phase: phase.name,
             phase_latency_increase_ms: increase_ms,
             local_queue_delay_ms: local,
-            advice: upstream_advice(phase),
+            advice: upstream_advice(phase, netns.as_deref()),
             measured,
             not_measured,
         }
@@ -284,8 +288,14 @@ fn bottleneck(phase: &PhaseData, increase_ms: f64, samples: &[(Instant, Snapshot
     }
 }
 
+/// Where the tc state was read: `on this host`, or `in netns NAME`.
+pub fn place(netns: Option<&str>) -> String {
+    netns.map_or_else(|| "on this host".to_owned(), |ns| format!("in netns {ns}"))
+}
+
 /// What to do about a delay no queue here holds.
-fn upstream_advice(phase: &PhaseData) -> String {
+fn upstream_advice(phase: &PhaseData, netns: Option<&str>) -> String {
+    let here = place(netns);
     let (dir, goodput) = if phase.download_bits_per_sec >= phase.upload_bits_per_sec {
         ("download", phase.download_bits_per_sec)
     } else {
@@ -293,16 +303,17 @@ fn upstream_advice(phase: &PhaseData) -> String {
     };
     if goodput > 0.0 {
         format!(
-            "no queue on this host holds the delay: the bottleneck is upstream. Shape \
-             {dir} on this host a little below the bottleneck, about {} (90% of the \
+            "no queue {here} holds the delay: the bottleneck is upstream. Shape \
+             {dir} {here} a little below the bottleneck, about {} (90% of the \
              {dir} goodput measured), with cake or HTB + fq_codel, so the queue forms \
              here where it can be managed",
             tcmon_core::units::fmt_bits_per_sec(goodput * 0.9)
         )
     } else {
-        "no queue on this host holds the delay: the bottleneck is upstream; shape \
-         below its rate on this host so the queue forms here"
-            .to_owned()
+        format!(
+            "no queue {here} holds the delay: the bottleneck is upstream; shape below its \
+             rate {here} so the queue forms {here}"
+        )
     }
 }
 
@@ -580,6 +591,40 @@ mod tests {
         );
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["bottleneck"]["download_of"][0], "wan0", "{json}");
+    }
+
+    /// A queue read in another namespace (`--netns`) is named as that namespace's, in the
+    /// JSON and in the advice, never as this host's.
+    #[test]
+    fn a_queue_read_in_a_namespace_is_placed_there() {
+        let t0 = Instant::now();
+        let place = |backlog| {
+            let mut samples = samples(t0, backlog);
+            for (_, s) in &mut samples {
+                s.netns = Some("router".into());
+            }
+            let phases = [
+                phase("idle", t0, 0, &[1, 1, 1], 0.0, 0.0),
+                phase("download", t0, 1, &[2, 2, 2], 9e6, 0.0),
+                phase("upload", t0, 2, &[1001; 3], 0.0, 1.9e6),
+                phase("both", t0, 3, &[1001; 3], 9e6, 1.9e6),
+                phase("idle", t0, 4, &[1, 1, 1], 0.0, 0.0),
+            ];
+            serde_json::to_value(verdict(vec!["icmp:10.0.0.1".into()], &phases, &samples)).unwrap()
+        };
+        let local = place(250_000);
+        assert_eq!(local["bottleneck"]["location"], "local", "{local}");
+        assert_eq!(local["bottleneck"]["netns"], "router", "{local}");
+        let upstream = place(0);
+        let advice = upstream["bottleneck"]["advice"].as_str().unwrap();
+        assert!(
+            advice.starts_with("no queue in netns router holds the delay")
+                && !advice.contains("this host"),
+            "{advice}"
+        );
+        // read on this host: no field
+        let here = serde_json::to_value(run(1001, 250_000)).unwrap();
+        assert!(here["bottleneck"].get("netns").is_none(), "{here}");
     }
 
     #[test]

@@ -16,13 +16,13 @@ pub fn bufferbloat(
     findings: &[Finding],
     facts: &Facts<'_>,
 ) -> Option<Finding> {
-    use tcmon_probe_model::{Bottleneck, Grade};
+    use tcmon_probe_model::{Bottleneck, Concern};
     let (inc, grade) = (r.latency_increase_ms?, r.grade?);
-    let severity = match grade {
-        Grade::APlus | Grade::A => return None,
-        Grade::B => Severity::Info,
-        Grade::C => Severity::Warning,
-        Grade::D | Grade::F => Severity::Critical,
+    let severity = match grade.concern() {
+        Concern::None => return None,
+        Concern::Info => Severity::Info,
+        Concern::Warning => Severity::Warning,
+        Concern::Critical => Severity::Critical,
     };
     let mut evidence = Evidence::new();
     evidence.insert("latency_increase_ms", json!(inc));

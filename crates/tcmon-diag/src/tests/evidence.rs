@@ -65,6 +65,7 @@ fn evidence_prints_rounded_and_json_keeps_full_precision() {
         grade_by_latency: None,
         rpm: Some(31.127_840_1),
         bottleneck: Some(Bottleneck::Local {
+            netns: None,
             interface: "eth1".into(),
             object: "1:10".into(),
             kind: "pfifo".into(),

@@ -8,6 +8,7 @@ use super::*;
 fn bufferbloat_names_the_measured_wait_when_there_is_one() {
     use tcmon_probe_model::{Bottleneck, Grade, MeasuredDelay};
     let local = |measured| Bottleneck::Local {
+        netns: None,
         interface: "eth1".into(),
         object: "1:10".into(),
         kind: "pfifo".into(),
@@ -70,6 +71,7 @@ fn bufferbloat_at_a_queue_without_a_fix_says_what_is_left() {
         grade_by_latency: Some(Grade::B),
         rpm: None,
         bottleneck: Some(Bottleneck::Local {
+            netns: None,
             interface: "eth1".into(),
             object: "1:10".into(),
             kind: "pfifo".into(),

@@ -55,13 +55,13 @@ fn bad_durations_counts_and_addresses_say_what_is_expected() {
         ),
         (
             &["probe", "127.0.0.1", "--load", "sink:7878"],
-            2,
+            3,
             "IP address and port",
         ),
         // a sink's example is a sink's port, not the exporter's
         (
             &["probe", "127.0.0.1", "--load", "sink:7878"],
-            2,
+            3,
             "127.0.0.1:7878",
         ),
         (
@@ -73,7 +73,7 @@ fn bad_durations_counts_and_addresses_say_what_is_expected() {
                 "--streams",
                 "0",
             ],
-            2,
+            3,
             "at least 1",
         ),
     ] {
@@ -88,8 +88,8 @@ fn bad_durations_counts_and_addresses_say_what_is_expected() {
 /// a result: a probe never waited for, probes closer than 2 ms, a load test too short for one
 /// probe per phase, a sink on port 0, and a sink where nothing listens. Each used to be
 /// accepted: lost probes, a flood, a grade from no probes, or a failure after the idle phase.
-/// Refused by the command line's parser: 2, as every command's usage errors; refused by probe
-/// itself: 3, could not measure, as check's.
+/// Both are monitoring plugins: whether the parser or the test refuses, the exit is 3 (could
+/// not measure, UNKNOWN), never 2, which is their critical result.
 #[test]
 fn probe_and_check_load_refuse_what_cannot_measure_at_once() {
     // a port nothing listens on
@@ -102,17 +102,17 @@ fn probe_and_check_load_refuse_what_cannot_measure_at_once() {
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (
             vec!["probe", "127.0.0.1", "--timeout", "0s"],
-            2,
+            3,
             "longer than 0",
         ),
         (
             vec!["probe", "127.0.0.1", "--interval", "1ms"],
-            2,
+            3,
             "at least 2ms",
         ),
         (
             vec!["probe", "127.0.0.1", "--load", "127.0.0.1:0"],
-            2,
+            3,
             "port 0",
         ),
         (

@@ -61,6 +61,11 @@ impl Tmux {
         text(&self.run(&["capture-pane", "-p", "-t", "t"]).stdout)
     }
 
+    /// The screen with lines as printed, not as the terminal's width wrapped them.
+    fn screen_unwrapped(&self) -> String {
+        text(&self.run(&["capture-pane", "-p", "-J", "-t", "t"]).stdout)
+    }
+
     fn alternate_on(&self) -> bool {
         let o = self.run(&["display-message", "-p", "-t", "t", "#{alternate_on}"]);
         text(&o.stdout).trim() == "1"
@@ -235,8 +240,13 @@ fn tui_in_tmux_at_80x24_drops_columns_and_quits_on_ctrl_c() {
     tmux.type_line("clear");
     start_tui(&tmux, &pair.a.name, "--dev nope0");
     assert_restored(&tmux, 2);
-    let s = tmux.screen();
-    assert!(s.contains("no interface named 'nope0'"), "{s}");
+    // What failed and where, then why.
+    let s = tmux.screen_unwrapped();
+    let what = format!(
+        "tcmon: read the tc state of nope0 in netns {}: no interface named 'nope0'",
+        pair.a.name
+    );
+    assert!(s.contains(&what), "{what}\n{s}");
 }
 
 /// An SSH session or tmux window closed under the UI: the process must end, not spin on a
@@ -338,11 +348,12 @@ fn tui_draws_at_once_while_the_first_read_waits_and_q_quits() {
             .expect("open the FIFO's write end");
         assert_restored(&tmux, 2);
         drop(writer);
-        let s = tmux.screen();
+        let s = tmux.screen_unwrapped();
         // (after the prompt, if tcmon's start beat the prompt, as printed_before allows)
+        let what = format!("tcmon: read the tc state of netns {path}: ");
         assert!(
             s.lines()
-                .any(|l| l.trim_start_matches("$ ").starts_with("tcmon: ")
+                .any(|l| l.trim_start_matches("$ ").starts_with(&what)
                     && l.contains("network namespace")),
             "the error, on the normal screen:\n{s}"
         );

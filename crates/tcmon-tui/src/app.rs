@@ -337,6 +337,8 @@ impl App {
             Context::Filter
         } else if self.help {
             Context::Help
+        } else if !self.filter.is_empty() {
+            Context::Filtered
         } else {
             Context::Main
         };
@@ -365,6 +367,7 @@ impl App {
             Command::Fold => self.toggle_fold(),
             Command::NextPane => self.cycle_focus(1),
             Command::PrevPane => self.cycle_focus(-1),
+            Command::Findings => self.focus = Pane::Findings,
             Command::Filter => self.editing_filter = true,
             Command::Sort => {
                 self.sort = self.sort.next();
@@ -381,6 +384,10 @@ impl App {
             // pressed to leave the help must not leave tcmon (Ctrl-C still does).
             Command::CloseHelp => self.help = false,
             Command::FilterKeep => self.editing_filter = false,
+            Command::ClearFilter => {
+                self.filter.clear();
+                self.rebuild();
+            }
             Command::FilterClear => {
                 self.editing_filter = false;
                 self.filter.clear();

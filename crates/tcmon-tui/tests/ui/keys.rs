@@ -483,3 +483,36 @@ fn while_waiting_for_the_first_poll_the_quit_keys_quit() {
         assert_eq!(waiting_key(k), Action::None, "{k:?}");
     }
 }
+
+/// `/ 10 Enter` keeps a filter: Esc then clears it (the whole tree again) and only a second
+/// Esc quits; the other keys work as without a filter (q quits at once).
+#[test]
+fn esc_clears_a_kept_filter_before_it_quits() {
+    let mut a = app();
+    press(&mut a, &[ch('/'), ch('1'), ch('0'), key(KeyCode::Enter)]);
+    assert_eq!((a.filter(), a.editing_filter()), ("10", false));
+    assert_eq!(handles(&a), ["1:", "1:1", "1:10", "10:"]);
+    press(&mut a, &[ch('j')]);
+    assert_eq!(selected(&a), "1:1", "keys move as in the tree");
+    assert_eq!(press(&mut a, &[key(KeyCode::Esc)]), [Action::None]);
+    assert_eq!(a.filter(), "");
+    assert_eq!(handles(&a).len(), 7);
+    assert_eq!(selected(&a), "1:1", "the selection stays");
+    assert_eq!(press(&mut a, &[key(KeyCode::Esc)]), [Action::Quit]);
+
+    let mut a = app();
+    press(&mut a, &[ch('/'), ch('1'), ch('0'), key(KeyCode::Enter)]);
+    assert_eq!(press(&mut a, &[ch('q')]), [Action::Quit]);
+}
+
+/// `f` goes straight to the findings, from any pane.
+#[test]
+fn f_goes_to_the_findings() {
+    for probes in [false, true] {
+        let mut a = App::new(shaped_state(probes), "host".into(), true);
+        press(&mut a, &[ch('f')]);
+        assert_eq!(a.focus(), Pane::Findings);
+        press(&mut a, &[key(KeyCode::Tab), ch('f')]);
+        assert_eq!(a.focus(), Pane::Findings);
+    }
+}

@@ -911,3 +911,51 @@ fn the_detail_names_what_a_measurement_is_of() {
         "{text}"
     );
 }
+
+/// The detail's title (at 80 columns, where the findings are not on screen) names the key
+/// that goes to the findings: pressed, that key shows them.
+#[test]
+fn the_detail_title_names_the_key_that_shows_the_findings() {
+    for probes in [false, true] {
+        let mut a = on_1_10(probes);
+        let text = screen(&mut a, 80, 24);
+        let title = text
+            .lines()
+            .find(|l| l.contains("Detail"))
+            .unwrap_or_else(|| panic!("{text}"));
+        let key = title
+            .split(" · ")
+            .find_map(|p| p.split_once(": findings (").map(|(k, _)| k.trim()))
+            .unwrap_or_else(|| panic!("no key for the findings: {title}"));
+        let k = match key {
+            "Tab" => KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE),
+            "Shift-Tab" => KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT),
+            c if c.chars().count() == 1 => ch(c.chars().next().unwrap()),
+            other => panic!("a key the test does not know: {other}"),
+        };
+        a.on_key(k);
+        assert_eq!(
+            a.focus(),
+            tcmon_tui::Pane::Findings,
+            "{key} (probes: {probes})"
+        );
+        let text = screen(&mut a, 80, 24);
+        assert!(text.contains("Findings"), "{text}");
+    }
+}
+
+/// A kept filter says in the tree's title which key clears it; while it is typed the footer
+/// says so.
+#[test]
+fn a_kept_filter_says_how_to_clear_it() {
+    let mut a = on_1_10(false);
+    for c in "/10".chars() {
+        a.on_key(ch(c));
+    }
+    let typing = screen(&mut a, 80, 24);
+    assert!(!typing.contains("Esc clears)"), "{typing}");
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    let kept = screen(&mut a, 80, 24);
+    let title = kept.lines().find(|l| l.contains("eth1 ·")).unwrap();
+    assert!(title.contains("filter '10': 4 rows (Esc clears)"), "{kept}");
+}

@@ -959,3 +959,55 @@ fn a_kept_filter_says_how_to_clear_it() {
     let title = kept.lines().find(|l| l.contains("eth1 ·")).unwrap();
     assert!(title.contains("filter '10': 4 rows (Esc clears)"), "{kept}");
 }
+
+/// A target that has neither answered nor timed out yet has no loss to show: `-` and that it
+/// waits, not `0.0%`; once its first probe timed out, `100.0%`.
+#[test]
+fn the_latency_pane_shows_no_loss_before_a_verdict() {
+    use tcmon_probe_model::{ProbeKind, TargetStatus};
+    let waiting = TargetStatus {
+        target: "10.50.0.99".into(),
+        kind: ProbeKind::Icmp,
+        last_rtt_ms: None,
+        baseline_ms: None,
+        increase_ms: None,
+        loss_ratio: 0.0,
+        sent_total: 0,
+        received_total: 0,
+        rtt_buckets: vec![],
+        rtt_sum_seconds: 0.0,
+        recent_ms: vec![],
+    };
+    let timed_out = TargetStatus {
+        loss_ratio: 1.0,
+        sent_total: 1,
+        recent_ms: vec![None],
+        ..waiting.clone()
+    };
+    let base = shaped_state(true);
+    let with = |p: TargetStatus| {
+        let mut st = (*base).clone();
+        st.probes = std::sync::Arc::new(vec![p]);
+        let mut a = App::new(std::sync::Arc::new(st), "router1".into(), true);
+        a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        assert_eq!(a.focus(), tcmon_tui::Pane::Latency);
+        a
+    };
+    for (w, h) in [(80, 24), (200, 50)] {
+        let text = screen(&mut with(waiting.clone()), w, h);
+        let row = text
+            .lines()
+            .find(|l| l.contains("10.50.0.99"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(!row.contains('%'), "{row}");
+        assert!(row.contains("   - "), "{row}");
+        assert!(
+            row.contains("waiting") || row.contains("no answer yet"),
+            "{row}"
+        );
+        let text = screen(&mut with(timed_out.clone()), w, h);
+        let row = text.lines().find(|l| l.contains("10.50.0.99")).unwrap();
+        assert!(row.contains("100.0%"), "{row}");
+    }
+}

@@ -531,10 +531,12 @@ mod tests {
         // Measured: `=` and the window's median instead of the estimate, even with nothing
         // queued at the poll; never above the window's longest wait.
         let measured = |b: u64, samples: &[u64], max: u64| {
-            let mut window = tcmon_core::sojourn::Histogram::default();
+            // as the kernel gives them: counts per bucket, and the exact maximum beside them
+            let mut counts = [0u64; tcmon_core::sojourn::BUCKETS];
             for &ns in samples {
-                window.record(ns);
+                counts[tcmon_core::sojourn::bucket_of(ns)] += 1;
             }
+            let window = tcmon_core::sojourn::Histogram::from_counts(counts, samples.iter().sum());
             let m = ObjectSojourn::new(
                 3,
                 "eth1".into(),

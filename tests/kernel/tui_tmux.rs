@@ -541,3 +541,38 @@ fn tui_findings_pane_gives_fixes_in_the_namespace() {
     tmux.send(&["q"]);
     assert_restored(&tmux, 0);
 }
+
+/// A host where nothing shapes opens on its uplink (the interface of the default route), not
+/// on `lo`: here a veth created after veth0, so neither the lowest ifindex nor the order
+/// of the interfaces decides.
+#[test]
+fn tui_opens_on_the_uplink_where_nothing_shapes() {
+    if skip_unless_root("tui_opens_on_the_uplink_where_nothing_shapes") {
+        return;
+    }
+    let pair = Pair::create("uplink").expect("namespaces");
+    for args in [
+        &["link", "add", "up0", "type", "veth", "peer", "name", "up0p"][..],
+        &["link", "set", "up0", "up"],
+        &["link", "set", "up0p", "up"],
+        &["addr", "add", "10.78.0.1/24", "dev", "up0"],
+        &[
+            "route",
+            "add",
+            "default",
+            "via",
+            "10.78.0.254",
+            "dev",
+            "up0",
+        ],
+    ] {
+        pair.a.ip(args).expect("the uplink");
+    }
+    let tmux = Tmux::start("uplink", 80, 24);
+    start_tui(&tmux, &pair.a.name, "");
+    tmux.wait_for("the uplink's tree", Duration::from_secs(10), |s| {
+        tree_interface(s) == Some("up0")
+    });
+    tmux.send(&["q"]);
+    assert_restored(&tmux, 0);
+}

@@ -37,10 +37,11 @@ pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
     ) {
         Ok(s) => s,
         // The collector's error keeps its type, so a bad --dev/--netns is a usage error.
-        Err(tcmon_tui::Error::Start(tcmon_agent::Error::Collector(e))) => {
-            return Err(anyhow::Error::new(e).context("start the poller"))
-        }
-        Err(tcmon_tui::Error::Start(e)) => return Err(e.into()),
+        Err(tcmon_tui::Error::Start {
+            what,
+            source: tcmon_agent::Error::Collector(e),
+        }) => return Err(anyhow::Error::new(e).context(what)),
+        Err(tcmon_tui::Error::Start { source, .. }) => return Err(source.into()),
         Err(e) => return Err(anyhow::Error::new(e).context("terminal UI")),
     };
     // Killed by a signal: the status a shell gives that signal, though the terminal was restored.

@@ -61,6 +61,11 @@ impl Tmux {
         text(&self.run(&["capture-pane", "-p", "-t", "t"]).stdout)
     }
 
+    /// The screen with lines as printed, not as the terminal's width wrapped them.
+    fn screen_unwrapped(&self) -> String {
+        text(&self.run(&["capture-pane", "-p", "-J", "-t", "t"]).stdout)
+    }
+
     fn alternate_on(&self) -> bool {
         let o = self.run(&["display-message", "-p", "-t", "t", "#{alternate_on}"]);
         text(&o.stdout).trim() == "1"
@@ -235,8 +240,13 @@ fn tui_in_tmux_at_80x24_drops_columns_and_quits_on_ctrl_c() {
     tmux.type_line("clear");
     start_tui(&tmux, &pair.a.name, "--dev nope0");
     assert_restored(&tmux, 2);
-    let s = tmux.screen();
-    assert!(s.contains("no interface named 'nope0'"), "{s}");
+    // What failed and where, then why.
+    let s = tmux.screen_unwrapped();
+    let what = format!(
+        "tcmon: read the tc state of nope0 in netns {}: no interface named 'nope0'",
+        pair.a.name
+    );
+    assert!(s.contains(&what), "{what}\n{s}");
 }
 
 /// An SSH session or tmux window closed under the UI: the process must end, not spin on a
@@ -338,11 +348,12 @@ fn tui_draws_at_once_while_the_first_read_waits_and_q_quits() {
             .expect("open the FIFO's write end");
         assert_restored(&tmux, 2);
         drop(writer);
-        let s = tmux.screen();
+        let s = tmux.screen_unwrapped();
         // (after the prompt, if tcmon's start beat the prompt, as printed_before allows)
+        let what = format!("tcmon: read the tc state of netns {path}: ");
         assert!(
             s.lines()
-                .any(|l| l.trim_start_matches("$ ").starts_with("tcmon: ")
+                .any(|l| l.trim_start_matches("$ ").starts_with(&what)
                     && l.contains("network namespace")),
             "the error, on the normal screen:\n{s}"
         );
@@ -527,6 +538,41 @@ fn tui_findings_pane_gives_fixes_in_the_namespace() {
         !s.contains("fix: tc qdisc"),
         "a fix for the host's namespace on screen:\n{s}"
     );
+    tmux.send(&["q"]);
+    assert_restored(&tmux, 0);
+}
+
+/// A host where nothing shapes opens on its uplink (the interface of the default route), not
+/// on `lo`: here a veth created after veth0, so neither the lowest ifindex nor the order
+/// of the interfaces decides.
+#[test]
+fn tui_opens_on_the_uplink_where_nothing_shapes() {
+    if skip_unless_root("tui_opens_on_the_uplink_where_nothing_shapes") {
+        return;
+    }
+    let pair = Pair::create("uplink").expect("namespaces");
+    for args in [
+        &["link", "add", "up0", "type", "veth", "peer", "name", "up0p"][..],
+        &["link", "set", "up0", "up"],
+        &["link", "set", "up0p", "up"],
+        &["addr", "add", "10.78.0.1/24", "dev", "up0"],
+        &[
+            "route",
+            "add",
+            "default",
+            "via",
+            "10.78.0.254",
+            "dev",
+            "up0",
+        ],
+    ] {
+        pair.a.ip(args).expect("the uplink");
+    }
+    let tmux = Tmux::start("uplink", 80, 24);
+    start_tui(&tmux, &pair.a.name, "");
+    tmux.wait_for("the uplink's tree", Duration::from_secs(10), |s| {
+        tree_interface(s) == Some("up0")
+    });
     tmux.send(&["q"]);
     assert_restored(&tmux, 0);
 }

@@ -89,6 +89,9 @@ pub struct State {
     pub paused: bool,
     /// Where the last good poll's time went.
     pub steps: Steps,
+    /// The interface of the default route in the namespace read (the uplink), read with the
+    /// link facts; `None` without one.
+    pub default_route: Option<String>,
 }
 
 /// Wall time of each step of the last good poll, in nanoseconds: what `hz` and the figures of
@@ -208,6 +211,7 @@ impl Agent {
             spare_rates: Rates::default(),
             links: BTreeMap::new(),
             links_read: None,
+            default_route: None,
             htb_hysteresis: facts::htb_hysteresis(),
             fq_codel_available: facts::fq_codel_available(),
             netns_switches: 0,
@@ -291,6 +295,7 @@ struct Poller {
     spare_rates: Rates,
     links: BTreeMap<String, LinkFacts>,
     links_read: Option<Instant>,
+    default_route: Option<String>,
     htb_hysteresis: Option<bool>,
     fq_codel_available: Option<bool>,
     /// The collector's count of namespace replacements at the last good poll.
@@ -495,6 +500,7 @@ impl Poller {
                 self.config_findings = None;
                 self.links = links;
             }
+            self.default_route = facts::default_route(self.opts.netns.as_deref());
             self.links_read = Some(Instant::now());
         }
         let facts = Facts {
@@ -539,6 +545,7 @@ impl Poller {
             steps,
             overruns_total: self.overruns_total,
             paused: self.paused,
+            default_route: self.default_route.clone(),
         }
     }
 }

@@ -154,6 +154,8 @@ impl Attributor {
                     m.window.add(&f.window);
                     m.window_max_ns = m.window_max_ns.max(f.window_max_ns);
                     m.total.add(&f.window);
+                    // the kernel's counts know no maximum: its quantiles stay under this
+                    m.total.note_max(f.window_max_ns);
                 }
                 None => unattributed += f.window.count(),
             }
@@ -326,6 +328,36 @@ mod tests {
         assert_eq!(c20.window_max_ns, Some(9_000_000));
     }
 
+    /// The kernel's windows are counts per bucket and an exact maximum: the total since the
+    /// start keeps the maximum, so its quantiles never pass the longest wait (interpolated in
+    /// the (5 s, 7 s] bucket, a p99 read 6.98 s where no wait passed 5.77 s).
+    #[test]
+    fn the_totals_quantiles_stay_under_the_longest_wait() {
+        let snap = crate::tests::shaper(Vec::new());
+        let meta = ReadingMeta::default();
+        let kernel = |max_ns: u64| {
+            let mut f = flow("1:10", 0, 0);
+            let mut counts = [0u64; tcmon_core::sojourn::BUCKETS];
+            counts[tcmon_core::sojourn::bucket_of(max_ns)] = 100;
+            f.window = Histogram::from_counts(counts, 100 * (max_ns - 200_000_000));
+            f.window_max_ns = Some(max_ns);
+            f
+        };
+        let (mut fast, mut reference) = (Attributor::default(), Reference::default());
+        for max_ns in [5_770_000_000, 5_400_000_000] {
+            let s = fast.attribute(&snap, 1, &[kernel(max_ns)], meta);
+            let (objects, _) = reference.attribute(&snap, &[kernel(max_ns)]);
+            let total = &s
+                .get(2, ObjectType::Class, "1:10".parse().unwrap())
+                .unwrap()
+                .total;
+            assert_eq!(total, &objects[0].total);
+            assert_eq!(total.max_ns(), Some(5_770_000_000));
+            let p99 = total.quantile_ns(0.99).unwrap();
+            assert!(p99 <= 5_770_000_000, "p99 {p99}");
+        }
+    }
+
     /// What attribution means, without its caches: every flow classified at every poll, the
     /// objects in a sorted map.
     #[derive(Default)]
@@ -349,10 +381,9 @@ mod tests {
                         let w = window.entry((f.ifindex, o, h)).or_default();
                         w.0.add(&f.window);
                         w.1 = w.1.max(f.window_max_ns);
-                        self.totals
-                            .entry((f.ifindex, o, h))
-                            .or_default()
-                            .add(&f.window);
+                        let total = self.totals.entry((f.ifindex, o, h)).or_default();
+                        total.add(&f.window);
+                        total.note_max(f.window_max_ns);
                     }
                     Target::Unattributed => unattributed += f.window.count(),
                 }

@@ -53,6 +53,10 @@ pub struct Histogram {
     /// Empty, or from a bucket with a count to a bucket with a count.
     counts: Box<[u64]>,
     pub sum_ns: u64,
+    /// The longest wait counted, when it is known (recorded, or noted with
+    /// [`Histogram::note_max`]): quantiles stay at or under it, where interpolating within
+    /// the top bucket would reach that bucket's bound (up to 1.5x the longest wait).
+    max_ns: Option<u64>,
 }
 
 /// Dense from bucket 0 to the last with a count: most of a delay histogram is empty at the top.
@@ -94,6 +98,7 @@ impl Histogram {
             first: u8::try_from(lo).unwrap_or(0),
             counts: dense[lo..=hi].into(),
             sum_ns,
+            max_ns: None,
         }
     }
 
@@ -120,11 +125,24 @@ impl Histogram {
         one.first = u8::try_from(b).unwrap_or(0);
         one.counts = Box::new([1]);
         one.sum_ns = ns;
+        one.max_ns = Some(ns);
         self.add(&one);
+    }
+
+    /// `max_ns` is the longest of waits counted here (a measurement's exact maximum of a
+    /// window whose counts were added): quantiles stay at or under the longest noted.
+    pub fn note_max(&mut self, max_ns: Option<u64>) {
+        self.max_ns = self.max_ns.max(max_ns);
+    }
+
+    /// The longest wait counted, when known.
+    pub fn max_ns(&self) -> Option<u64> {
+        self.max_ns
     }
 
     pub fn add(&mut self, other: &Histogram) {
         self.sum_ns += other.sum_ns;
+        self.note_max(other.max_ns);
         if other.counts.is_empty() {
             return;
         }
@@ -154,7 +172,9 @@ impl Histogram {
         for (i, c) in other.counts.iter().enumerate() {
             dense[olo + i] += c;
         }
+        let max_ns = self.max_ns;
         *self = Histogram::trimmed(&dense, self.sum_ns);
+        self.max_ns = max_ns;
     }
 
     pub fn mean_ns(&self) -> Option<u64> {
@@ -162,9 +182,15 @@ impl Histogram {
         (n > 0).then(|| self.sum_ns / n)
     }
 
-    /// The `q` quantile (0..=1), interpolated linearly within its bucket; `None` when empty.
-    /// Above the last bound it is that bound (10 s): the histogram knows no more.
+    /// The `q` quantile (0..=1), interpolated linearly within its bucket and never above the
+    /// longest wait when that is known; `None` when empty. Above the last bound it is that
+    /// bound (10 s): the histogram knows no more.
     pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        let v = self.interpolated_ns(q)?;
+        Some(self.max_ns.map_or(v, |m| v.min(m)))
+    }
+
+    fn interpolated_ns(&self, q: f64) -> Option<u64> {
         let n = self.count();
         if n == 0 {
             return None;
@@ -352,7 +378,8 @@ mod tests {
         }
         let p50 = h.quantile_ns(0.5).unwrap();
         assert!((30_000_000..=50_000_000).contains(&p50), "{p50}");
-        assert_eq!(h.quantile_ns(1.0), Some(50_000_000));
+        // not the bucket's bound (50 ms): no wait was that long
+        assert_eq!(h.quantile_ns(1.0), Some(40_000_000));
         assert_eq!(h.mean_ns(), Some(40_000_000));
         // One slow packet in a hundred moves p99 only to its rank.
         let mut h = Histogram::default();
@@ -364,6 +391,44 @@ mod tests {
         assert!(h.quantile_ns(0.99).unwrap() <= 2_000);
         assert!(h.quantile_ns(0.999).unwrap() > 1_000_000_000);
         assert_eq!(Histogram::default().quantile_ns(0.5), None);
+    }
+
+    /// Waits of 5.0-5.77 s (a FIFO that holds 6.06 s) fall in the (5 s, 7 s] bucket: its p99
+    /// interpolated within the bucket read 6.89 s, longer than any wait. Recorded or added
+    /// with their maximum noted, quantiles stay within what was seen.
+    #[test]
+    fn quantiles_never_pass_the_longest_wait() {
+        let waits: Vec<u64> = (0..1_000).map(|i| 5_000_000_001 + i * 770_000).collect();
+        let longest = *waits.iter().max().unwrap();
+        assert!(longest < 5_770_000_000);
+        let mut recorded = Histogram::default();
+        for &w in &waits {
+            recorded.record(w);
+        }
+        // as the attribution builds a total: windows from the kernel's counts, and each
+        // window's exact maximum
+        let mut total = Histogram::default();
+        for part in waits.chunks(300) {
+            let mut counts = [0u64; BUCKETS];
+            for &w in part {
+                counts[bucket_of(w)] += 1;
+            }
+            total.add(&Histogram::from_counts(counts, part.iter().sum()));
+            total.note_max(part.iter().max().copied());
+        }
+        for h in [&recorded, &total] {
+            assert_eq!(h.max_ns(), Some(longest));
+            for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+                let v = h.quantile_ns(q).unwrap();
+                assert!((5_000_000_000..=longest).contains(&v), "p{q}: {v}");
+            }
+            assert_eq!(h.quantile_ns(1.0), Some(longest));
+        }
+        // without a known maximum it is still the bucket's interpolation
+        let mut counts = [0u64; BUCKETS];
+        counts[bucket_of(5_500_000_000)] = 1_000;
+        let unknown = Histogram::from_counts(counts, 0);
+        assert_eq!(unknown.quantile_ns(0.99), Some(6_980_000_000));
     }
 
     #[test]
@@ -407,7 +472,8 @@ mod tests {
             proptest::prop_assert_eq!(h.counts().collect::<Vec<_>>(), dense.to_vec());
             proptest::prop_assert_eq!(h.count(), dense.iter().sum::<u64>());
             proptest::prop_assert_eq!(h.sum_ns, sum);
-            let again = Histogram::from_counts(dense, sum);
+            let mut again = Histogram::from_counts(dense, sum);
+            again.note_max(waits.iter().max().copied());
             proptest::prop_assert_eq!(&h, &again);
             proptest::prop_assert_eq!(h.quantile_ns(0.99), again.quantile_ns(0.99));
             let end = dense.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);

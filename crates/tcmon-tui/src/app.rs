@@ -140,7 +140,7 @@ pub struct App {
 
 impl App {
     pub fn new(state: Arc<State>, host: String, color: bool) -> App {
-        let iface = default_interface(&state.snapshot);
+        let iface = default_interface(&state.snapshot, state.default_route.as_deref());
         // Nothing tells whether the state given first came from a failed poll but its error:
         // taken as the latest poll's.
         let errors_at_good_poll = state
@@ -192,7 +192,8 @@ impl App {
         {
             Some(i) => i,
             None => {
-                let i = default_interface(&self.state.snapshot);
+                let i =
+                    default_interface(&self.state.snapshot, self.state.default_route.as_deref());
                 self.iface_name = ifaces.get(i).map(|i| i.name.clone());
                 i
             }
@@ -337,6 +338,8 @@ impl App {
             Context::Filter
         } else if self.help {
             Context::Help
+        } else if !self.filter.is_empty() {
+            Context::Filtered
         } else {
             Context::Main
         };
@@ -365,6 +368,7 @@ impl App {
             Command::Fold => self.toggle_fold(),
             Command::NextPane => self.cycle_focus(1),
             Command::PrevPane => self.cycle_focus(-1),
+            Command::Findings => self.focus = Pane::Findings,
             Command::Filter => self.editing_filter = true,
             Command::Sort => {
                 self.sort = self.sort.next();
@@ -381,6 +385,10 @@ impl App {
             // pressed to leave the help must not leave tcmon (Ctrl-C still does).
             Command::CloseHelp => self.help = false,
             Command::FilterKeep => self.editing_filter = false,
+            Command::ClearFilter => {
+                self.filter.clear();
+                self.rebuild();
+            }
             Command::FilterClear => {
                 self.editing_filter = false;
                 self.filter.clear();
@@ -575,19 +583,34 @@ fn canonical_handle(object: &str) -> Option<Handle> {
     (h.write_tc(&mut [0; 16]) == object).then_some(h)
 }
 
-/// The interface to open on: the one with the most classes (where the shaping is), then the
-/// most qdiscs, then the lowest ifindex. The kernel's defaults count for nothing, so `lo`
-/// (noqueue) or a multiqueue NIC (mq, a class and a qdisc per queue) does not outrank a
-/// shaper.
-fn default_interface(snap: &Snapshot) -> usize {
+/// The interface to open on (an index into `snap.interfaces`), given the interface of the
+/// default route (`uplink`, as the agent read it) if any. Where something shapes: the uplink
+/// if it shapes, else the interface with the most classes, then the most qdiscs. Where nothing
+/// does: the uplink, else the interface other than `lo` that sent the most. Then the lowest
+/// ifindex. The kernel's defaults count for nothing, so `lo` (noqueue) or a multiqueue NIC
+/// (mq, a class and a qdisc per queue) does not outrank a shaper.
+pub fn default_interface(snap: &Snapshot, uplink: Option<&str>) -> usize {
+    use std::cmp::Reverse;
     snap.interfaces
         .iter()
         .enumerate()
         .min_by_key(|(_, i)| {
             let (classes, qdiscs) = configured_objects(i);
+            let shapes = classes + qdiscs > 0;
+            let is_uplink = uplink == Some(i.name.as_str());
+            let sent: u64 = i
+                .qdiscs
+                .iter()
+                .filter(|q| q.parent == Handle::ROOT)
+                .map(|q| q.stats.bytes)
+                .sum();
             (
-                std::cmp::Reverse(classes),
-                std::cmp::Reverse(qdiscs),
+                Reverse(shapes && is_uplink),
+                Reverse(classes),
+                Reverse(qdiscs),
+                Reverse(is_uplink),
+                i.name == "lo",
+                Reverse(sent),
                 i.ifindex,
             )
         })

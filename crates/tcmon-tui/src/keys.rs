@@ -20,6 +20,8 @@ pub enum Command {
     Fold,
     NextPane,
     PrevPane,
+    /// Straight to the findings pane.
+    Findings,
     Filter,
     Sort,
     Pause,
@@ -27,6 +29,8 @@ pub enum Command {
     Faster,
     Help,
     Quit,
+    /// With a filter kept: clear it (the tree shows whole again).
+    ClearFilter,
     /// While typing a filter: keep it and stop typing.
     FilterKeep,
     /// While typing a filter: clear it and stop typing.
@@ -98,6 +102,9 @@ impl Key {
 pub enum Context {
     /// The tree and the panes (what the help overlay lists).
     Main,
+    /// The tree and the panes with a filter kept (after `/` and Enter): these keys first,
+    /// then [`Context::Main`]'s.
+    Filtered,
     /// While a filter is typed (after `/`).
     Filter,
     /// While the help overlay is open.
@@ -105,11 +112,27 @@ pub enum Context {
 }
 
 impl Context {
-    const ALL: [Context; 3] = [Context::Main, Context::Filter, Context::Help];
+    const ALL: [Context; 4] = [
+        Context::Main,
+        Context::Filtered,
+        Context::Filter,
+        Context::Help,
+    ];
+
+    /// Where keys not bound here are looked up next.
+    fn fallback(self) -> Option<Context> {
+        match self {
+            Context::Filtered => Some(Context::Main),
+            Context::Main | Context::Filter | Context::Help => None,
+        }
+    }
 
     fn title(self) -> &'static str {
         match self {
             Context::Main => "In the tree and the panes",
+            Context::Filtered => {
+                "With a filter kept (after `/` and Enter; the other keys as in the tree)"
+            }
             Context::Filter => {
                 "While typing a filter (after `/`; keys held with Alt or Ctrl do nothing)"
             }
@@ -219,9 +242,10 @@ pub const KEYS: &[Entry] = &[
         keys: &[
             &[on(KeyCode::Tab, C::NextPane)],
             &[on(KeyCode::BackTab, C::PrevPane)],
+            &[ch('f', C::Findings)],
         ],
         also: &[],
-        help: "next / previous pane",
+        help: "next / previous pane, straight to the findings",
         footer: Some((4, "Tab pane")),
     },
     Entry {
@@ -275,6 +299,13 @@ pub const KEYS: &[Entry] = &[
         footer: Some((1, "q quit")),
     },
     Entry {
+        context: Context::Filtered,
+        keys: &[&[on(KeyCode::Esc, C::ClearFilter)]],
+        also: &[],
+        help: "clear the filter (then Esc quits)",
+        footer: None,
+    },
+    Entry {
         context: Context::Filter,
         keys: &[&[on(KeyCode::Enter, C::FilterKeep)]],
         also: &[],
@@ -319,18 +350,32 @@ pub const KEYS: &[Entry] = &[
     },
 ];
 
-/// The binding of `k` in `context`: one that works everywhere first, then the context's.
+/// The binding of `k` in `context`: one that works everywhere first, then the context's, then
+/// those of the context it falls back to.
 pub fn binding(context: Context, k: &KeyEvent) -> Option<&'static Binding> {
     let everywhere = KEYS
         .iter()
         .flat_map(Entry::bindings)
         .find(|b| b.everywhere && b.key.matches(k));
-    everywhere.or_else(|| {
+    let within = |c: Context| {
         KEYS.iter()
-            .filter(|e| e.context == context)
+            .filter(move |e| e.context == c)
             .flat_map(Entry::bindings)
             .find(|b| b.key.matches(k))
-    })
+    };
+    everywhere
+        .or_else(|| within(context))
+        .or_else(|| context.fallback().and_then(within))
+}
+
+/// The key that asks for `command` in `context` (the first the table lists), as the help
+/// writes it: for views that name the key, so that the table stays the one place saying it.
+pub fn key_for(context: Context, command: Command) -> Option<String> {
+    KEYS.iter()
+        .filter(|e| e.context == context)
+        .flat_map(Entry::bindings)
+        .find(|b| b.command == command)
+        .map(|b| b.key.name())
 }
 
 /// What `k` asks for in `context`.

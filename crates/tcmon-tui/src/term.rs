@@ -33,9 +33,15 @@ pub enum Error {
     #[error("terminal")]
     Io(#[from] io::Error),
     /// `Agent::start` failed (a bad `--dev` or `--netns`): returned once the terminal is
-    /// restored, so the caller prints it where it can be read.
-    #[error("start the poller")]
-    Start(#[source] tcmon_agent::Error),
+    /// restored, so the caller prints it where it can be read. `what` says what was read
+    /// where (`read the tc state of netns lab`), for a caller that puts it before the
+    /// source's own words.
+    #[error("{what}")]
+    Start {
+        what: String,
+        #[source]
+        source: tcmon_agent::Error,
+    },
     #[error("the poller's start panicked")]
     StartPanicked,
 }
@@ -100,6 +106,11 @@ fn target_text(o: &AgentOptions) -> String {
     s
 }
 
+/// What a failed start failed to do, and where: `read the tc state of eth9 in netns lab`.
+fn start_failed(target: &str) -> String {
+    format!("read the tc state of {target}")
+}
+
 type Term = Terminal<CrosstermBackend<io::Stdout>>;
 
 enum Waited {
@@ -119,7 +130,12 @@ fn wait_for_agent(
     while STOP.load(Ordering::Relaxed) == 0 {
         match rx.try_recv() {
             Ok(Ok(agent)) => return Ok(Waited::Started(agent)),
-            Ok(Err(e)) => return Err(Error::Start(e)),
+            Ok(Err(source)) => {
+                return Err(Error::Start {
+                    what: start_failed(&waiting.target),
+                    source,
+                })
+            }
             Err(TryRecvError::Disconnected) => return Err(Error::StartPanicked),
             Err(TryRecvError::Empty) => {}
         }
@@ -315,5 +331,28 @@ fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let _ = disable_raw_mode();
         let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_start_says_it_read_the_tc_state_and_of_what() {
+        let opts = AgentOptions {
+            netns: Some("lab".into()),
+            devices: vec!["eth9".into()],
+            ..AgentOptions::default()
+        };
+        let e = Error::Start {
+            what: start_failed(&target_text(&opts)),
+            source: tcmon_agent::Error::Thread(io::Error::other("no threads left")),
+        };
+        assert_eq!(e.to_string(), "read the tc state of eth9 in netns lab");
+        assert_eq!(
+            start_failed(&target_text(&AgentOptions::default())),
+            "read the tc state of this host"
+        );
     }
 }

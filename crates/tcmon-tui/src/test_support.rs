@@ -312,6 +312,7 @@ pub fn state(
         overruns_total: 0,
         paused: false,
         steps: tcmon_agent::Steps::default(),
+        default_route: None,
     })
 }
 
@@ -332,6 +333,7 @@ pub fn first_state(snap: Snapshot) -> Arc<State> {
         overruns_total: 0,
         paused: false,
         steps: tcmon_agent::Steps::default(),
+        default_route: None,
     })
 }
 

@@ -21,6 +21,7 @@ use super::text::{compact_ns, fit, fmt_count, fmt_duration, hanging, sparkline};
 use super::tree::{at_most_max, observe, queue_delay_ns, Obs};
 use super::Theme;
 use crate::app::{App, Pane};
+use crate::keys::{self, Command, Context};
 
 /// `alone`: the only pane below the tree, so its title says where the findings are.
 pub(super) fn detail_pane(
@@ -47,7 +48,9 @@ pub(super) fn detail_pane(
     };
     let mut title = format!(" Detail{window} ");
     if alone {
-        let _ = write!(title, "· Tab: findings ({}) ", app.state().findings.len());
+        if let Some(key) = keys::key_for(Context::Main, Command::Findings) {
+            let _ = write!(title, "· {key}: findings ({}) ", app.state().findings.len());
+        }
     }
     let block = t.block(title, app.focus() == Pane::Detail);
     let inner = block.inner(area);

@@ -11,6 +11,13 @@ use super::text::{compact_ns, fit, sparkline};
 use super::Theme;
 use crate::app::{App, Pane};
 
+/// The RECENT column of a target with no answer and no timeout yet, the longest that fits.
+const NO_VERDICT: [&str; 3] = [
+    "no answer yet (waiting for one or a timeout)",
+    "no answer yet",
+    "waiting",
+];
+
 pub(super) fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> usize {
     let block = t.block(" Latency probes ".to_owned(), app.focus() == Pane::Latency);
     let inner = block.inner(area);
@@ -43,6 +50,25 @@ pub(super) fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) 
         } else {
             Style::new()
         };
+        // No probe answered or timed out yet: no loss to speak of (0% would read as "all
+        // answered" for a target that may never answer).
+        let verdict = !p.recent_ms.is_empty();
+        let (loss, recent) = if verdict {
+            (
+                Span::styled(format!(" {:>5.1}%", p.loss_ratio * 100.0), loss_style),
+                Span::styled(sparkline(&p.recent_ms, spark_w), t.good()),
+            )
+        } else {
+            let waiting = NO_VERDICT
+                .iter()
+                .find(|w| w.chars().count() <= spark_w)
+                .copied()
+                .unwrap_or_default();
+            (
+                Span::raw(format!(" {:>6}", "-")),
+                Span::styled(waiting, t.dim()),
+            )
+        };
         lines.push(Line::from(vec![
             Span::raw(fit(&format!("{} {}", p.target, p.kind), 22, false)),
             Span::raw(format!(
@@ -60,9 +86,9 @@ pub(super) fn latency_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) 
                 ),
                 incr_style,
             ),
-            Span::styled(format!(" {:>5.1}%", p.loss_ratio * 100.0), loss_style),
+            loss,
             Span::raw(" "),
-            Span::styled(sparkline(&p.recent_ms, spark_w), t.good()),
+            recent,
         ]));
     }
     let n = lines.len();

@@ -17,6 +17,7 @@ use tcmon_render::Obj;
 use super::text::{compact_bytes, compact_ns, fit, fmt_count};
 use super::Theme;
 use crate::app::{counters_owner, nothing_to_shape, App, FrameInfo, Pane, Row, SortKey};
+use crate::keys::{self, Command, Context};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Col {
@@ -95,6 +96,11 @@ pub(super) fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> 
     }
     if !app.filter().is_empty() {
         let _ = write!(title, " · filter '{}': {} rows", app.filter(), rows.len());
+        if !app.editing_filter() {
+            if let Some(key) = keys::key_for(Context::Filtered, Command::ClearFilter) {
+                let _ = write!(title, " ({key} clears)");
+            }
+        }
     }
     title.push(' ');
     let block = t.block(title, app.focus() == Pane::Tree);
@@ -525,10 +531,12 @@ mod tests {
         // Measured: `=` and the window's median instead of the estimate, even with nothing
         // queued at the poll; never above the window's longest wait.
         let measured = |b: u64, samples: &[u64], max: u64| {
-            let mut window = tcmon_core::sojourn::Histogram::default();
+            // as the kernel gives them: counts per bucket, and the exact maximum beside them
+            let mut counts = [0u64; tcmon_core::sojourn::BUCKETS];
             for &ns in samples {
-                window.record(ns);
+                counts[tcmon_core::sojourn::bucket_of(ns)] += 1;
             }
+            let window = tcmon_core::sojourn::Histogram::from_counts(counts, samples.iter().sum());
             let m = ObjectSojourn::new(
                 3,
                 "eth1".into(),

@@ -483,3 +483,98 @@ fn while_waiting_for_the_first_poll_the_quit_keys_quit() {
         assert_eq!(waiting_key(k), Action::None, "{k:?}");
     }
 }
+
+/// `/ 10 Enter` keeps a filter: Esc then clears it (the whole tree again) and only a second
+/// Esc quits; the other keys work as without a filter (q quits at once).
+#[test]
+fn esc_clears_a_kept_filter_before_it_quits() {
+    let mut a = app();
+    press(&mut a, &[ch('/'), ch('1'), ch('0'), key(KeyCode::Enter)]);
+    assert_eq!((a.filter(), a.editing_filter()), ("10", false));
+    assert_eq!(handles(&a), ["1:", "1:1", "1:10", "10:"]);
+    press(&mut a, &[ch('j')]);
+    assert_eq!(selected(&a), "1:1", "keys move as in the tree");
+    assert_eq!(press(&mut a, &[key(KeyCode::Esc)]), [Action::None]);
+    assert_eq!(a.filter(), "");
+    assert_eq!(handles(&a).len(), 7);
+    assert_eq!(selected(&a), "1:1", "the selection stays");
+    assert_eq!(press(&mut a, &[key(KeyCode::Esc)]), [Action::Quit]);
+
+    let mut a = app();
+    press(&mut a, &[ch('/'), ch('1'), ch('0'), key(KeyCode::Enter)]);
+    assert_eq!(press(&mut a, &[ch('q')]), [Action::Quit]);
+}
+
+/// `f` goes straight to the findings, from any pane.
+#[test]
+fn f_goes_to_the_findings() {
+    for probes in [false, true] {
+        let mut a = App::new(shaped_state(probes), "host".into(), true);
+        press(&mut a, &[ch('f')]);
+        assert_eq!(a.focus(), Pane::Findings);
+        press(&mut a, &[key(KeyCode::Tab), ch('f')]);
+        assert_eq!(a.focus(), Pane::Findings);
+    }
+}
+
+/// Where nothing shapes it opens on the interface of the default route (the uplink), as the
+/// agent read it; without one, on the interface other than `lo` that sent the most. Where
+/// something shapes, on the uplink if it shapes, else on the shaper.
+#[test]
+fn opens_on_the_uplink_where_nothing_shapes() {
+    use std::sync::Arc;
+    use tcmon_core::model::{Snapshot, Tbf};
+    use tcmon_core::units::Handle;
+    use tcmon_tui::app::default_interface;
+    let root = |name: &str, ifindex: u32, kind: &str, sent: u64| {
+        let mut i = common::iface(name, ifindex);
+        let detail = (kind == "tbf").then(|| tcmon_core::model::QdiscDetail::Tbf(Tbf::default()));
+        i.qdiscs.push(common::qdisc(
+            Handle::new(u16::from(kind == "tbf"), 0),
+            Handle::ROOT,
+            kind,
+            detail,
+            common::stats(sent, sent / 1000, 0, 0),
+        ));
+        i
+    };
+    let snap = |ifaces: Vec<tcmon_core::model::Interface>| {
+        let mut s = Snapshot::new(Instant::now(), 0);
+        s.interfaces = ifaces;
+        s
+    };
+    let name = |s: &Snapshot, uplink: Option<&str>| {
+        s.interfaces[default_interface(s, uplink)].name.clone()
+    };
+    let unshaped = snap(vec![
+        root("lo", 1, "noqueue", 9_000_000),
+        root("eth0", 2, "pfifo_fast", 1_000),
+        root("eth1", 3, "pfifo_fast", 5_000),
+    ]);
+    assert_eq!(name(&unshaped, Some("eth0")), "eth0");
+    assert_eq!(name(&unshaped, None), "eth1", "the most sent, lo aside");
+    assert_eq!(
+        name(&unshaped, Some("wg9")),
+        "eth1",
+        "an uplink not in the tree"
+    );
+    let only_lo = snap(vec![root("lo", 1, "noqueue", 0)]);
+    assert_eq!(name(&only_lo, None), "lo");
+    // something shapes: the shaper, unless the uplink shapes too
+    let shaped = snap(vec![
+        root("lo", 1, "noqueue", 0),
+        root("eth0", 2, "pfifo_fast", 0),
+        root("wan0", 3, "tbf", 0),
+        root("wan1", 4, "tbf", 0),
+    ]);
+    assert_eq!(name(&shaped, Some("eth0")), "wan0");
+    assert_eq!(name(&shaped, Some("wan1")), "wan1");
+    // the UI takes the uplink the agent read
+    let mut st = (*common::first_state(unshaped)).clone();
+    st.default_route = Some("eth0".into());
+    let a = App::new(Arc::new(st.clone()), "h".into(), true);
+    assert_eq!(a.interface().unwrap().name, "eth0");
+    st.default_route = None;
+    let a = App::new(Arc::new(st), "h".into(), true);
+    assert_eq!(a.interface().unwrap().name, "eth1");
+}

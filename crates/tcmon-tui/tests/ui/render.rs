@@ -911,3 +911,103 @@ fn the_detail_names_what_a_measurement_is_of() {
         "{text}"
     );
 }
+
+/// The detail's title (at 80 columns, where the findings are not on screen) names the key
+/// that goes to the findings: pressed, that key shows them.
+#[test]
+fn the_detail_title_names_the_key_that_shows_the_findings() {
+    for probes in [false, true] {
+        let mut a = on_1_10(probes);
+        let text = screen(&mut a, 80, 24);
+        let title = text
+            .lines()
+            .find(|l| l.contains("Detail"))
+            .unwrap_or_else(|| panic!("{text}"));
+        let key = title
+            .split(" · ")
+            .find_map(|p| p.split_once(": findings (").map(|(k, _)| k.trim()))
+            .unwrap_or_else(|| panic!("no key for the findings: {title}"));
+        let k = match key {
+            "Tab" => KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE),
+            "Shift-Tab" => KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT),
+            c if c.chars().count() == 1 => ch(c.chars().next().unwrap()),
+            other => panic!("a key the test does not know: {other}"),
+        };
+        a.on_key(k);
+        assert_eq!(
+            a.focus(),
+            tcmon_tui::Pane::Findings,
+            "{key} (probes: {probes})"
+        );
+        let text = screen(&mut a, 80, 24);
+        assert!(text.contains("Findings"), "{text}");
+    }
+}
+
+/// A kept filter says in the tree's title which key clears it; while it is typed the footer
+/// says so.
+#[test]
+fn a_kept_filter_says_how_to_clear_it() {
+    let mut a = on_1_10(false);
+    for c in "/10".chars() {
+        a.on_key(ch(c));
+    }
+    let typing = screen(&mut a, 80, 24);
+    assert!(!typing.contains("Esc clears)"), "{typing}");
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    let kept = screen(&mut a, 80, 24);
+    let title = kept.lines().find(|l| l.contains("eth1 ·")).unwrap();
+    assert!(title.contains("filter '10': 4 rows (Esc clears)"), "{kept}");
+}
+
+/// A target that has neither answered nor timed out yet has no loss to show: `-` and that it
+/// waits, not `0.0%`; once its first probe timed out, `100.0%`.
+#[test]
+fn the_latency_pane_shows_no_loss_before_a_verdict() {
+    use tcmon_probe_model::{ProbeKind, TargetStatus};
+    let waiting = TargetStatus {
+        target: "10.50.0.99".into(),
+        kind: ProbeKind::Icmp,
+        last_rtt_ms: None,
+        baseline_ms: None,
+        increase_ms: None,
+        loss_ratio: 0.0,
+        sent_total: 0,
+        received_total: 0,
+        rtt_buckets: vec![],
+        rtt_sum_seconds: 0.0,
+        recent_ms: vec![],
+    };
+    let timed_out = TargetStatus {
+        loss_ratio: 1.0,
+        sent_total: 1,
+        recent_ms: vec![None],
+        ..waiting.clone()
+    };
+    let base = shaped_state(true);
+    let with = |p: TargetStatus| {
+        let mut st = (*base).clone();
+        st.probes = std::sync::Arc::new(vec![p]);
+        let mut a = App::new(std::sync::Arc::new(st), "router1".into(), true);
+        a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        assert_eq!(a.focus(), tcmon_tui::Pane::Latency);
+        a
+    };
+    for (w, h) in [(80, 24), (200, 50)] {
+        let text = screen(&mut with(waiting.clone()), w, h);
+        let row = text
+            .lines()
+            .find(|l| l.contains("10.50.0.99"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(!row.contains('%'), "{row}");
+        assert!(row.contains("   - "), "{row}");
+        assert!(
+            row.contains("waiting") || row.contains("no answer yet"),
+            "{row}"
+        );
+        let text = screen(&mut with(timed_out.clone()), w, h);
+        let row = text.lines().find(|l| l.contains("10.50.0.99")).unwrap();
+        assert!(row.contains("100.0%"), "{row}");
+    }
+}

@@ -104,8 +104,9 @@ impl Default for AgentConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct ProbesConfig {
+    /// Checked here, resolved by the probes when they start (DNS may be down now).
     #[serde(deserialize_with = "targets")]
-    pub(crate) targets: Vec<tcmon_probe::Target>,
+    pub(crate) targets: Vec<tcmon_probe::TargetSpec>,
     #[serde(with = "humantime_serde_compat")]
     pub(crate) interval: Duration,
     #[serde(with = "humantime_serde_compat")]
@@ -173,7 +174,9 @@ impl Default for ServeConfig {
     }
 }
 
-fn targets<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<tcmon_probe::Target>, D::Error> {
+fn targets<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<tcmon_probe::TargetSpec>, D::Error> {
     Vec::<String>::deserialize(d)?
         .iter()
         .map(|t| t.parse().map_err(serde::de::Error::custom))
@@ -330,6 +333,27 @@ mod tests {
             format!("{:?}", tcmon_diag::Thresholds::default()),
             "config.toml documents the thresholds' defaults"
         );
+    }
+
+    #[test]
+    fn probe_targets_are_checked_but_not_resolved() {
+        // RFC 6761: .invalid never resolves, as no name does while DNS is down.
+        let cfg =
+            parse("[probes]\ntargets = [\"icmp:nonexistent.invalid\", \"tcp:x.invalid:22\"]\n")
+                .unwrap();
+        let names: Vec<String> = cfg.probes.targets.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["icmp:nonexistent.invalid", "tcp:x.invalid:22"]);
+        for (bad, says) in [
+            ("icmp:", "no host after icmp:"),
+            (
+                "udp:sink.invalid:65536",
+                "the port '65536' is not a number from 1 to 65535",
+            ),
+            ("ftp:host", "unknown kind of probe 'ftp:'"),
+        ] {
+            let e = parse(&format!("[probes]\ntargets = [\"{bad}\"]\n")).unwrap_err();
+            assert!(e.contains("line 2") && e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub(crate) struct UsageError(pub(crate) String);
 
 pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
     let cfg = config::load(args.target.config.as_deref())?;
+    let reading = tcmon_agent::read_tc_state(args.target.netns.as_deref());
     let mut opts = cfg.agent_options(args.target.netns, args.target.devices, args.target.no_bpf);
     if let Some(i) = args.interval {
         if i < Duration::from_millis(100) {
@@ -38,7 +39,7 @@ pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
         Ok(s) => s,
         // The collector's error keeps its type, so a bad --dev/--netns is a usage error.
         Err(tcmon_tui::Error::Start(tcmon_agent::Error::Collector(e))) => {
-            return Err(anyhow::Error::new(e).context("start the poller"))
+            return Err(anyhow::Error::new(e).context(reading))
         }
         Err(tcmon_tui::Error::Start(e)) => return Err(e.into()),
         Err(e) => return Err(anyhow::Error::new(e).context("terminal UI")),

@@ -450,6 +450,78 @@ mod tests {
         );
     }
 
+    /// Every `[section]` and `[section] key` that packaging's comments and the docs name is one
+    /// the config has (the unit once said `[probe] targets`).
+    #[test]
+    fn sections_and_keys_named_elsewhere_exist() {
+        let doc = toml_edit::ImDocument::parse(include_str!("../config.toml")).unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = vec![root.join("README.md")];
+        let mut dirs = vec![root.join("packaging"), root.join("docs")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    // roff, generated from the same help as the completions
+                    if !path.ends_with("man") {
+                        dirs.push(path);
+                    }
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        let mut named = 0;
+        for file in files {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            // In a comment in packaging the next word is the key; in Markdown only inside one
+            // code span (`[probes] targets`), as prose may follow a section's name.
+            let markdown = file.extension().is_some_and(|e| e == "md");
+            for (n, line) in text.lines().enumerate() {
+                // packaging: comments only (the rest is the unit's, a script's, generated)
+                if !markdown && !line.trim_start().starts_with('#') {
+                    continue;
+                }
+                let mut from = 0;
+                while let Some(open) = line[from..].find('[') {
+                    let start = from + open;
+                    from = start + 1;
+                    let Some((section, after)) = line[from..].split_once(']') else {
+                        break;
+                    };
+                    let is_name = !section.is_empty()
+                        && section.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+                    // a Markdown link, or TOML's own header in a code block
+                    if !is_name || after.starts_with('(') || line.trim() == format!("[{section}]") {
+                        continue;
+                    }
+                    let at = format!("{}:{}: [{section}]", file.display(), n + 1);
+                    let Some(table) = doc.get(section).and_then(toml_edit::Item::as_table_like)
+                    else {
+                        panic!("{at}: config.toml has no such section");
+                    };
+                    named += 1;
+                    let key = after
+                        .strip_prefix(' ')
+                        .filter(|_| !markdown || line[..start].ends_with('`'))
+                        .and_then(|k| {
+                            k.split(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                                .next()
+                        });
+                    if let Some(key) = key.filter(|k| !k.is_empty()) {
+                        assert!(
+                            table.contains_key(key),
+                            "{at} {key}: config.toml has no such key"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(named > 10, "found {named} names");
+    }
+
     #[test]
     fn probe_targets_are_checked_but_not_resolved() {
         // RFC 6761: .invalid never resolves, as no name does while DNS is down.

@@ -218,8 +218,20 @@ mod humantime_serde_compat {
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let s = String::deserialize(d)?;
-        humantime::parse_duration(&s)
-            .map_err(|e| serde::de::Error::custom(format!("expected a duration like \"10s\": {e}")))
+        humantime::parse_duration(&s).map_err(|e| {
+            use humantime::DurationError as E;
+            // humantime's other messages give a byte offset ("expected number at 0")
+            let why = match e {
+                E::UnknownUnit { unit, .. } => format!(
+                    ": unknown unit '{unit}' (units: ns, us, ms, s, min, h, d; \"1m 30s\" adds)"
+                ),
+                E::NumberOverflow => ": too long".to_owned(),
+                _ => String::new(),
+            };
+            serde::de::Error::custom(format!(
+                "expected a duration like \"10s\" or \"500ms\", not \"{s}\"{why}"
+            ))
+        })
     }
 }
 
@@ -371,7 +383,7 @@ fn plain(message: &str) -> Option<String> {
 /// The line of the value a validation message starts with (`agent.interval must ...`), if the
 /// file sets it (a default that fails cannot, and has no line).
 fn line_of_key(text: &str, message: &str) -> Option<usize> {
-    let path = message.split_whitespace().next()?;
+    let path = message.split_whitespace().next()?.trim_end_matches(':');
     let (section, key) = path.split_once('.')?;
     let doc = toml_edit::ImDocument::parse(text).ok()?;
     let (_, item) = doc
@@ -585,6 +597,21 @@ mod tests {
             (
                 "[sojourn]\nenabled = 1\n",
                 "line 2: sojourn.enabled: expected true or false, not 1 (e.g. enabled = true)",
+            ),
+            (
+                "[collector]\nfilter_refresh = \"-1s\"\n",
+                "line 2: collector.filter_refresh: expected a duration like \"10s\" or \"500ms\", \
+                 not \"-1s\"",
+            ),
+            (
+                "[agent]\ninterval = \"2 parsecs\"\n",
+                "line 2: agent.interval: expected a duration like \"10s\" or \"500ms\", not \"2 \
+                 parsecs\": unknown unit 'parsecs' (units: ns, us, ms, s, min, h, d; \"1m 30s\" \
+                 adds)",
+            ),
+            (
+                "[check]\n\nignore = [\"no-such-code\"]\n",
+                "line 3: check.ignore: no finding named 'no-such-code' (tcmon check --explain list)",
             ),
             (
                 "[agent]\ninterval = 5\n",

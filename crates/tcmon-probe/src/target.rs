@@ -135,6 +135,7 @@ impl fmt::Display for TargetSpec {
         let name = self.name().unwrap_or_default();
         match self.kind {
             ProbeKind::Icmp => write!(f, "icmp:{name}"),
+            kind if name.contains(':') => write!(f, "{kind}:[{name}]:{}", self.port),
             kind => write!(f, "{kind}:{name}:{}", self.port),
         }
     }
@@ -155,8 +156,8 @@ impl FromStr for TargetSpec {
             Some(("icmp", rest)) => (ProbeKind::Icmp, rest),
             Some(("udp", rest)) => (ProbeKind::Udp, rest),
             Some(("tcp", rest)) => (ProbeKind::Tcp, rest),
-            // an IPv6 address without brackets or a scheme
-            _ if s.parse::<IpAddr>().is_ok() => (ProbeKind::Icmp, s),
+            // an IPv6 address without brackets or a scheme (and perhaps a zone: `fe80::1%eth0`)
+            _ if zoned(s).parse::<IpAddr>().is_ok() => (ProbeKind::Icmp, s),
             Some((scheme, _)) if !s.starts_with('[') => {
                 return Err(bad(format!(
                     "unknown kind of probe '{scheme}:' (icmp:, udp: or tcp:; {EXAMPLES})"
@@ -209,13 +210,31 @@ fn unbracket(host: &str) -> &str {
         .unwrap_or(host)
 }
 
-/// An address, or a name that DNS could hold (letters, digits, `-`, `_` and dots).
+/// The address of `fe80::1%eth0`, without its zone.
+fn zoned(host: &str) -> &str {
+    host.split_once('%').map_or(host, |(addr, _)| addr)
+}
+
+/// An address, or a name that DNS could hold (letters, digits, `-`, `_` and dots; a final dot
+/// allowed). A link-local address with its zone (`fe80::1%eth0`) is left to the resolver too,
+/// which knows the interface's index.
 fn parse_host(host: &str) -> Result<Host, String> {
-    if let Ok(ip) = unbracket(host).parse() {
+    let host = unbracket(host);
+    if let Ok(ip) = host.parse() {
         return Ok(Host::Ip(ip));
     }
-    let valid = host.len() <= 253
-        && host.split('.').all(|label| {
+    if zoned(host).parse::<std::net::Ipv6Addr>().is_ok() {
+        return Ok(Host::Name(host.to_owned()));
+    }
+    let name = host.strip_suffix('.').unwrap_or(host);
+    // a last label of digits only is a mistyped address (RFC 3696: no top-level domain is)
+    let numeric = name
+        .rsplit('.')
+        .next()
+        .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()));
+    let valid = !numeric
+        && name.len() <= 253
+        && name.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
                 && label
@@ -283,6 +302,12 @@ mod tests {
         let spec: TargetSpec = "10.0.0.1".parse().unwrap();
         assert_eq!(spec.to_string(), "icmp:10.0.0.1");
         assert_eq!(spec.address(), Some(spec.resolve().unwrap()));
+        let spec: TargetSpec = "icmp:gateway.example.".parse().unwrap();
+        assert_eq!(spec.name(), Some("gateway.example."));
+        let spec: TargetSpec = "fe80::1%lo".parse().unwrap();
+        assert_eq!(spec.to_string(), "icmp:fe80::1%lo");
+        let spec: TargetSpec = "udp:[fe80::1%lo]:7878".parse().unwrap();
+        assert_eq!(spec.to_string(), "udp:[fe80::1%lo]:7878");
         let spec: TargetSpec = "tcp:[::1]:22".parse().unwrap();
         assert_eq!(spec.to_string(), "tcp:[::1]:22");
         assert_eq!(
@@ -320,6 +345,14 @@ mod tests {
             (
                 "icmp:a..b",
                 "'a..b' is neither an IP address nor a host name",
+            ),
+            (
+                "10.0.0.256",
+                "'10.0.0.256' is neither an IP address nor a host name",
+            ),
+            (
+                "udp:10.1:7878",
+                "'10.1' is neither an IP address nor a host name",
             ),
         ] {
             let e = t.parse::<TargetSpec>().unwrap_err().to_string();

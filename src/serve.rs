@@ -474,8 +474,8 @@ impl App {
                 NameState::Failed(e) => {
                     let _ = write!(
                         notes,
-                        "; probe target {} has not resolved since {since} ({for_}s ago): {e}; \
-                         not probed until it does (asked again up to every {})",
+                        "; probe target {} not probed since {since} ({for_}s ago): {e}; tried \
+                         again up to every {}",
                         n.target,
                         humantime::format_duration(tcmon_probe::RETRY_MAX)
                     );
@@ -558,8 +558,8 @@ impl Said {
             match &n.state {
                 NameState::Resolving => {}
                 NameState::Failed(e) => eprintln!(
-                    "tcmon serve: probe target {}: {e}; not probed until it resolves (asked \
-                     again up to every {}; /healthz says it meanwhile)",
+                    "tcmon serve: probe target {}: {e}; not probed for now (tried again up \
+                     to every {}; /healthz says it meanwhile)",
                     n.target,
                     humantime::format_duration(tcmon_probe::RETRY_MAX)
                 ),

@@ -104,8 +104,9 @@ impl Default for AgentConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct ProbesConfig {
+    /// Checked here, resolved by the probes when they start (DNS may be down now).
     #[serde(deserialize_with = "targets")]
-    pub(crate) targets: Vec<tcmon_probe::Target>,
+    pub(crate) targets: Vec<tcmon_probe::TargetSpec>,
     #[serde(with = "humantime_serde_compat")]
     pub(crate) interval: Duration,
     #[serde(with = "humantime_serde_compat")]
@@ -174,7 +175,9 @@ impl Default for ServeConfig {
     }
 }
 
-fn targets<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<tcmon_probe::Target>, D::Error> {
+fn targets<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<tcmon_probe::TargetSpec>, D::Error> {
     Vec::<String>::deserialize(d)?
         .iter()
         .map(|t| t.parse().map_err(serde::de::Error::custom))
@@ -216,8 +219,20 @@ mod humantime_serde_compat {
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let s = String::deserialize(d)?;
-        humantime::parse_duration(&s)
-            .map_err(|e| serde::de::Error::custom(format!("expected a duration like \"10s\": {e}")))
+        humantime::parse_duration(&s).map_err(|e| {
+            use humantime::DurationError as E;
+            // humantime's other messages give a byte offset ("expected number at 0")
+            let why = match e {
+                E::UnknownUnit { unit, .. } => format!(
+                    ": unknown unit '{unit}' (units: ns, us, ms, s, min, h, d; \"1m 30s\" adds)"
+                ),
+                E::NumberOverflow => ": too long".to_owned(),
+                _ => String::new(),
+            };
+            serde::de::Error::custom(format!(
+                "expected a duration like \"10s\" or \"500ms\", not \"{s}\"{why}"
+            ))
+        })
     }
 }
 
@@ -242,8 +257,7 @@ pub(crate) fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
 }
 
 fn parse(text: &str) -> Result<Config, String> {
-    // toml's message already names the line, column and what was expected.
-    let cfg: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    let cfg: Config = toml::from_str(text).map_err(|e| in_plain_words(text, &e))?;
     validate(&cfg).map_err(|m| match line_of_key(text, &m) {
         Some(line) => format!("line {line}: {m}"),
         None => m,
@@ -251,10 +265,126 @@ fn parse(text: &str) -> Result<Config, String> {
     Ok(cfg)
 }
 
+/// toml's error as `line N: section.key: what was expected (e.g. the documented default)`,
+/// with serde's words for types (`usize`, `a sequence`, `number too large to fit in target
+/// type`) put plainly. A file that is not TOML at all keeps toml's message, which shows the
+/// line and column.
+fn in_plain_words(text: &str, e: &toml::de::Error) -> String {
+    let whole = || e.to_string().trim_end().to_owned();
+    let Some(span) = e.span() else {
+        return whole();
+    };
+    let line = text[..span.start].matches('\n').count() + 1;
+    // A number too large for any integer fails toml's parser itself: read the key off its line.
+    let path = match toml_edit::ImDocument::parse(text) {
+        Ok(doc) => key_at(doc.as_table(), span.start, ""),
+        Err(_) => key_on_line(text, span.start),
+    };
+    let Some(path) = path else {
+        return whole();
+    };
+    let message = e.message().trim_end();
+    match plain(message) {
+        Some(plain) => {
+            let example = documented(&path)
+                .map(|v| format!(" (e.g. {} = {v})", path.rsplit('.').next().unwrap_or(&path)))
+                .unwrap_or_default();
+            format!("line {line}: {path}: {plain}{example}")
+        }
+        None => format!("line {line}: {path}: {message}"),
+    }
+}
+
+/// The dotted path of the key or value at byte `at`.
+fn key_at(table: &dyn toml_edit::TableLike, at: usize, prefix: &str) -> Option<String> {
+    for (key, item) in table.iter() {
+        let path = if prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        let within = |span: Option<std::ops::Range<usize>>| span.is_some_and(|s| s.contains(&at));
+        if let Some(t) = item.as_table_like() {
+            if let Some(found) = key_at(t, at, &path) {
+                return Some(found);
+            }
+        }
+        let key_span = table.key(key).and_then(toml_edit::Key::span);
+        if within(key_span) || (item.is_value() && within(item.span())) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// `section.key` of a `key = value` line holding byte `at`, by the last `[section]` above it.
+fn key_on_line(text: &str, at: usize) -> Option<String> {
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let (key, _) = text[start..].split_once('=')?;
+    let key = key.trim();
+    let section = text[..start].lines().rev().find_map(|l| {
+        let l = l.trim();
+        l.strip_prefix('[')?.strip_suffix(']')
+    });
+    Some(match section {
+        Some(s) => format!("{}.{key}", s.trim()),
+        None => key.to_owned(),
+    })
+}
+
+/// The value `config.toml` documents for `path`, as written there.
+fn documented(path: &str) -> Option<String> {
+    let doc = toml_edit::ImDocument::parse(include_str!("../config.toml")).ok()?;
+    let mut item = doc.as_item();
+    for key in path.split('.') {
+        item = item.as_table_like()?.get(key)?;
+    }
+    Some(item.as_value()?.to_string().trim().to_owned())
+}
+
+/// serde's message for a value of the wrong type or range, in plain words; `None` for others
+/// (an unknown key, or a message of tcmon's own).
+fn plain(message: &str) -> Option<String> {
+    if message == "number too large to fit in target type" {
+        return Some("the number is too large".into());
+    }
+    if message == "invalid socket address syntax" {
+        return Some("expected an address and a port".into());
+    }
+    let rest = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))?;
+    let (found, expected) = rest.rsplit_once(", expected ")?;
+    let expected = match expected {
+        "usize" | "u64" | "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".to_owned(),
+        "u8" | "u16" | "u32" => {
+            let max = match expected {
+                "u8" => u64::from(u8::MAX),
+                "u16" => u64::from(u16::MAX),
+                _ => u64::from(u32::MAX),
+            };
+            format!("a whole number from 0 to {max}")
+        }
+        "f32" | "f64" => "a number".to_owned(),
+        "a sequence" => "a list in brackets".to_owned(),
+        "a string" => "a quoted string".to_owned(),
+        "a boolean" => "true or false".to_owned(),
+        "a map" | "struct" => "a table".to_owned(),
+        e if e.starts_with("struct ") => "a table".to_owned(),
+        _ => return None,
+    };
+    // `integer `-1``, `floating point `1.5``, `string "x"`: the value as written
+    let found = found
+        .split_once(['`', '"'])
+        .map_or(found, |(_, v)| v)
+        .trim_end_matches(['`', '"']);
+    Some(format!("expected {expected}, not {found}"))
+}
+
 /// The line of the value a validation message starts with (`agent.interval must ...`), if the
 /// file sets it (a default that fails cannot, and has no line).
 fn line_of_key(text: &str, message: &str) -> Option<usize> {
-    let path = message.split_whitespace().next()?;
+    let path = message.split_whitespace().next()?.trim_end_matches(':');
     let (section, key) = path.split_once('.')?;
     let doc = toml_edit::ImDocument::parse(text).ok()?;
     let (_, item) = doc
@@ -331,6 +461,168 @@ mod tests {
             format!("{:?}", tcmon_diag::Thresholds::default()),
             "config.toml documents the thresholds' defaults"
         );
+    }
+
+    /// Every `[section]` and `[section] key` that packaging's comments and the docs name is one
+    /// the config has (the unit once said `[probe] targets`).
+    #[test]
+    fn sections_and_keys_named_elsewhere_exist() {
+        let doc = toml_edit::ImDocument::parse(include_str!("../config.toml")).unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = vec![root.join("README.md")];
+        let mut dirs = vec![root.join("packaging"), root.join("docs")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    // roff, generated from the same help as the completions
+                    if !path.ends_with("man") {
+                        dirs.push(path);
+                    }
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        let mut named = 0;
+        for file in files {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            // In a comment in packaging the next word is the key; in Markdown only inside one
+            // code span (`[probes] targets`), as prose may follow a section's name.
+            let markdown = file.extension().is_some_and(|e| e == "md");
+            for (n, line) in text.lines().enumerate() {
+                // packaging: comments only (the rest is the unit's, a script's, generated)
+                if !markdown && !line.trim_start().starts_with('#') {
+                    continue;
+                }
+                let mut from = 0;
+                while let Some(open) = line[from..].find('[') {
+                    let start = from + open;
+                    from = start + 1;
+                    let Some((section, after)) = line[from..].split_once(']') else {
+                        break;
+                    };
+                    let is_name = !section.is_empty()
+                        && section.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+                    // a Markdown link, or TOML's own header in a code block
+                    if !is_name || after.starts_with('(') || line.trim() == format!("[{section}]") {
+                        continue;
+                    }
+                    let at = format!("{}:{}: [{section}]", file.display(), n + 1);
+                    let Some(table) = doc.get(section).and_then(toml_edit::Item::as_table_like)
+                    else {
+                        panic!("{at}: config.toml has no such section");
+                    };
+                    named += 1;
+                    let key = after
+                        .strip_prefix(' ')
+                        .filter(|_| !markdown || line[..start].ends_with('`'))
+                        .and_then(|k| {
+                            k.split(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                                .next()
+                        });
+                    if let Some(key) = key.filter(|k| !k.is_empty()) {
+                        assert!(
+                            table.contains_key(key),
+                            "{at} {key}: config.toml has no such key"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(named > 10, "found {named} names");
+    }
+
+    #[test]
+    fn probe_targets_are_checked_but_not_resolved() {
+        // RFC 6761: .invalid never resolves, as no name does while DNS is down.
+        let cfg =
+            parse("[probes]\ntargets = [\"icmp:nonexistent.invalid\", \"tcp:x.invalid:22\"]\n")
+                .unwrap();
+        let names: Vec<String> = cfg.probes.targets.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["icmp:nonexistent.invalid", "tcp:x.invalid:22"]);
+        for (bad, says) in [
+            ("icmp:", "no host after icmp:"),
+            (
+                "udp:sink.invalid:65536",
+                "the port '65536' is not a number from 1 to 65535",
+            ),
+            ("ftp:host", "unknown kind of probe 'ftp:'"),
+        ] {
+            let e = parse(&format!("[probes]\ntargets = [\"{bad}\"]\n")).unwrap_err();
+            assert!(e.contains("line 2") && e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn type_errors_are_said_in_plain_words_with_the_key_and_an_example() {
+        for (text, says) in [
+            (
+                "[agent]\nhistory = 99999999999999999999999\n",
+                "line 2: agent.history: the number is too large (e.g. history = 180)",
+            ),
+            (
+                "[agent]\nhistory = -1\n",
+                "line 2: agent.history: expected a whole number, not -1 (e.g. history = 180)",
+            ),
+            (
+                "[agent]\n\nhistory = \"x\"\n",
+                "line 3: agent.history: expected a whole number, not x (e.g. history = 180)",
+            ),
+            (
+                "[sojourn]\nflows = 5000000000\n",
+                "line 2: sojourn.flows: expected a whole number from 0 to 4294967295, not \
+                 5000000000 (e.g. flows = 65536)",
+            ),
+            (
+                "[check]\nsaturated_ratio = \"high\"\n",
+                "line 2: check.saturated_ratio: expected a number, not high (e.g. \
+                 saturated_ratio = 0.95)",
+            ),
+            (
+                "[serve]\nlisten = \"1.2.3.4:99999\"\n",
+                "line 2: serve.listen: expected an address and a port (e.g. listen = \
+                 \"127.0.0.1:29110\")",
+            ),
+            (
+                "[probes]\ntargets = \"10.0.0.1\"\n",
+                "line 2: probes.targets: expected a list in brackets, not 10.0.0.1 (e.g. \
+                 targets = [])",
+            ),
+            (
+                "probes.recent = 1.5\n",
+                "line 1: probes.recent: expected a whole number, not 1.5 (e.g. recent = 30)",
+            ),
+            (
+                "[sojourn]\nenabled = 1\n",
+                "line 2: sojourn.enabled: expected true or false, not 1 (e.g. enabled = true)",
+            ),
+            (
+                "[collector]\nfilter_refresh = \"-1s\"\n",
+                "line 2: collector.filter_refresh: expected a duration like \"10s\" or \"500ms\", \
+                 not \"-1s\"",
+            ),
+            (
+                "[agent]\ninterval = \"2 parsecs\"\n",
+                "line 2: agent.interval: expected a duration like \"10s\" or \"500ms\", not \"2 \
+                 parsecs\": unknown unit 'parsecs' (units: ns, us, ms, s, min, h, d; \"1m 30s\" \
+                 adds)",
+            ),
+            (
+                "[check]\n\nignore = [\"no-such-code\"]\n",
+                "line 3: check.ignore: no finding named 'no-such-code' (tcmon check --explain list)",
+            ),
+            (
+                "[agent]\ninterval = 5\n",
+                "line 2: agent.interval: expected a quoted string, not 5 (e.g. interval = \
+                 \"1s\")",
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e, says, "{text}");
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 use tcmon_agent::{Agent, State};
 use tcmon_export::Format;
+use tcmon_probe::NameState;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, OnceCell, Semaphore};
 
@@ -65,8 +66,12 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
     let agent = match Agent::start(opts) {
         Ok(a) => a,
         // A bad --dev or --netns is the collector's (usage) error; keep it as such.
-        Err(tcmon_agent::Error::Collector(e)) => return Err(e.into()),
-        Err(e) => return Err(e).context("start the poller"),
+        Err(tcmon_agent::Error::Collector(e)) => {
+            return Err(anyhow::Error::new(e).context(tcmon_agent::read_tc_state(
+                &tcmon_agent::tc_state_place(args.target.netns.as_deref(), &args.target.devices),
+            )))
+        }
+        Err(e) => return Err(e.into()),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -462,6 +467,26 @@ impl App {
                  objects may mix states, and some may be missing",
             );
         }
+        for n in s.probe_names.iter() {
+            let since = n.since;
+            let for_ = since.elapsed().unwrap_or_default().as_secs();
+            let since = humantime::format_rfc3339_seconds(since);
+            match &n.state {
+                NameState::Resolving => {
+                    let _ = write!(notes, "; probe target {} resolving since {since}", n.target);
+                }
+                NameState::Failed(e) => {
+                    let _ = write!(
+                        notes,
+                        "; probe target {} not probed since {since} ({for_}s ago): {e}; tried \
+                         again up to every {}",
+                        n.target,
+                        humantime::format_duration(tcmon_probe::RETRY_MAX)
+                    );
+                }
+                NameState::Resolved(_) => {}
+            }
+        }
         // A slow poll is not an error: the limit follows the stretched period.
         let limit = s.effective_interval() * 3 + Duration::from_secs(1);
         if s.paused || age <= limit {
@@ -494,6 +519,8 @@ struct Said {
     warnings: std::collections::HashSet<String>,
     /// The measurement's state last said.
     sojourn: Option<Measured>,
+    /// The state last said of each probe target configured by name.
+    names: std::collections::HashMap<String, std::mem::Discriminant<NameState>>,
 }
 
 impl Said {
@@ -525,6 +552,24 @@ impl Said {
                     ),
                 }
                 self.sojourn = Some(now);
+            }
+        }
+        for n in s.probe_names.iter() {
+            let now = std::mem::discriminant(&n.state);
+            if self.names.insert(n.target.clone(), now) == Some(now) {
+                continue;
+            }
+            match &n.state {
+                NameState::Resolving => {}
+                NameState::Failed(e) => eprintln!(
+                    "tcmon serve: probe target {}: {e}; not probed for now (tried again up \
+                     to every {}; /healthz says it meanwhile)",
+                    n.target,
+                    humantime::format_duration(tcmon_probe::RETRY_MAX)
+                ),
+                NameState::Resolved(at) => {
+                    eprintln!("tcmon serve: probe target {} is {at}: probing it", n.target);
+                }
             }
         }
         if s.last_error.is_none() {

@@ -41,7 +41,11 @@ fn dev_means_the_same_before_and_after_every_command() {
         assert_eq!(b.status.code(), a.status.code(), "{before:?}: {}", says(&b));
         assert_eq!(says(&b), says(&a), "{before:?} against {after:?}");
         // check and probe are monitoring plugins: a usage error is UNKNOWN (3), not CRITICAL
-        let want = if matches!(cmd[0], "check" | "probe") { 3 } else { 2 };
+        let want = if matches!(cmd[0], "check" | "probe") {
+            3
+        } else {
+            2
+        };
         assert_eq!(b.status.code(), Some(want), "{before:?}: {}", says(&b));
         assert!(
             says(&b).contains(&format!("no interface named '{NOPE}' (have: ")),

@@ -758,3 +758,98 @@ fn findings_and_their_plan_run_in_the_served_namespace() {
     let snap: serde_json::Value = serde_json::from_str(&s.get("/api/v1/snapshot").body).unwrap();
     assert_eq!(snap["netns"], ns);
 }
+
+/// A probe target named by a host name that does not resolve (RFC 6761: `.invalid` never does,
+/// as no name does while DNS is down) stops neither `dump` and `check`, which do not probe, nor
+/// `serve`, which probes the other targets, says the name in /healthz and once in its log, and
+/// keeps asking.
+#[test]
+fn a_probe_target_that_does_not_resolve_stops_nothing() {
+    let cfg = TempFile::new(
+        "names.toml",
+        "[probes]\ntargets = [\"icmp:nonexistent.invalid\", \"127.0.0.1\"]\ninterval = \"100ms\"\n",
+    );
+    let o = tcmon(&["dump", "--config", cfg.path(), "--dev", "lo"]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let o = tcmon(&[
+        "check",
+        "--config",
+        cfg.path(),
+        "--dev",
+        "lo",
+        "--window",
+        "100ms",
+    ]);
+    let err = common::stderr(&o);
+    // 3 is "could not check"
+    assert!(matches!(o.status.code(), Some(0..=2)), "{err}");
+    assert!(!err.contains("resolve"), "{err}");
+
+    let s = Served::start(&["--config", cfg.path(), "--dev", "lo"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        let h = s.get("/healthz");
+        if h.body.contains("not probed since") {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "{}", h.body);
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(health.status, 200, "the polls are fine: {}", health.body);
+    assert!(
+        health.body.starts_with("ok: ")
+            && health
+                .body
+                .contains("; probe target icmp:nonexistent.invalid not probed since 20")
+            && health
+                .body
+                .contains("s ago): cannot resolve nonexistent.invalid: ")
+            && health.body.contains("; tried again up to every 30s"),
+        "{}",
+        health.body
+    );
+    // The other target is probed meanwhile; the name is not (no series with zero losses).
+    let labels = "target=\"icmp:127.0.0.1\",kind=\"icmp\"";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let body = s.get("/metrics").body;
+        if value(&body, &format!("tcmon_probe_received_total{{{labels}}}")).unwrap_or(0.0) >= 2.0 {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no answers from 127.0.0.1:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(!body.contains("nonexistent"), "{body}");
+    // Said once, though the name is asked again (2 s, then 4 s after).
+    std::thread::sleep(Duration::from_secs(7));
+    let log = s.stderr();
+    assert_eq!(
+        log.matches("tcmon serve: probe target icmp:nonexistent.invalid: cannot resolve")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert!(s.get("/healthz").body.contains("not probed since"));
+}
+
+/// When the first read of the tree fails, the error says what could not be read and where.
+#[test]
+fn a_first_read_that_fails_names_the_namespace() {
+    let o = tcmon(&[
+        "serve",
+        "--netns",
+        "tcmon-no-such-netns",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "a usage error");
+    let err = common::stderr(&o);
+    assert!(
+        err.starts_with("tcmon: read the tc state of netns tcmon-no-such-netns: "),
+        "{err}"
+    );
+    assert!(!err.contains("poller"), "{err}");
+}

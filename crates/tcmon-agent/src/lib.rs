@@ -20,7 +20,7 @@ use tcmon_diag::{
     diagnose_config, diagnose_traffic, Facts, Finding, Findings, LinkFacts, Status, Thresholds,
 };
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
-use tcmon_probe::{Continuous, ContinuousOptions, TargetStatus};
+use tcmon_probe::{Continuous, ContinuousOptions, NameStatus, TargetStatus};
 use tcmon_sojourn::Session;
 pub use tcmon_sojourn::SojournMode;
 use tokio::sync::watch;
@@ -69,8 +69,10 @@ pub struct State {
     /// Worst first.
     pub findings: Findings,
     pub status: Status,
-    /// Continuous probes, in configured order.
+    /// Continuous probes, in configured order (a target named by a host name once it resolves).
     pub probes: Arc<Vec<TargetStatus>>,
+    /// The probe targets configured by name, and whether each resolved yet.
+    pub probe_names: Arc<Vec<NameStatus>>,
     /// Successful polls since start.
     pub polls_total: u64,
     /// Polls that failed; the snapshot stays the last good one.
@@ -146,14 +148,33 @@ fn next_poll(
     }
 }
 
+/// Why an agent could not start. For [`Error::Collector`] the caller adds where it read (see
+/// [`read_tc_state`]), and keeps the collector's error as it is: a bad `--dev` or `--netns` is
+/// a usage error.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("start the poller")]
+    #[error("read the tc state")]
     Collector(#[from] tcmon_netlink::Error),
-    #[error("start the poller thread")]
+    #[error("start the polling thread")]
     Thread(#[source] std::io::Error),
     #[error("start the continuous probes")]
     Probes(#[from] tcmon_probe::ProbeError),
+}
+
+/// What is read, and where: `eth9 in netns lab`, `netns lab` or `this host`.
+pub fn tc_state_place(netns: Option<&str>, devices: &[String]) -> String {
+    let place = netns.map_or_else(|| "this host".to_owned(), |n| format!("netns {n}"));
+    if devices.is_empty() {
+        place
+    } else {
+        format!("{} in {place}", devices.join(", "))
+    }
+}
+
+/// What failed when the first read of the tree did, in the words every command uses: `read
+/// the tc state of eth9 in netns lab` (`place` from [`tc_state_place`]).
+pub fn read_tc_state(place: &str) -> String {
+    format!("read the tc state of {place}")
 }
 
 #[derive(Debug)]
@@ -412,6 +433,7 @@ impl Poller {
             last_error: Some(error_chain(e)),
             // Probes do not depend on the tree: a failing poll must not freeze them.
             probes: self.probe_status(),
+            probe_names: self.probe_names(),
             ..last.clone()
         }
     }
@@ -420,6 +442,12 @@ impl Poller {
         self.continuous
             .as_ref()
             .map_or_else(|| Arc::new(Vec::new()), Continuous::status)
+    }
+
+    fn probe_names(&self) -> Arc<Vec<NameStatus>> {
+        self.continuous
+            .as_ref()
+            .map_or_else(|| Arc::new(Vec::new()), Continuous::names)
     }
 
     /// Probes that run in the polled namespace, not in one configured for them.
@@ -536,6 +564,7 @@ impl Poller {
             rates,
             findings,
             probes: self.probe_status(),
+            probe_names: self.probe_names(),
             polls_total: self.polls_total,
             poll_errors_total: self.poll_errors_total,
             last_error: None,

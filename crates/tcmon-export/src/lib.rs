@@ -353,7 +353,8 @@ fn process(e: &mut Encoder, input: &Input<'_>, base: &str) {
         ),
         (
             &POLL_INTERVAL,
-            Value::Float(input.poll_interval.as_secs_f64()),
+            // from whole nanoseconds: `secs + nanos / 1e9` can add float noise
+            Value::Float(input.poll_interval.as_nanos() as f64 / 1e9),
         ),
         (&POLL_OVERRUNS, Value::Int(input.poll_overruns_total)),
         (
@@ -769,6 +770,14 @@ const CAKE: [Metric<Cake>; 3] = [
         |c| c.effective_memory_limit_bytes.map(int),
     ),
 ];
+
+/// Seconds from milliseconds measured to the nanosecond (a `Duration`'s resolution), rounded
+/// back to it: arithmetic in milliseconds leaves float noise (`0.00011400000000000002`), and
+/// one correctly rounded division of a whole number prints as its shortest decimal
+/// (`0.000114`).
+fn seconds_of_ms(ms: f64) -> Value {
+    Value::Float((ms * 1e6).round() / 1e9)
+}
 
 fn us(n: u32) -> Value {
     Value::Float(f64::from(n) / 1e6)
@@ -1346,7 +1355,7 @@ const PROBE: [Metric<TargetStatus>; 6] = [
             Some("seconds"),
             "Round-trip time of the last answered probe.",
         ),
-        |t| t.last_rtt_ms.map(|ms| Value::Float(ms / 1e3)),
+        |t| t.last_rtt_ms.map(seconds_of_ms),
     ),
     (
         Family::gauge(
@@ -1362,7 +1371,7 @@ const PROBE: [Metric<TargetStatus>; 6] = [
             Some("seconds"),
             "Minimum round-trip time over the baseline window: the path without queueing.",
         ),
-        |t| t.baseline_ms.map(|ms| Value::Float(ms / 1e3)),
+        |t| t.baseline_ms.map(seconds_of_ms),
     ),
     (
         Family::gauge(
@@ -1370,7 +1379,7 @@ const PROBE: [Metric<TargetStatus>; 6] = [
             Some("seconds"),
             "Median of the recent round-trip times minus the baseline: queueing delay now.",
         ),
-        |t| t.increase_ms.map(|ms| Value::Float(ms / 1e3)),
+        |t| t.increase_ms.map(seconds_of_ms),
     ),
     (
         Family::counter("tcmon_probe_sent", None, "Probes sent since start."),
@@ -1409,7 +1418,9 @@ fn probes(e: &mut Encoder, probes: &[TargetStatus], base: &str) {
             count = count.max(t.received_total);
             e.raw(name, "_bucket", l, Some(("le", "+Inf")), Value::Int(count));
         }
-        e.raw(name, "_sum", l, None, Value::Float(t.rtt_sum_seconds));
+        // the histogram holds microseconds; its sum is a float product
+        let sum = (t.rtt_sum_seconds * 1e6).round() / 1e6;
+        e.raw(name, "_sum", l, None, Value::Float(sum));
         e.raw(name, "_count", l, None, Value::Int(count));
     }
     for (f, get) in &PROBE {

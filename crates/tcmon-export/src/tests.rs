@@ -1234,3 +1234,59 @@ fn the_declared_groups_switch_their_families() {
         }
     }
 }
+
+/// Values computed in milliseconds or summed as floats are written as the decimal meant, not
+/// with float noise (`0.00011400000000000002`): every family that divides or multiplies.
+#[test]
+fn seconds_are_written_without_float_noise() {
+    // as the continuous probes compute them: from a Duration, in milliseconds
+    let ms = |ns: u64| std::time::Duration::from_nanos(ns).as_secs_f64() * 1000.0;
+    let (last, baseline) = (ms(100_062), 0.3);
+    assert_eq!(format!("{}", last / 1e3), "0.00010006200000000002");
+    let probes = vec![TargetStatus {
+        target: "icmp:10.0.0.1".into(),
+        kind: ProbeKind::Icmp,
+        last_rtt_ms: Some(last),
+        baseline_ms: Some(baseline),
+        increase_ms: Some(0.7 - baseline),
+        loss_ratio: 1.0 / 3.0,
+        sent_total: 3,
+        received_total: 2,
+        rtt_buckets: vec![(0.001, 2), (f64::INFINITY, 2)],
+        rtt_sum_seconds: 0.1 + 0.2,
+        recent_ms: vec![Some(last)],
+    }];
+    let mut s = Snapshot::new(Instant::now(), 1_795_312_867_123);
+    s.poll_duration_ns = 1_100_000;
+    let findings = Findings::default();
+    let mut inp = input(&s, &findings, &probes);
+    inp.poll_interval = std::time::Duration::from_millis(3300);
+    let text = String::from_utf8(render(&inp, Format::Prometheus)).unwrap();
+    let value = |series: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    let l = "{target=\"icmp:10.0.0.1\",kind=\"icmp\"}";
+    assert_eq!(
+        value(&format!("tcmon_probe_last_rtt_seconds{l}")),
+        "0.000100062"
+    );
+    assert_eq!(value(&format!("tcmon_probe_baseline_seconds{l}")), "0.0003");
+    assert_eq!(
+        value(&format!("tcmon_probe_latency_increase_seconds{l}")),
+        "0.0004"
+    );
+    assert_eq!(value(&format!("tcmon_probe_rtt_seconds_sum{l}")), "0.3");
+    assert_eq!(value("tcmon_poll_duration_seconds"), "0.0011");
+    assert_eq!(value("tcmon_poll_interval_seconds"), "3.3");
+    assert_eq!(value("tcmon_last_poll_timestamp_seconds"), "1795312867.123");
+    // 1/3 has no shorter decimal; nothing else may be this long
+    let noisy: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("tcmon_probe_loss_ratio"))
+        .filter_map(|l| l.rsplit_once(' ').map(|(_, v)| v))
+        .filter(|v| v.len() > 16)
+        .collect();
+    assert!(noisy.is_empty(), "{noisy:?}\n{text}");
+}

@@ -4,19 +4,20 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::{ProbeEngine, ProbeSpec, Reply};
 use crate::stats::TargetStats;
-use crate::target::Target;
+use crate::target::{Target, TargetSpec};
 use crate::ProbeError;
 use tcmon_probe_model::TargetStatus;
 
 #[derive(Debug, Clone)]
 pub struct ContinuousOptions {
-    pub targets: Vec<Target>,
+    /// Names among them are resolved when the probes start, not before.
+    pub targets: Vec<TargetSpec>,
     pub interval: Duration,
     pub timeout: Duration,
     /// The baseline is the minimum RTT over this window.
@@ -48,23 +49,87 @@ pub const RTT_BUCKETS_SECONDS: [f64; 13] = [
 /// How often the statuses are brought up to date.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
+/// The first wait before a name that did not resolve is asked again; it doubles up to
+/// [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_secs(2);
+/// A name that keeps failing is asked this often: DNS may come up long after the probes start
+/// (a service started at boot).
+pub const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// A target configured by name, and what became of the name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameStatus {
+    /// As configured (`icmp:gateway.example`).
+    pub target: String,
+    pub state: NameState,
+    /// When it entered this state (a failure that repeats keeps its first time).
+    pub since: SystemTime,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameState {
+    /// Not answered yet.
+    Resolving,
+    /// Did not resolve (the last error); asked again up to every [`RETRY_MAX`], not probed.
+    Failed(String),
+    /// Probed at this target (`icmp:192.0.2.1`).
+    Resolved(String),
+}
+
 /// Running continuous probes; stop when dropped.
 #[derive(Debug)]
 pub struct Continuous {
     status: Arc<Mutex<Arc<Vec<TargetStatus>>>>,
+    names: Arc<Mutex<Arc<Vec<NameStatus>>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
+/// What a resolver thread found for the target at this index.
+type Resolution = (usize, Result<Target, String>);
+
 impl Continuous {
+    /// Targets given as addresses are probed from the start, and an error opening their
+    /// sockets is returned here. Names are resolved on threads of their own, each probed
+    /// once it resolves: a name that does not (DNS down) is asked again with backoff and
+    /// reported by [`Continuous::names`], and never stops the others.
     pub fn start(opts: ContinuousOptions) -> Result<Continuous, ProbeError> {
-        let specs = ProbeSpec::all(&opts.targets, opts.interval, opts.timeout);
-        let engine = ProbeEngine::start_in(&specs, opts.netns.as_deref())?;
-        let mut tracks: Vec<Track> = opts.targets.iter().map(|&t| Track::new(t)).collect();
-        let mut current: Vec<TargetStatus> = tracks.iter().map(Track::status).collect();
-        let status = Arc::new(Mutex::new(Arc::new(current.clone())));
+        let mut tracks: Vec<Option<Track>> = opts
+            .targets
+            .iter()
+            .map(|spec| spec.address().map(|t| Track::new(t, spec.to_string())))
+            .collect();
+        let mut engine = Engine::start(&tracks, &opts)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let (status_t, stop_t) = (Arc::clone(&status), Arc::clone(&stop));
+        let (res_tx, res_rx) = mpsc::channel::<Resolution>();
+        let started = SystemTime::now();
+        let mut names: Vec<(usize, NameStatus)> = Vec::new();
+        for (i, spec) in opts.targets.iter().enumerate() {
+            if spec.name().is_some() {
+                names.push((
+                    i,
+                    NameStatus {
+                        target: spec.to_string(),
+                        state: NameState::Resolving,
+                        since: started,
+                    },
+                ));
+                resolver(i, spec.clone(), Duration::ZERO, res_tx.clone(), &stop)?;
+            }
+        }
+        let mut current: Vec<Option<TargetStatus>> = tracks
+            .iter()
+            .map(|t| t.as_ref().map(Track::status))
+            .collect();
+        let status = Arc::new(Mutex::new(Arc::new(published(&current))));
+        let names_shared = Arc::new(Mutex::new(Arc::new(
+            names.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>(),
+        )));
+        let (status_t, names_t, stop_t) = (
+            Arc::clone(&status),
+            Arc::clone(&names_shared),
+            Arc::clone(&stop),
+        );
         let thread = std::thread::Builder::new()
             .name("tcmon-probe-agg".into())
             .spawn(move || {
@@ -73,10 +138,62 @@ impl Continuous {
                     // Outcomes of one publishing period at a time: a status per target per
                     // outcome would be thousands a second with many targets.
                     std::thread::sleep(PUBLISH_EVERY);
-                    for o in engine.outcomes().try_iter() {
-                        if let Some(t) = tracks.get_mut(o.target) {
-                            t.record(o.sent, &o.reply, &opts);
-                            dirty[o.target] = true;
+                    let mut renamed = false;
+                    for (i, found) in res_rx.try_iter() {
+                        renamed = true;
+                        let spec = &opts.targets[i];
+                        let state = match found {
+                            Ok(target) => {
+                                tracks[i] = Some(Track::new(target, spec.to_string()));
+                                match Engine::start(&tracks, &opts) {
+                                    Ok(e) => {
+                                        engine = e;
+                                        dirty[i] = true;
+                                        NameState::Resolved(target.to_string())
+                                    }
+                                    // e.g. no sink listening at the address: asked again later
+                                    Err(e) => {
+                                        tracks[i] = None;
+                                        let _ = resolver(
+                                            i,
+                                            spec.clone(),
+                                            RETRY_MAX,
+                                            res_tx.clone(),
+                                            &stop_t,
+                                        );
+                                        NameState::Failed(format!(
+                                            "resolves to {target} but cannot be probed: {}",
+                                            error_chain(&e)
+                                        ))
+                                    }
+                                }
+                            }
+                            Err(e) => NameState::Failed(e),
+                        };
+                        if let Some((_, n)) = names.iter_mut().find(|(at, _)| *at == i) {
+                            let same_kind = matches!(
+                                (&n.state, &state),
+                                (NameState::Failed(_), NameState::Failed(_))
+                            );
+                            if !same_kind {
+                                n.since = SystemTime::now();
+                            }
+                            n.state = state;
+                        }
+                    }
+                    if renamed {
+                        *names_t.lock().unwrap_or_else(PoisonError::into_inner) =
+                            Arc::new(names.iter().map(|(_, n)| n.clone()).collect());
+                    }
+                    if let Some(e) = &engine {
+                        for o in e.engine.outcomes().try_iter() {
+                            let Some(&i) = e.tracks.get(o.target) else {
+                                continue;
+                            };
+                            if let Some(t) = tracks[i].as_mut() {
+                                t.record(o.sent, &o.reply, &opts);
+                                dirty[i] = true;
+                            }
                         }
                     }
                     if !dirty.contains(&true) {
@@ -84,25 +201,119 @@ impl Continuous {
                     }
                     for (i, d) in dirty.iter_mut().enumerate() {
                         if std::mem::take(d) {
-                            current[i] = tracks[i].status();
+                            current[i] = tracks[i].as_ref().map(Track::status);
                         }
                     }
                     *status_t.lock().unwrap_or_else(PoisonError::into_inner) =
-                        Arc::new(current.clone());
+                        Arc::new(published(&current));
                 }
             })
             .map_err(ProbeError::Runtime)?;
         Ok(Continuous {
             status,
+            names: names_shared,
             stop,
             thread: Some(thread),
         })
     }
 
-    /// The latest status of every target, in configured order.
+    /// The latest status of every target probed, in configured order (a name that has not
+    /// resolved is not probed, and not here).
     pub fn status(&self) -> Arc<Vec<TargetStatus>> {
         Arc::clone(&self.status.lock().unwrap_or_else(PoisonError::into_inner))
     }
+
+    /// The targets configured by name, in configured order, and whether each resolved.
+    pub fn names(&self) -> Arc<Vec<NameStatus>> {
+        Arc::clone(&self.names.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+fn published(current: &[Option<TargetStatus>]) -> Vec<TargetStatus> {
+    current.iter().flatten().cloned().collect()
+}
+
+/// The probe engine of the targets that have an address, and which target each of its
+/// specs is.
+struct Engine {
+    engine: ProbeEngine,
+    tracks: Vec<usize>,
+}
+
+impl Engine {
+    /// `None` while no target has an address. Started anew when a name resolves: the engine
+    /// opens every socket before it runs, so that failures are said when it starts.
+    fn start(
+        tracks: &[Option<Track>],
+        opts: &ContinuousOptions,
+    ) -> Result<Option<Engine>, ProbeError> {
+        let (indices, targets): (Vec<usize>, Vec<Target>) = tracks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some((i, t.as_ref()?.target)))
+            .unzip();
+        if targets.is_empty() {
+            return Ok(None);
+        }
+        let specs = ProbeSpec::all(&targets, opts.interval, opts.timeout);
+        Ok(Some(Engine {
+            engine: ProbeEngine::start_in(&specs, opts.netns.as_deref())?,
+            tracks: indices,
+        }))
+    }
+}
+
+/// Resolves `spec` on a thread of its own after `wait` (a lookup can block for tens of
+/// seconds while DNS is down), again with backoff while it fails, until it resolves or `stop`.
+fn resolver(
+    i: usize,
+    spec: TargetSpec,
+    wait: Duration,
+    tx: mpsc::Sender<Resolution>,
+    stop: &Arc<AtomicBool>,
+) -> Result<(), ProbeError> {
+    let stop = Arc::clone(stop);
+    let mut next = wait;
+    let mut backoff = RETRY_FIRST;
+    std::thread::Builder::new()
+        .name("tcmon-probe-dns".into())
+        .spawn(move || loop {
+            let until = Instant::now() + next;
+            while Instant::now() < until {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(
+                    PUBLISH_EVERY.min(until.saturating_duration_since(Instant::now())),
+                );
+            }
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let found = spec.resolve().map_err(|e| match e {
+                ProbeError::Target { why, .. } => why,
+                e => e.to_string(),
+            });
+            let done = found.is_ok();
+            if tx.send((i, found)).is_err() || done {
+                return;
+            }
+            next = backoff;
+            backoff = (backoff * 2).min(RETRY_MAX);
+        })
+        .map(drop)
+        .map_err(ProbeError::Runtime)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
 }
 
 impl Drop for Continuous {
@@ -116,6 +327,8 @@ impl Drop for Continuous {
 
 struct Track {
     target: Target,
+    /// As configured.
+    label: String,
     total: TargetStats,
     last_rtt_ms: Option<f64>,
     /// Recent probes by send time; `None` lost.
@@ -125,9 +338,10 @@ struct Track {
 }
 
 impl Track {
-    fn new(target: Target) -> Track {
+    fn new(target: Target, label: String) -> Track {
         Track {
             target,
+            label,
             total: TargetStats::default(),
             last_rtt_ms: None,
             recent: VecDeque::new(),
@@ -168,7 +382,7 @@ impl Track {
         let median = (!answered.is_empty()).then(|| answered[answered.len() / 2]);
         let lost = self.recent.iter().filter(|(_, r)| r.is_none()).count();
         TargetStatus {
-            target: self.target.to_string(),
+            target: self.label.clone(),
             kind: self.target.kind(),
             last_rtt_ms: self.last_rtt_ms,
             baseline_ms,
@@ -206,7 +420,7 @@ mod tests {
             ..ContinuousOptions::default()
         };
         let t0 = Instant::now();
-        let mut t = Track::new("10.0.0.1".parse().unwrap());
+        let mut t = Track::new("10.0.0.1".parse().unwrap(), "icmp:10.0.0.1".into());
         t.record(t0, &rtt(10), &opts);
         for (i, ms) in [50, 60, 70].into_iter().enumerate() {
             t.record(t0 + Duration::from_secs(i as u64 + 1), &rtt(ms), &opts);
@@ -225,10 +439,36 @@ mod tests {
     }
 
     #[test]
+    fn a_name_that_does_not_resolve_is_reported_not_probed() {
+        let c = Continuous::start(ContinuousOptions {
+            targets: vec!["icmp:nonexistent.invalid".parse().unwrap()],
+            ..ContinuousOptions::default()
+        })
+        .unwrap();
+        let names = c.names();
+        assert_eq!(names.len(), 1);
+        assert_eq!(names[0].target, "icmp:nonexistent.invalid");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let failed = loop {
+            let n = c.names()[0].clone();
+            if let NameState::Failed(e) = n.state {
+                break e;
+            }
+            assert!(Instant::now() < deadline, "{n:?}");
+            std::thread::sleep(PUBLISH_EVERY);
+        };
+        assert!(
+            failed.starts_with("cannot resolve nonexistent.invalid: "),
+            "{failed}"
+        );
+        assert!(c.status().is_empty(), "not probed");
+    }
+
+    #[test]
     fn late_outcomes_are_kept_in_send_order() {
         let opts = ContinuousOptions::default();
         let t0 = Instant::now();
-        let mut t = Track::new("10.0.0.1".parse().unwrap());
+        let mut t = Track::new("10.0.0.1".parse().unwrap(), "icmp:10.0.0.1".into());
         t.record(t0 + Duration::from_secs(1), &rtt(5), &opts);
         // sent earlier, lost, reported after its timeout
         t.record(t0, &Reply::Lost, &opts);

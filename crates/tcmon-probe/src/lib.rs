@@ -11,13 +11,15 @@ mod stats;
 mod target;
 mod verdict;
 
-pub use continuous::{Continuous, ContinuousOptions, RTT_BUCKETS_SECONDS};
+pub use continuous::{
+    Continuous, ContinuousOptions, NameState, NameStatus, RETRY_MAX, RTT_BUCKETS_SECONDS,
+};
 pub use engine::{routable, ProbeEngine, ProbeOutcome, ProbeSpec, Reply, UDP_MAGIC};
 pub use load::{check_congestion, sink_answers, Direction, Dscp, Load, CONGESTION};
 pub use rrul::{run, LoadOptions, Progress, TestOptions, MIN_INTERVAL, OBSERVED, SILENT_AFTER};
 pub use sink::{ProbeSink, ProbeSinkOptions};
 pub use stats::TargetStats;
-pub use target::Target;
+pub use target::{Target, TargetSpec};
 // the results, with no runtime, for the crates that only read them
 pub use tcmon_probe_model::{
     BloatReport, Bottleneck, Concern, Grade, MeasuredDelay, Outcome, PhaseReport, ProbeKind, RttMs,

@@ -96,19 +96,7 @@ pub fn run(agent_opts: AgentOptions, opts: RunOptions) -> Result<Option<i32>, Er
 
 /// `netns NAME` or `this host`, and the interfaces of `--dev`.
 fn target_text(o: &AgentOptions) -> String {
-    let mut s = o
-        .netns
-        .as_deref()
-        .map_or_else(|| "this host".to_owned(), |n| format!("netns {n}"));
-    if !o.devices.is_empty() {
-        s = format!("{} in {s}", o.devices.join(", "));
-    }
-    s
-}
-
-/// What a failed start failed to do, and where: `read the tc state of eth9 in netns lab`.
-fn start_failed(target: &str) -> String {
-    format!("read the tc state of {target}")
+    tcmon_agent::tc_state_place(o.netns.as_deref(), &o.devices)
 }
 
 type Term = Terminal<CrosstermBackend<io::Stdout>>;
@@ -132,7 +120,7 @@ fn wait_for_agent(
             Ok(Ok(agent)) => return Ok(Waited::Started(agent)),
             Ok(Err(source)) => {
                 return Err(Error::Start {
-                    what: start_failed(&waiting.target),
+                    what: tcmon_agent::read_tc_state(&waiting.target),
                     source,
                 })
             }
@@ -346,12 +334,12 @@ mod tests {
             ..AgentOptions::default()
         };
         let e = Error::Start {
-            what: start_failed(&target_text(&opts)),
+            what: tcmon_agent::read_tc_state(&target_text(&opts)),
             source: tcmon_agent::Error::Thread(io::Error::other("no threads left")),
         };
         assert_eq!(e.to_string(), "read the tc state of eth9 in netns lab");
         assert_eq!(
-            start_failed(&target_text(&AgentOptions::default())),
+            tcmon_agent::read_tc_state(&target_text(&AgentOptions::default())),
             "read the tc state of this host"
         );
     }

@@ -583,8 +583,9 @@ mod tests {
             ),
             (
                 "[serve]\nlisten = \"1.2.3.4:99999\"\n",
-                "line 2: serve.listen: expected an address and a port (e.g. listen = \
-                 \"127.0.0.1:29110\")",
+                // the parser `--listen` shares, with its own examples
+                "line 2: serve.listen: '1.2.3.4:99999': expected an address and port, such as \
+                 127.0.0.1:29110, [::1]:29110, :29110 (every IPv4 address) or localhost:29110",
             ),
             (
                 "[probes]\ntargets = \"10.0.0.1\"\n",

@@ -9,6 +9,7 @@ use netlink_packet_core::Parseable;
 use netlink_packet_route::link::{LinkAttribute, LinkExtentMask, LinkInfo, LinkMessage, State};
 use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
 use netlink_packet_route::RouteNetlinkMessage;
+use tcmon_core::filter::ActionDetail;
 use tcmon_core::model::resolve_redirects;
 use tcmon_core::model::{sort_interface, Class, Filter, Interface, Qdisc, Snapshot};
 use tcmon_core::units::{Handle, TickLen};
@@ -487,8 +488,27 @@ impl Collector {
         }
         links.sort_by_key(|l| l.ifindex);
         resolve_redirects(&mut links, |i| names.get(&i).map(String::as_str));
-        self.watched =
-            (!self.opts.devices.is_empty()).then(|| links.iter().map(|l| l.ifindex).collect());
+        let feeders = if self.opts.devices.is_empty() || self.opts.filters == FilterMode::Off {
+            Vec::new()
+        } else {
+            self.redirects_into(&links, &qdiscs, &names, &mut warnings)?
+        };
+        for (from, to) in &feeders {
+            if let Some(l) = links.iter_mut().find(|l| l.ifindex == *to) {
+                if !l.shapes_ingress_of.contains(&names[from]) {
+                    l.shapes_ingress_of.push(names[from].clone());
+                    l.shapes_ingress_of.sort();
+                }
+            }
+        }
+        // a change to a feeder's redirect changes what the selected devices shape
+        self.watched = (!self.opts.devices.is_empty()).then(|| {
+            links
+                .iter()
+                .map(|l| l.ifindex)
+                .chain(feeders.iter().map(|(from, _)| *from))
+                .collect()
+        });
         self.last_links = links
             .iter()
             .map(|l| (l.ifindex, l.name.clone(), l.qdiscs.len()))
@@ -499,6 +519,70 @@ impl Collector {
         snap.interfaces = links;
         snap.warnings.append(&mut warnings);
         Ok((snap, interrupted))
+    }
+
+    /// Interfaces left out by `--dev` whose ingress filters redirect into a selected one (an
+    /// IFB shaping their download), as (from, to) ifindexes: what the selected device
+    /// shapes, and the GRO there that merges packets before the redirect. Only interfaces the
+    /// qdisc dump shows with an ingress or clsact qdisc are asked, one filter dump each at
+    /// their ingress hook; their classes and other filters are not read.
+    fn redirects_into(
+        &mut self,
+        selected: &[Interface],
+        qdiscs: &[(u32, Vec<Qdisc>)],
+        names: &HashMap<u32, String>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<(u32, u32)>, Error> {
+        let tick = self.tick;
+        let mut out = Vec::new();
+        for (ifindex, qs) in qdiscs {
+            let hooked = qs
+                .iter()
+                .any(|q| matches!(q.kind.as_str(), "ingress" | "clsact"));
+            if !hooked || selected.iter().any(|l| l.ifindex == *ifindex) {
+                continue;
+            }
+            let Some(name) = names.get(ifindex) else {
+                continue;
+            };
+            let mut req = TcMessage::default();
+            req.header.index = *ifindex as i32;
+            req.header.parent = TcHandle::from(Handle::CLSACT_INGRESS.0);
+            let st = self.dump(
+                "filters",
+                Some(name),
+                RouteNetlinkMessage::GetTrafficFilter(req),
+                |_, p| match tc::parse(p) {
+                    Ok(m) => {
+                        let f = tc::filter_with_tick(m, tick);
+                        for a in &f.actions {
+                            if let Some(ActionDetail::Mirred(m)) = &a.detail {
+                                let into = selected.iter().any(|l| l.ifindex == m.ifindex);
+                                if m.redirect && m.direction == "egress" && into {
+                                    out.push((*ifindex, m.ifindex));
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        warnings.push(format!("{name}: skipped an ingress filter message: {e}"));
+                    }
+                },
+            );
+            match st {
+                Ok(_) => self.counters.filter_dumps += 1,
+                // the hook went away since the qdisc dump
+                Err(Error::Dump { source, .. })
+                    if matches!(
+                        source.raw_os_error(),
+                        Some(libc::EINVAL | libc::ENOENT | libc::ENODEV)
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
     }
 
     fn links(&mut self) -> Result<Vec<Interface>, Error> {

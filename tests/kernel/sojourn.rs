@@ -211,7 +211,7 @@ fn dump_check_and_serve_say_why_when_it_is_off() {
         // once, in plain words: not the loader's "failed to create map" (said twice before)
         assert_eq!(
             why,
-            "measuring needs root (or the capabilities CAP_BPF and CAP_PERFMON)"
+            "measuring needs root, or the capabilities CAP_BPF and CAP_PERFMON"
         );
     } else {
         assert!(why.contains("built without"), "{why}");

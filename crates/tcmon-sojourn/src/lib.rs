@@ -46,7 +46,7 @@ pub enum Error {
     #[error("this tcmon was built without it ({0})")]
     NotBuilt(&'static str),
     /// What the kernel refused to an unprivileged process (EPERM), said once and plainly.
-    #[error("measuring needs root (or the capabilities CAP_BPF and CAP_PERFMON)")]
+    #[error("measuring needs root, or the capabilities CAP_BPF and CAP_PERFMON")]
     NeedsPrivilege,
     #[error("load the eBPF program: {0}")]
     Load(String),

@@ -518,6 +518,25 @@ fn a_selected_ifb_knows_the_interfaces_that_redirect_into_it() {
     let names: Vec<&str> = snap.interfaces.iter().map(|i| i.name.as_str()).collect();
     assert_eq!(names, ["ifb0"], "veth0 is asked, not read");
     assert_eq!(snap.interface("ifb0").unwrap().shapes_ingress_of, ["veth0"]);
+    // asked again only when something changed
+    let dumps = c.counters().filter_dumps;
+    let again = c.poll().unwrap();
+    assert_eq!(
+        again.interface("ifb0").unwrap().shapes_ingress_of,
+        ["veth0"]
+    );
+    assert_eq!(c.counters().filter_dumps, dumps);
+    ns.tc(&["filter", "del", "dev", "veth0", "parent", "ffff:"])
+        .unwrap();
+    let gone = c.poll().unwrap();
+    assert!(gone.interface("ifb0").unwrap().shapes_ingress_of.is_empty());
+    ns.tc(&[
+        "filter", "add", "dev", "veth0", "parent", "ffff:", "protocol", "all", "u32", "match",
+        "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", "ifb0",
+    ])
+    .unwrap();
+    let back = c.poll().unwrap();
+    assert_eq!(back.interface("ifb0").unwrap().shapes_ingress_of, ["veth0"]);
 
     let gro = |args: &[&str]| -> serde_json::Value {
         let mut all = vec!["check", "--json", "--netns", &ns.name];

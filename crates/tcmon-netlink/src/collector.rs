@@ -93,6 +93,9 @@ pub struct Collector {
     tick: TickLen,
     opts: CollectorOptions,
     filter_cache: HashMap<u32, CachedFilters>,
+    /// With `--dev`: the interfaces whose ingress redirects into a selected one, as last asked
+    /// (see [`Collector::redirects_into`]); dropped on a change notification.
+    feeders: Option<Feeders>,
     /// Link messages of the last dump that could not be decoded.
     link_errors: usize,
     /// Interfaces the last read covered (`None` = all): notifications about others are noise.
@@ -122,6 +125,15 @@ pub struct CollectorCounters {
     pub rereads: u64,
     /// Times the named namespace was found replaced and the sockets opened in the new one.
     pub netns_switches: u64,
+}
+
+/// What [`Collector::redirects_into`] found: which interfaces had an ingress hook, and which of
+/// them redirect into which selected device, as (from, to) ifindexes.
+#[derive(Debug)]
+struct Feeders {
+    hooked: Vec<u32>,
+    found: Vec<(u32, u32)>,
+    read_at: Instant,
 }
 
 /// What the notifications since the last look say changed.
@@ -162,6 +174,7 @@ impl Collector {
             tick,
             opts,
             filter_cache: HashMap::new(),
+            feeders: None,
             link_errors: 0,
             watched: None,
             last_links: Vec::new(),
@@ -359,6 +372,9 @@ impl Collector {
         if ch.tree || ch.all_filters || !ch.filters_on.is_empty() {
             self.config_generation += 1;
         }
+        if ch.tree || ch.all_filters || !ch.filters_on.is_empty() {
+            self.feeders = None;
+        }
         if ch.all_filters {
             self.filter_cache.clear();
         } else {
@@ -525,7 +541,8 @@ impl Collector {
     /// IFB shaping their download), as (from, to) ifindexes: what the selected device
     /// shapes, and the GRO there that merges packets before the redirect. Only interfaces the
     /// qdisc dump shows with an ingress or clsact qdisc are asked, one filter dump each at
-    /// their ingress hook; their classes and other filters are not read.
+    /// their ingress hook; their classes and other filters are not read. The answer is kept
+    /// until a notification says something changed, or for the filters' `max_age`.
     fn redirects_into(
         &mut self,
         selected: &[Interface],
@@ -534,14 +551,30 @@ impl Collector {
         warnings: &mut Vec<String>,
     ) -> Result<Vec<(u32, u32)>, Error> {
         let tick = self.tick;
-        let mut out = Vec::new();
-        for (ifindex, qs) in qdiscs {
-            let hooked = qs
-                .iter()
-                .any(|q| matches!(q.kind.as_str(), "ingress" | "clsact"));
-            if !hooked || selected.iter().any(|l| l.ifindex == *ifindex) {
-                continue;
+        let mut hooked: Vec<u32> = qdiscs
+            .iter()
+            .filter(|(i, qs)| {
+                !selected.iter().any(|l| l.ifindex == *i)
+                    && qs
+                        .iter()
+                        .any(|q| matches!(q.kind.as_str(), "ingress" | "clsact"))
+            })
+            .map(|(i, _)| *i)
+            .collect();
+        hooked.sort_unstable();
+        // Kept while no notification said a tree or filter changed (without notifications,
+        // not kept), and for at most the filters' age.
+        let max_age = match self.opts.filters {
+            FilterMode::Cached { max_age } => max_age,
+            FilterMode::Off => Duration::ZERO,
+        };
+        if let Some(f) = &self.feeders {
+            if self.monitor.is_some() && f.hooked == hooked && f.read_at.elapsed() < max_age {
+                return Ok(f.found.clone());
             }
+        }
+        let mut out = Vec::new();
+        for ifindex in &hooked {
             let Some(name) = names.get(ifindex) else {
                 continue;
             };
@@ -582,6 +615,11 @@ impl Collector {
         }
         out.sort_unstable();
         out.dedup();
+        self.feeders = Some(Feeders {
+            hooked,
+            found: out.clone(),
+            read_at: Instant::now(),
+        });
         Ok(out)
     }
 

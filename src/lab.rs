@@ -3,8 +3,11 @@
 
 use std::process::ExitCode;
 
+use std::time::Instant;
+
 use anyhow::Result;
-use tcmon_lab::{is_root, remove_lab, Lab, Scenario, SCENARIOS};
+use tcmon_core::units::{fmt_count, fmt_ns};
+use tcmon_lab::{is_root, remove_lab, Lab, LabError, Scenario, SCENARIOS};
 
 use crate::{LabAction, EXIT_USAGE};
 
@@ -34,29 +37,41 @@ pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
                 );
                 return Ok(ExitCode::from(EXIT_USAGE));
             };
-            // A new lab replaces the old one.
+            // A new lab replaces the old one, but only once this kernel can build it: a
+            // scenario it cannot leave the lab that is up as it was.
+            if let Err(e) = s.try_on_this_kernel() {
+                if let LabError::KernelLacks { .. } = e {
+                    eprintln!(
+                        "tcmon: lab up {}: {e}; the lab that is up was left as it was. The test \
+                         VM boots Debian's kernel with every qdisc: sudo tests/vm/run --shell \
+                         (from a clone of tcmon)",
+                        s.name
+                    );
+                    return Ok(ExitCode::FAILURE);
+                }
+                return Err(e.into());
+            }
             remove_lab(PREFIX)?;
             let lab = Lab::create_named(PREFIX)?;
             if s.bulk_rules() > 0 {
-                // tens of seconds of silence otherwise
                 eprintln!(
-                    "lab up {}: adding {} filter rules with tc -batch (the kernel takes tens of \
-                     seconds)...",
+                    "lab up {}: adding {} with tc -batch...",
                     s.name,
-                    s.bulk_rules()
+                    fmt_count(s.bulk_rules() as u64, "filter rule", "filter rules")
                 );
             }
+            let started = Instant::now();
             if let Err(e) = lab.apply(s) {
                 drop(lab); // deletes the half-built namespaces
-                if e.to_string().contains("kind is unknown") {
-                    eprintln!(
-                        "tcmon: this kernel lacks a qdisc the '{}' scenario needs; run the lab in \
-                         the test VM, which boots Debian's kernel with every qdisc: sudo \
-                         tests/vm/run --shell (from a clone of tcmon)",
-                        s.name
-                    );
-                }
                 return Err(e.into());
+            }
+            if s.bulk_rules() > 0 {
+                eprintln!(
+                    "lab up {}: {} added in {}",
+                    s.name,
+                    fmt_count(s.bulk_rules() as u64, "filter rule", "filter rules"),
+                    fmt_ns(started.elapsed().as_nanos() as i64)
+                );
             }
             let [n1, router, n2] = lab.keep();
             println!("lab up: {} - {}", s.name, s.description);

@@ -474,3 +474,92 @@ fn classes_read_one_qdisc_at_a_time_are_the_ones_tc_lists() {
     assert_eq!(ours, tcs);
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 }
+
+/// `--dev ifb0` alone still knows whose download ifb0 shapes: the interfaces whose ingress
+/// filters redirect into it are asked at their ingress hook (one dump each, nothing else of
+/// theirs read), so `check --dev ifb0` flags GRO on v0 with the same fix as `check` of the
+/// whole namespace.
+#[test]
+fn a_selected_ifb_knows_the_interfaces_that_redirect_into_it() {
+    if skip_unless_root("a_selected_ifb_knows_the_interfaces_that_redirect_into_it") {
+        return;
+    }
+    let pair = Pair::create("ifbsel").unwrap();
+    let ns = &pair.a;
+    if let Err(e) = ns.ip(&["link", "add", "ifb0", "type", "ifb"]) {
+        eprintln!(
+            "SKIPPED a_selected_ifb_knows_the_interfaces_that_redirect_into_it: no ifb ({e})"
+        );
+        return;
+    }
+    ns.ip(&["link", "set", "ifb0", "up"]).unwrap();
+    for cmd in [
+        "qdisc add dev veth0 handle ffff: ingress",
+        "filter add dev veth0 parent ffff: protocol all u32 match u32 0 0 action mirred egress redirect dev ifb0",
+        "qdisc add dev ifb0 root handle 1: htb default 10",
+        "class add dev ifb0 parent 1: classid 1:10 htb rate 10mbit",
+    ] {
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        ns.tc(&words).unwrap_or_else(|e| panic!("tc {cmd}: {e}"));
+    }
+    ns.exec(&["ethtool", "-K", "veth0", "gro", "on"]).unwrap();
+
+    let mut c = Collector::open(
+        Some(&ns.name),
+        CollectorOptions {
+            devices: vec!["ifb0".into()],
+            filters: FilterMode::Cached {
+                max_age: Duration::from_secs(60),
+            },
+        },
+    )
+    .unwrap();
+    let snap = c.poll().unwrap();
+    let names: Vec<&str> = snap.interfaces.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["ifb0"], "veth0 is asked, not read");
+    assert_eq!(snap.interface("ifb0").unwrap().shapes_ingress_of, ["veth0"]);
+    // asked again only when something changed
+    let dumps = c.counters().filter_dumps;
+    let again = c.poll().unwrap();
+    assert_eq!(
+        again.interface("ifb0").unwrap().shapes_ingress_of,
+        ["veth0"]
+    );
+    assert_eq!(c.counters().filter_dumps, dumps);
+    ns.tc(&["filter", "del", "dev", "veth0", "parent", "ffff:"])
+        .unwrap();
+    let gone = c.poll().unwrap();
+    assert!(gone.interface("ifb0").unwrap().shapes_ingress_of.is_empty());
+    ns.tc(&[
+        "filter", "add", "dev", "veth0", "parent", "ffff:", "protocol", "all", "u32", "match",
+        "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", "ifb0",
+    ])
+    .unwrap();
+    let back = c.poll().unwrap();
+    assert_eq!(back.interface("ifb0").unwrap().shapes_ingress_of, ["veth0"]);
+
+    let gro = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["check", "--json", "--netns", &ns.name];
+        all.extend_from_slice(args);
+        let o = crate::common::tcmon(&all);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", crate::common::stderr(&o)));
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["code"] == "offload-on-shaped-link" && f["interface"] == "ifb0")
+            .cloned()
+            .unwrap_or_else(|| panic!("no GRO finding on ifb0 in {v}"))
+    };
+    let whole = gro(&[]);
+    assert_eq!(whole["severity"], "warning", "{whole}");
+    assert_eq!(
+        whole["fix"],
+        serde_json::json!([format!(
+            "ip netns exec {} ethtool -K veth0 gro off",
+            ns.name
+        )])
+    );
+    assert_eq!(gro(&["--dev", "ifb0"]), whole);
+}

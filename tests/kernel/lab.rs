@@ -150,6 +150,50 @@ fn lab_up_and_down() {
         "100ms",
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", common::stdout(&o));
+
+    // a scenario this kernel cannot build leaves the lab that is up as it was
+    let o = common::tcmon(&["lab", "up", "cake"]);
+    let err = common::stderr(&o);
+    if o.status.success() {
+        eprintln!("SKIPPED lab up of a scenario the kernel lacks: this kernel has cake");
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("this kernel lacks the cake qdisc the 'cake' scenario needs")
+                && err.contains("the lab that is up was left as it was"),
+            "{err}"
+        );
+        let root = sh("tc -n tcmon-lab-router qdisc show dev r1 root");
+        assert!(
+            common::stdout(&root).starts_with("qdisc htb 1: root"),
+            "the default-fifo lab is still up: {}{}",
+            common::stdout(&root),
+            common::stderr(&root)
+        );
+    }
+
+    // the bulk filters: what lab up says about their time is what they took
+    let started = std::time::Instant::now();
+    let o = common::tcmon(&["lab", "up", "filters"]);
+    let took = started.elapsed();
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said = err
+        .lines()
+        .find_map(|l| l.strip_prefix("lab up filters: 10,000 filter rules added in "))
+        .unwrap_or_else(|| panic!("no time said in {err}"));
+    let (value, unit) = said.split_once(' ').unwrap();
+    let value: f64 = value.parse().unwrap();
+    let secs = match unit {
+        "s" => value,
+        "ms" => value / 1e3,
+        _ => panic!("{said}"),
+    };
+    assert!(
+        secs > 0.0 && secs <= took.as_secs_f64(),
+        "said {said}, took {took:?}"
+    );
+
     let o = common::tcmon(&["lab", "down"]);
     assert_eq!(common::stdout(&o), "lab down: removed 3 namespaces\n");
     let o = common::tcmon(&["lab", "up", "nope"]);

@@ -480,6 +480,32 @@ fn trim_num(v: f64) -> String {
     }
 }
 
+/// An integer with its thousands grouped, as the text prints counts and exact sizes:
+/// `1,514`, `125,000`, `999`.
+pub fn fmt_int(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// A count with its noun, plural unless the count is one: `1 class`, `2 classes`,
+/// `10,000 rules`.
+pub fn fmt_count(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", fmt_int(n), if n == 1 { one } else { many })
+}
+
+/// A duration in milliseconds as every text prints durations ([`fmt_ns`]): `1.66 s`,
+/// `262 ms`.
+pub fn fmt_ms(ms: f64) -> String {
+    fmt_ns((ms * 1e6).round() as i64)
+}
+
 /// `6.4 ms`, `120 µs`, `3.2 s`.
 pub fn fmt_ns(ns: i64) -> String {
     let sign = if ns < 0 { "-" } else { "" };
@@ -677,6 +703,16 @@ mod tests {
         assert_eq!(fmt_bytes(15360.0), "15.4 kB");
         assert_eq!(fmt_bytes(u64::MAX as f64), "18.4 EB");
         assert_eq!(fmt_ns(6_400_000), "6.4 ms");
+        assert_eq!(fmt_ms(1663.0), "1.66 s");
+        assert_eq!(fmt_ms(20.0), "20 ms");
+        assert_eq!(fmt_int(0), "0");
+        assert_eq!(fmt_int(999), "999");
+        assert_eq!(fmt_int(1514), "1,514");
+        assert_eq!(fmt_int(125_000), "125,000");
+        assert_eq!(fmt_int(11_250_000), "11,250,000");
+        assert_eq!(fmt_count(1, "class", "classes"), "1 class");
+        assert_eq!(fmt_count(2, "class", "classes"), "2 classes");
+        assert_eq!(fmt_count(10_000, "rule", "rules"), "10,000 rules");
         assert_eq!(fmt_ns(-68_116_000), "-68.1 ms");
         assert_eq!(fmt_ns(999), "999 ns");
         assert_eq!(fmt_ns(3_200_000_000), "3.2 s");

@@ -12,7 +12,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::json;
 use tcmon_core::model::Interface;
 use tcmon_core::topology::Obj;
-use tcmon_core::units::Handle;
+use tcmon_core::units::{fmt_int, Handle};
 
 use crate::{Code, Example, Finding, Fix, Severity};
 
@@ -230,8 +230,8 @@ fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, kind:
     let title = worst.code.rule().title;
     worst.message = format!(
         "{title}: {} of the {} {} of qdisc {handle}. Worst: {}",
-        m.count,
-        total(iface, qdisc, kind),
+        fmt_int(m.count as u64),
+        fmt_int(total(iface, qdisc, kind) as u64),
         kind.noun(),
         worst.message
     );

@@ -30,6 +30,12 @@ pub enum LabError {
         status: String,
         stderr: String,
     },
+    #[error("this kernel lacks the {kind} qdisc the '{scenario}' scenario needs ({stderr})")]
+    KernelLacks {
+        scenario: &'static str,
+        kind: String,
+        stderr: String,
+    },
     #[error("traffic in netns {netns}: {source}")]
     Traffic { netns: String, source: io::Error },
 }

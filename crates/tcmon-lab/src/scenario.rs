@@ -166,10 +166,59 @@ impl Scenario {
         self.commands
     }
 
-    /// Filter rules added in bulk (`tc -batch`), which take the kernel tens of seconds.
+    /// Filter rules added in bulk (`tc -batch`).
     pub fn bulk_rules(&self) -> usize {
         self.bulk_filters.map_or(0, |(n, _)| n)
     }
+
+    /// Runs the scenario's `tc` commands (not its bulk filters) on a veth named like the
+    /// router's in a throwaway namespace, so that what this kernel lacks shows before a lab
+    /// that is up is touched. About 0.1 s.
+    pub fn try_on_this_kernel(&self) -> Result<(), LabError> {
+        let ns = Netns::create("labtry")?;
+        ns.ip(&[
+            "link",
+            "add",
+            Lab::SHAPED,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "peer0",
+        ])?;
+        for cmd in self.commands {
+            let args: Vec<&str> = cmd.split_whitespace().collect();
+            match ns.tc(&args) {
+                Err(LabError::Failed { stderr, .. }) if stderr.contains("kind is unknown") => {
+                    return Err(LabError::KernelLacks {
+                        scenario: self.name,
+                        kind: qdisc_kind(cmd).unwrap_or_default().to_owned(),
+                        stderr,
+                    });
+                }
+                r => {
+                    r?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The kind a `qdisc add|replace ...` command names: its first word after the device, the
+/// parent and the handle.
+fn qdisc_kind(cmd: &str) -> Option<&str> {
+    let mut words = cmd.split_whitespace().skip(2);
+    while let Some(w) = words.next() {
+        match w {
+            "dev" | "parent" | "handle" => {
+                words.next();
+            }
+            "root" => {}
+            k => return Some(k),
+        }
+    }
+    None
 }
 
 impl Lab {
@@ -389,4 +438,22 @@ pub fn remove_lab(prefix: &str) -> Result<usize, LabError> {
         }
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kind_a_qdisc_command_names() {
+        assert_eq!(
+            qdisc_kind("qdisc add dev r1 root handle 1: cake bandwidth 2mbit"),
+            Some("cake")
+        );
+        assert_eq!(
+            qdisc_kind("qdisc add dev r1 parent 1:10 handle 10: fq_codel"),
+            Some("fq_codel")
+        );
+        assert_eq!(qdisc_kind("qdisc add dev r1 root"), None);
+    }
 }

@@ -9,6 +9,7 @@ use netlink_packet_core::Parseable;
 use netlink_packet_route::link::{LinkAttribute, LinkExtentMask, LinkInfo, LinkMessage, State};
 use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
 use netlink_packet_route::RouteNetlinkMessage;
+use tcmon_core::filter::ActionDetail;
 use tcmon_core::model::resolve_redirects;
 use tcmon_core::model::{sort_interface, Class, Filter, Interface, Qdisc, Snapshot};
 use tcmon_core::units::{Handle, TickLen};
@@ -92,6 +93,9 @@ pub struct Collector {
     tick: TickLen,
     opts: CollectorOptions,
     filter_cache: HashMap<u32, CachedFilters>,
+    /// With `--dev`: the interfaces whose ingress redirects into a selected one, as last asked
+    /// (see [`Collector::redirects_into`]); dropped on a change notification.
+    feeders: Option<Feeders>,
     /// Link messages of the last dump that could not be decoded.
     link_errors: usize,
     /// Interfaces the last read covered (`None` = all): notifications about others are noise.
@@ -121,6 +125,15 @@ pub struct CollectorCounters {
     pub rereads: u64,
     /// Times the named namespace was found replaced and the sockets opened in the new one.
     pub netns_switches: u64,
+}
+
+/// What [`Collector::redirects_into`] found: which interfaces had an ingress hook, and which of
+/// them redirect into which selected device, as (from, to) ifindexes.
+#[derive(Debug)]
+struct Feeders {
+    hooked: Vec<u32>,
+    found: Vec<(u32, u32)>,
+    read_at: Instant,
 }
 
 /// What the notifications since the last look say changed.
@@ -161,6 +174,7 @@ impl Collector {
             tick,
             opts,
             filter_cache: HashMap::new(),
+            feeders: None,
             link_errors: 0,
             watched: None,
             last_links: Vec::new(),
@@ -358,6 +372,9 @@ impl Collector {
         if ch.tree || ch.all_filters || !ch.filters_on.is_empty() {
             self.config_generation += 1;
         }
+        if ch.tree || ch.all_filters || !ch.filters_on.is_empty() {
+            self.feeders = None;
+        }
         if ch.all_filters {
             self.filter_cache.clear();
         } else {
@@ -487,8 +504,27 @@ impl Collector {
         }
         links.sort_by_key(|l| l.ifindex);
         resolve_redirects(&mut links, |i| names.get(&i).map(String::as_str));
-        self.watched =
-            (!self.opts.devices.is_empty()).then(|| links.iter().map(|l| l.ifindex).collect());
+        let feeders = if self.opts.devices.is_empty() || self.opts.filters == FilterMode::Off {
+            Vec::new()
+        } else {
+            self.redirects_into(&links, &qdiscs, &names, &mut warnings)?
+        };
+        for (from, to) in &feeders {
+            if let Some(l) = links.iter_mut().find(|l| l.ifindex == *to) {
+                if !l.shapes_ingress_of.contains(&names[from]) {
+                    l.shapes_ingress_of.push(names[from].clone());
+                    l.shapes_ingress_of.sort();
+                }
+            }
+        }
+        // a change to a feeder's redirect changes what the selected devices shape
+        self.watched = (!self.opts.devices.is_empty()).then(|| {
+            links
+                .iter()
+                .map(|l| l.ifindex)
+                .chain(feeders.iter().map(|(from, _)| *from))
+                .collect()
+        });
         self.last_links = links
             .iter()
             .map(|l| (l.ifindex, l.name.clone(), l.qdiscs.len()))
@@ -499,6 +535,92 @@ impl Collector {
         snap.interfaces = links;
         snap.warnings.append(&mut warnings);
         Ok((snap, interrupted))
+    }
+
+    /// Interfaces left out by `--dev` whose ingress filters redirect into a selected one (an
+    /// IFB shaping their download), as (from, to) ifindexes: what the selected device
+    /// shapes, and the GRO there that merges packets before the redirect. Only interfaces the
+    /// qdisc dump shows with an ingress or clsact qdisc are asked, one filter dump each at
+    /// their ingress hook; their classes and other filters are not read. The answer is kept
+    /// until a notification says something changed, or for the filters' `max_age`.
+    fn redirects_into(
+        &mut self,
+        selected: &[Interface],
+        qdiscs: &[(u32, Vec<Qdisc>)],
+        names: &HashMap<u32, String>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<(u32, u32)>, Error> {
+        let tick = self.tick;
+        let mut hooked: Vec<u32> = qdiscs
+            .iter()
+            .filter(|(i, qs)| {
+                !selected.iter().any(|l| l.ifindex == *i)
+                    && qs
+                        .iter()
+                        .any(|q| matches!(q.kind.as_str(), "ingress" | "clsact"))
+            })
+            .map(|(i, _)| *i)
+            .collect();
+        hooked.sort_unstable();
+        // Kept while no notification said a tree or filter changed (without notifications,
+        // not kept), and for at most the filters' age.
+        let max_age = match self.opts.filters {
+            FilterMode::Cached { max_age } => max_age,
+            FilterMode::Off => Duration::ZERO,
+        };
+        if let Some(f) = &self.feeders {
+            if self.monitor.is_some() && f.hooked == hooked && f.read_at.elapsed() < max_age {
+                return Ok(f.found.clone());
+            }
+        }
+        let mut out = Vec::new();
+        for ifindex in &hooked {
+            let Some(name) = names.get(ifindex) else {
+                continue;
+            };
+            let mut req = TcMessage::default();
+            req.header.index = *ifindex as i32;
+            req.header.parent = TcHandle::from(Handle::CLSACT_INGRESS.0);
+            let st = self.dump(
+                "filters",
+                Some(name),
+                RouteNetlinkMessage::GetTrafficFilter(req),
+                |_, p| match tc::parse(p) {
+                    Ok(m) => {
+                        let f = tc::filter_with_tick(m, tick);
+                        for a in &f.actions {
+                            if let Some(ActionDetail::Mirred(m)) = &a.detail {
+                                let into = selected.iter().any(|l| l.ifindex == m.ifindex);
+                                if m.redirect && m.direction == "egress" && into {
+                                    out.push((*ifindex, m.ifindex));
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        warnings.push(format!("{name}: skipped an ingress filter message: {e}"));
+                    }
+                },
+            );
+            match st {
+                Ok(_) => self.counters.filter_dumps += 1,
+                // the hook went away since the qdisc dump
+                Err(Error::Dump { source, .. })
+                    if matches!(
+                        source.raw_os_error(),
+                        Some(libc::EINVAL | libc::ENOENT | libc::ENODEV)
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        self.feeders = Some(Feeders {
+            hooked,
+            found: out.clone(),
+            read_at: Instant::now(),
+        });
+        Ok(out)
     }
 
     fn links(&mut self) -> Result<Vec<Interface>, Error> {

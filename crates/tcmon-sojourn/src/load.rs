@@ -130,19 +130,36 @@ fn lookup_batch(
     }
 }
 
-/// An aya error with its sources, which say what the kernel refused.
+/// An aya error with its sources, which say what the kernel refused; a source whose text its
+/// error already printed is not said again.
 fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
         cur = c.source();
     }
-    if s.contains("Operation not permitted") || s.contains("EPERM") {
-        s.push_str(" (needs root: CAP_BPF and CAP_PERFMON)");
-    }
     s
+}
+
+/// A failure to load or attach: the missing privilege in plain words when the kernel refused
+/// (EPERM) a process that is not root, else `other` with the error's chain.
+fn refused(e: &dyn std::error::Error, other: impl FnOnce(String) -> Error) -> Error {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // root refused (lockdown, a security module): the kernel's own words
+        return other(chain(e));
+    }
+    // aya's errors carry the kernel's as text (`... Operation not permitted (os error 1)`)
+    let text = chain(e);
+    if text.contains("(os error 1)") || text.contains("Operation not permitted") {
+        return Error::NeedsPrivilege;
+    }
+    other(text)
 }
 
 /// The net cookie of a namespace: what the program compares each device's namespace with.
@@ -222,7 +239,7 @@ impl Measurer {
             .set_max_entries("flows", opts.flows_capacity.max(1))
             .set_max_entries("inflight", opts.inflight_capacity.max(1))
             .load(OBJECT)
-            .map_err(|e| Error::Load(chain(&e)))?;
+            .map_err(|e| refused(&e, Error::Load))?;
         let btf = Btf::from_sys_fs()
             .map_err(|e| Error::Load(format!("the kernel's BTF: {}", chain(&e))))?;
         let mut m = Measurer {
@@ -249,10 +266,8 @@ impl Measurer {
             ("on_dequeue", "qdisc_dequeue"),
             ("on_enqueue", "qdisc_enqueue"),
         ] {
-            let attach = |e: &dyn std::error::Error| Error::Attach {
-                hook,
-                error: chain(e),
-            };
+            let attach =
+                |e: &dyn std::error::Error| refused(e, |error| Error::Attach { hook, error });
             let p: &mut BtfTracePoint = m
                 .ebpf
                 .program_mut(prog)

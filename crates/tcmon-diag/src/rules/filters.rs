@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::json;
 use tcmon_core::model::{Filter, FilterChain, Name, QdiscDetail};
-use tcmon_core::units::{fmt_bits_per_sec, Handle};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_count, fmt_int, Handle};
 use tcmon_core::Obj;
 
 use super::{ev, shaper_rate, Ctx};
@@ -127,15 +127,16 @@ fn finding(
     behind.dedup();
     let cost = c.t.filter_rule_cost_ns;
     let mut message = format!(
-        "{linear} {} rules at parent {} prio {} are tried one after another: a packet that none \
-         of them matches tries {} rules at {} ns each, so the kernel classifies at most {} \
+        "{} {} rules at parent {} prio {} are tried one after another: a packet that none \
+         of them matches tries {} at {} ns each, so the kernel classifies at most {} \
          packets/s",
+        fmt_int(u64::from(linear)),
         ch.kind,
         ch.parent,
         ch.prio,
-        harm.rules_tried,
+        fmt_count(harm.rules_tried, "rule", "rules"),
         human_number(cost),
-        human_number(harm.ceiling_pps),
+        fmt_int(harm.ceiling_pps.round() as u64),
     );
     match harm.shaper {
         Some((bytes, pps)) => {
@@ -147,7 +148,7 @@ fn finding(
                 } else {
                     "above"
                 },
-                human_number(pps),
+                fmt_int(pps.round() as u64),
                 fmt_bits_per_sec(bytes as f64 * 8.0)
             );
         }
@@ -160,7 +161,14 @@ fn finding(
             "; traffic for {}{} is classified only after all of them",
             shown.join(", "),
             if behind.len() > shown.len() {
-                format!(" and {} more classes", behind.len() - shown.len())
+                format!(
+                    " and {}",
+                    fmt_count(
+                        (behind.len() - shown.len()) as u64,
+                        "more class",
+                        "more classes"
+                    )
+                )
             } else {
                 String::new()
             }

@@ -4,7 +4,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde_json::json;
 use tcmon_core::model::{Class, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail};
 use tcmon_core::topology::Obj;
-use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_int, fmt_ms, fmt_ns, Handle};
 
 use super::{ev, offload, tenths, Ctx};
 use crate::merge::Sink;
@@ -462,9 +462,11 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         let seen_merged = share.filter(|s| s.largest_queued_bytes > c.pkt);
         let forwarded = seen_why.gro();
         let quantum_line = format!(
-            "class {} has quantum {qb} B (rate {} / r2q {r2q} = {computed} B{})",
+            "class {} has quantum {} B (rate {} / r2q {r2q} = {} B{})",
             cl.handle,
+            fmt_int(qb),
             fmt_bits_per_sec(x.rate_bytes_per_sec as f64 * 8.0),
+            fmt_int(computed),
             if qb == computed {
                 ""
             } else {
@@ -591,8 +593,8 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             let effect = match (turn, parent_rate, wait_ms) {
                 (Some(t), Some(r), Some(w)) => format!(
                     "each of its turns is {} at its parent {}'s rate of {}, a wait for the {} \
-                     other {} borrowing there (target {} ms){}",
-                    fmt_ns((w * 1e6) as i64),
+                     other {} borrowing there (target {}){}",
+                    fmt_ms(w),
                     t.parent,
                     fmt_bits_per_sec(r as f64 * 8.0),
                     others_waiting,
@@ -697,7 +699,7 @@ pub(super) fn htb_class(c: &Ctx<'_>, cl: &Class, h: &HtbClass, out: &mut Sink<'_
                 if target::bucket_below(bytes, pkt) {
                     format!("one packet ({pkt} B)")
                 } else {
-                    format!("{} ms of rate", c.t.burst_min_ms)
+                    format!("{} of rate", fmt_ms(c.t.burst_min_ms))
                 }
             ),
             evidence: ev([

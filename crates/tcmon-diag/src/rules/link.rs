@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use tcmon_core::model::QdiscDetail;
-use tcmon_core::units::{fmt_bytes, Handle};
+use tcmon_core::units::{fmt_bytes, fmt_int, Handle};
 
 use super::{ev, Ctx};
 use crate::merge::Sink;
@@ -61,15 +61,16 @@ pub(super) fn unshaped_root(c: &Ctx<'_>, out: &mut Sink<'_>) {
         interface: c.iface.name.clone(),
         object: root.handle.to_string(),
         message: format!(
-            "{} has no shaper and a {} root holding {packets} packets ({}){}: if this link is \
+            "{} has no shaper and a {} root holding {} packets ({}){}: if this link is \
              the bottleneck, that queue fills and adds its whole length to every packet's delay",
             c.iface.name,
             root.kind,
+            fmt_int(packets.into()),
             fmt_bytes((u64::from(packets) * pkt) as f64),
             bands.map_or_else(String::new, |b| format!(
                 " in each of its 3 bands (up to {} with every band busy; unmarked traffic is in \
                  band {b})",
-                3 * packets
+                fmt_int(3 * u64::from(packets))
             ))
         ),
         evidence: ev([

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use tcmon_core::units::Handle;
+use tcmon_core::units::{fmt_ms, Handle};
 
 use crate::{Code, Evidence, Facts, Finding, Fix, Severity};
 
@@ -54,10 +54,11 @@ pub fn bufferbloat(
             };
             let held = match measured {
                 Some(m) => format!(
-                    "packets waited {:.0} ms there (median, measured; p99 {:.0} ms)",
-                    m.p50_ms, m.p99_ms
+                    "packets waited {} there (median, measured; p99 {})",
+                    fmt_ms(m.p50_ms),
+                    fmt_ms(m.p99_ms)
                 ),
-                None => format!("holds {queue_delay_ms:.0} ms of it"),
+                None => format!("holds {} of it", fmt_ms(*queue_delay_ms)),
             };
             let mut place = format!("{interface} {object}{role} {held}");
             let fix = if fix.is_empty() {
@@ -79,7 +80,10 @@ pub fn bufferbloat(
         severity,
         interface,
         object,
-        message: format!("latency rises {inc:.0} ms under load (grade {grade}{rpm}); {place}"),
+        message: format!(
+            "latency rises {} under load (grade {grade}{rpm}); {place}",
+            fmt_ms(inc)
+        ),
         evidence,
         fix,
         ..Finding::new(Code::Bufferbloat)

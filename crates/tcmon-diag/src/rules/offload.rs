@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 use tcmon_core::model::{Qdisc, QdiscDetail};
-use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_int, fmt_ns, Handle};
 
 use super::{by_key, ev, htb_parent, inside_tbf, measured, measured_evidence, ms, Ctx};
 use crate::merge::Sink;
@@ -119,9 +119,10 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
         interface: c.iface.name.clone(),
         object: class.to_string(),
         message: format!(
-            "{} may queue GSO packets of up to {} (gso_max_size, {segs} segments): one of them takes {} at the {} ceil of {}",
+            "{} may queue GSO packets of up to {} (gso_max_size, {} segments): one of them takes {} at the {} ceil of {}",
             c.iface.name,
             fmt_bytes(size as f64),
+            fmt_int(segs.into()),
             fmt_ns(one_ns as i64),
             fmt_bits_per_sec(ceil as f64 * 8.0),
             class

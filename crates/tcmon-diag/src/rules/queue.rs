@@ -6,7 +6,7 @@ use std::cell::OnceCell;
 use serde_json::json;
 use tcmon_core::model::{Qdisc, QdiscDetail};
 use tcmon_core::topology::Obj;
-use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_int, fmt_ns, Handle};
 
 use super::{
     aqm_alternative, by_key, ev, htb_parent, inside_tbf, measured, measured_evidence,
@@ -21,9 +21,10 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let pkt = c.pkt;
     for q in &c.iface.qdiscs {
         let (capacity_bytes, limit_desc) = match &q.detail {
-            Some(QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f)) => {
-                (u64::from(f.limit) * pkt, format!("{} packets", f.limit))
-            }
+            Some(QdiscDetail::Pfifo(f) | QdiscDetail::PfifoHeadDrop(f)) => (
+                u64::from(f.limit) * pkt,
+                format!("{} packets", fmt_int(f.limit.into())),
+            ),
             Some(QdiscDetail::Bfifo(f)) => (u64::from(f.limit), fmt_bytes(f64::from(f.limit))),
             // Each of its three bands is a ring of txqueuelen packets (pfifo_fast_init): what
             // one flow waits behind is its band's, up to three times that with every band
@@ -33,8 +34,8 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
                 format!(
                     "{} packets (txqueuelen) in each of its 3 bands, up to {} with every band \
                      busy; unmarked traffic is in band {}",
-                    c.iface.txqueuelen,
-                    3 * u64::from(c.iface.txqueuelen),
+                    fmt_int(c.iface.txqueuelen.into()),
+                    fmt_int(3 * u64::from(c.iface.txqueuelen)),
                     super::unmarked_band(p)
                 ),
             ),
@@ -89,10 +90,19 @@ pub(super) fn queue_depth(c: &Ctx<'_>, out: &mut Sink<'_>) {
         out.push(Finding {
             severity,
             interface: c.iface.name.clone(),
-            object: if builtin { class.handle.to_string() } else { q.handle.to_string() },
+            object: if builtin {
+                class.handle.to_string()
+            } else {
+                q.handle.to_string()
+            },
             message: format!(
-                "{what} holds {limit_desc} ({}): up to {} of queueing delay at the class ceil of {}",
-                fmt_bytes(capacity_bytes as f64),
+                "{what} holds {limit_desc}{}: up to {} of queueing delay at the class ceil of {}",
+                // a limit in bytes is said once, not restated in the same words
+                if matches!(q.detail, Some(QdiscDetail::Bfifo(_))) {
+                    String::new()
+                } else {
+                    format!(" ({})", fmt_bytes(capacity_bytes as f64))
+                },
                 fmt_ns(delay_ns as i64),
                 fmt_bits_per_sec(ceil as f64 * 8.0)
             ),

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use serde_json::json;
 use tcmon_core::model::{Qdisc, QdiscDetail, Tbf};
-use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ms, fmt_ns, Handle};
 
 use super::{ev, ms, replace_cmd, shaper_rate, shorter_queue, Ctx};
 use crate::merge::Sink;
@@ -188,9 +188,9 @@ pub(super) fn tbf(c: &Ctx<'_>, q: &Qdisc, out: &mut Sink<'_>) {
     let (fix, rate_note) = if rate_bound {
         let note = format!(
             "at this rate one full-size packet ({pkt} B) alone takes {} to send, and no queue \
-             holds less than one packet: only a higher rate brings the delay below {} ms",
+             holds less than one packet: only a higher rate brings the delay below {}",
             fmt_ns(one_packet_ns as i64),
-            c.t.target_queue_delay_ms
+            fmt_ms(c.t.target_queue_delay_ms)
         );
         let mut fix = Vec::new();
         // The shortest queue (one packet; two for a FIFO inside, as `shorter_queue` sizes it),

@@ -106,6 +106,41 @@ fn long(i: Interface) -> Option<Finding> {
         .find(|f| f.code == "filter-chain-long")
 }
 
+/// Counts agree with their nouns: six classes behind, five named, "and 1 more class".
+#[test]
+fn the_classes_left_unnamed_are_counted_in_agreement() {
+    let mut i = seed_2mbit(Some(fifo("10:", "1:10", "pfifo", 10)));
+    let rule = |prio: u16, n: u32, class: &str| Filter {
+        handle: format!("{}::{n:x}", if prio == 100 { 801 } else { 800 }),
+        handle_raw: (if prio == 100 { 0x801 } else { 0x800 } << 20) | n,
+        class_id: Some(h(class)),
+        is_rule: true,
+        ..Filter::new(h("1:"), prio, "ip", "u32")
+    };
+    i.filters = (1..=150).map(|n| rule(100, n, "1:10")).collect();
+    for (n, class) in ["1:30", "1:31", "1:32", "1:33", "1:34", "1:35"]
+        .iter()
+        .enumerate()
+    {
+        i.filters.push(rule(400, n as u32 + 1, class));
+    }
+    sort_interface(&mut i);
+    let f = check(&snap(Instant::now(), i));
+    let l = f.iter().find(|f| f.code == "filter-chain-long").unwrap();
+    assert!(
+        l.message.contains(
+            "traffic for 1:30, 1:31, 1:32, 1:33, 1:34 and 1 more class is classified only after"
+        ),
+        "{}",
+        l.message
+    );
+    assert!(
+        l.message.starts_with("150 u32 rules at parent 1: prio 100"),
+        "{}",
+        l.message
+    );
+}
+
 #[test]
 fn below_the_shaper_packet_rate_is_info() {
     // 150 rules x 10 ns: 666,667 packets/s against 165 of 1514 B at 2 Mbit
@@ -117,7 +152,7 @@ fn below_the_shaper_packet_rate_is_info() {
     assert_eq!(f.evidence["classes_behind"], json!(["1:3"]));
     assert!(
         f.message.contains(
-            "at most 666667 packets/s, above the 165 full-size packets/s of the shaper's 2 Mbit"
+            "at most 666,667 packets/s, above the 165 full-size packets/s of the shaper's 2 Mbit"
         ),
         "{}",
         f.message
@@ -133,7 +168,7 @@ fn above_the_shaper_packet_rate_is_a_warning_and_ten_times_critical() {
     assert_eq!(f.evidence["shaper_pps"], 82_563.0);
     assert!(
         f.message.contains(
-            "at most 10000 packets/s, below the 82563 full-size packets/s of the shaper's 1 Gbit"
+            "at most 10,000 packets/s, below the 82,563 full-size packets/s of the shaper's 1 Gbit"
         ),
         "{}",
         f.message

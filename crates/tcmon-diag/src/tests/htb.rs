@@ -436,6 +436,13 @@ fn a_quantum_turn_longer_than_the_target_is_a_warning() {
     assert_eq!(big.evidence["parent_rate_bytes_per_sec"], 10 * MBIT);
     assert_eq!(big.evidence["quantum_cap_bytes"], 25_000);
     assert!(big.message.contains("100 ms"), "{}", big.message);
+    // exact byte counts grouped as everywhere in the text (the lab's "125,000 B")
+    assert!(
+        big.message
+            .contains("class 1:10 has quantum 125,000 B (rate 1 Mbit / r2q 1 = 125,000 B)"),
+        "{}",
+        big.message
+    );
     // the fix: r2q 10 for both, 12,500 B = 10 ms a turn; each command once
     assert_eq!(big.evidence["proposed_r2q"], 10);
     assert_eq!(fx(big).len(), 2, "{:?}", fx(big));

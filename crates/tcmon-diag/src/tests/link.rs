@@ -41,7 +41,7 @@ fn unshaped_deep_root_and_host_rules() {
     // pfifo_fast's depth is per band: the band unmarked traffic takes is named
     assert!(
         f[1].message.contains(
-            "holding 1000 packets (1.51 MB) in each of its 3 bands (up to 3000 with every band \
+            "holding 1,000 packets (1.51 MB) in each of its 3 bands (up to 3,000 with every band \
              busy; unmarked traffic is in band 1)"
         ),
         "{}",

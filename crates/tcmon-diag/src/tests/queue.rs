@@ -48,6 +48,13 @@ fn short_fifo_is_fine_and_medium_is_a_warning() {
     ));
     let q = f.iter().find(|f| f.code == "queue-too-deep").unwrap();
     assert_eq!(q.evidence["predicted_delay_ms"], 2000.0);
+    // a limit in bytes is said once, not "500 kB (500 kB)"
+    assert!(
+        q.message
+            .contains("10: under 1:10 holds 500 kB: up to 2 s of queueing delay"),
+        "{}",
+        q.message
+    );
     assert_eq!(
         fx(q)[0],
         "tc qdisc replace dev eth1 parent 1:10 handle 10: bfifo limit 12500"

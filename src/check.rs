@@ -370,8 +370,8 @@ fn human(
     if hidden > 0 || plans.iter().any(|p| p.steps.len() > FIX_LINES) {
         let _ = writeln!(
             s,
-            "\nThe fix plan has {steps} step{}, each once: `tcmon check --fix-script{ns}` prints it as a script.",
-            if steps == 1 { "" } else { "s" },
+            "\nThe fix plan has {}, each once: `tcmon check --fix-script{ns}` prints it as a script.",
+            tcmon_core::units::fmt_count(steps as u64, "step", "steps"),
         );
     }
     if policy_left > 0 {

@@ -198,7 +198,10 @@ fn lab_up_and_down() {
     assert_eq!(common::stdout(&o), "lab down: removed 3 namespaces\n");
     let o = common::tcmon(&["lab", "up", "nope"]);
     assert_eq!(o.status.code(), Some(2), "a usage error");
-    assert!(common::stderr(&o).contains("no lab scenario named 'nope'"));
+    // refused by the parser, which lists the scenarios (as completion offers them)
+    let err = common::stderr(&o);
+    assert!(err.contains("invalid value 'nope'"), "{err}");
+    assert!(err.contains("default-fifo, short-fifo"), "{err}");
 }
 
 /// A scenario's lab, or `None` (said) where this kernel lacks a qdisc it needs.

@@ -97,8 +97,8 @@ fn findings_lines(app: &App, t: &Theme, width: usize, w: &mut Window) {
                 .find_map(|x| x.netns.as_deref())
                 .map_or(String::new(), |n| format!(" --netns {n}"));
             let more = format!(
-                "... {} more steps: tcmon check --fix-script{netns}",
-                fd.fix.len() - FIX_LINES
+                "... {} more: tcmon check --fix-script{netns}",
+                tcmon_core::units::fmt_count((fd.fix.len() - FIX_LINES) as u64, "step", "steps")
             );
             w.wrapped(&more, "  fix: ", "       ", width, |_, l| {
                 Line::styled(l, t.dim())

@@ -184,9 +184,11 @@ async fn accept(tcp: TcpListener, opts: ProbeSinkOptions, log: Arc<dyn Fn(&str) 
                 probes.fetch_add(1, Ordering::Relaxed);
                 return;
             }
+            let secs = started.elapsed().as_secs_f64();
             log(&format!(
-                "sink: {peer} {mode} {bytes} bytes in {:.1} s ({why})",
-                started.elapsed().as_secs_f64()
+                "sink: {peer} {mode} {} in {secs:.1} s, {} ({why})",
+                tcmon_core::units::fmt_bytes(bytes as f64),
+                tcmon_core::units::fmt_bits_per_sec(bytes as f64 * 8.0 / secs.max(1e-3)),
             ));
         });
     }

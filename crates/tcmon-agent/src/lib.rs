@@ -430,7 +430,7 @@ impl Poller {
         }
         State {
             poll_errors_total: self.poll_errors_total,
-            last_error: Some(error_chain(e)),
+            last_error: Some(tcmon_core::error::chain(e)),
             // Probes do not depend on the tree: a failing poll must not freeze them.
             probes: self.probe_status(),
             probe_names: self.probe_names(),
@@ -497,9 +497,10 @@ impl Poller {
         if self.continuous.is_none() && self.probes_follow_netns() {
             match start_probes(&self.opts) {
                 Ok(c) => self.continuous = c,
-                Err(e) => snap
-                    .warnings
-                    .push(format!("continuous probes: {}", error_chain(&e))),
+                Err(e) => snap.warnings.push(format!(
+                    "continuous probes: {}",
+                    tcmon_core::error::chain(&e)
+                )),
             }
         }
         let snap = Arc::new(snap);
@@ -591,17 +592,6 @@ fn start_probes(opts: &AgentOptions) -> Result<Option<Continuous>, Error> {
         }
         _ => Ok(None),
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 #[cfg(test)]

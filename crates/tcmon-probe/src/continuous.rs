@@ -163,7 +163,7 @@ impl Continuous {
                                         );
                                         NameState::Failed(format!(
                                             "resolves to {target} but cannot be probed: {}",
-                                            error_chain(&e)
+                                            tcmon_core::error::chain(&e)
                                         ))
                                     }
                                 }
@@ -303,17 +303,6 @@ fn resolver(
         })
         .map(drop)
         .map_err(ProbeError::Runtime)
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 impl Drop for Continuous {

@@ -130,32 +130,16 @@ fn lookup_batch(
     }
 }
 
-/// An aya error with its sources, which say what the kernel refused; a source whose text its
-/// error already printed is not said again.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let text = c.to_string();
-        if !s.contains(&text) {
-            s.push_str(": ");
-            s.push_str(&text);
-        }
-        cur = c.source();
-    }
-    s
-}
-
 /// A failure to load or attach: the missing privilege in plain words when the kernel refused
 /// (EPERM) a process that is not root, else `other` with the error's chain.
 fn refused(e: &dyn std::error::Error, other: impl FnOnce(String) -> Error) -> Error {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         // root refused (lockdown, a security module): the kernel's own words
-        return other(chain(e));
+        return other(tcmon_core::error::chain(e));
     }
     // aya's errors carry the kernel's as text (`... Operation not permitted (os error 1)`)
-    let text = chain(e);
+    let text = tcmon_core::error::chain(e);
     if text.contains("(os error 1)") || text.contains("Operation not permitted") {
         return Error::NeedsPrivilege;
     }
@@ -240,8 +224,12 @@ impl Measurer {
             .set_max_entries("inflight", opts.inflight_capacity.max(1))
             .load(OBJECT)
             .map_err(|e| refused(&e, Error::Load))?;
-        let btf = Btf::from_sys_fs()
-            .map_err(|e| Error::Load(format!("the kernel's BTF: {}", chain(&e))))?;
+        let btf = Btf::from_sys_fs().map_err(|e| {
+            Error::Load(format!(
+                "the kernel's BTF: {}",
+                tcmon_core::error::chain(&e)
+            ))
+        })?;
         let mut m = Measurer {
             map_bytes: ebpf
                 .maps()
@@ -301,7 +289,7 @@ impl Measurer {
     fn write_config(&mut self) -> Result<(), Error> {
         let read = |e: &dyn std::error::Error| Error::Read {
             map: "config",
-            error: chain(e),
+            error: tcmon_core::error::chain(e),
         };
         let mut a: Array<&mut MapData, Config> = Array::try_from(
             self.ebpf
@@ -317,7 +305,7 @@ impl Measurer {
     pub fn in_flight(&self) -> Result<u64, Error> {
         let err = |e: &dyn std::error::Error| Error::Read {
             map: "inflight",
-            error: chain(e),
+            error: tcmon_core::error::chain(e),
         };
         let map: BpfHashMap<&MapData, u64, u64> = BpfHashMap::try_from(
             self.ebpf
@@ -344,7 +332,7 @@ impl Measurer {
         let epoch = self.config.epoch;
         let flows_err = |e: &dyn std::error::Error| Error::Read {
             map: "flows",
-            error: chain(e),
+            error: tcmon_core::error::chain(e),
         };
         let last = &mut self.last;
         let mut flows = std::mem::take(&mut self.spare_flows);

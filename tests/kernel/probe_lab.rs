@@ -828,11 +828,11 @@ fn an_unroutable_target_is_refused_at_once() {
     assert!(took < Duration::from_secs(5), "took {took:?}");
 }
 
-/// `tcmon probe` under a pseudo-terminal (`script`): the command line and what it wrote on
-/// the terminal, with the exit code.
-fn probe_on_a_terminal(ns: &Netns, args: &str) -> (String, Option<i32>) {
+/// `tcmon ARGS` in `ns` under a pseudo-terminal (`script`): the command line and what it
+/// wrote on the terminal, with the exit code.
+fn on_a_terminal(ns: &Netns, args: &str) -> (String, Option<i32>) {
     let cmd = format!(
-        "ip netns exec {} {} probe {args}",
+        "ip netns exec {} {} {args}",
         ns.name,
         env!("CARGO_BIN_EXE_tcmon")
     );
@@ -858,9 +858,9 @@ fn progress_shows_on_a_terminal_and_not_when_piped() {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let lab = Lab::create("ppg").unwrap();
-    let (screen, code) = probe_on_a_terminal(
+    let (screen, code) = on_a_terminal(
         &lab.router,
-        &format!("{} --duration 2s --interval 50ms", Lab::NODE1),
+        &format!("probe {} --duration 2s --interval 50ms", Lab::NODE1),
     );
     assert_eq!(code, Some(0), "{screen}");
     assert!(
@@ -868,9 +868,9 @@ fn progress_shows_on_a_terminal_and_not_when_piped() {
         "{screen}"
     );
     // nobody answers at .99: after measuring, it says what it waits for, then exits 2
-    let (screen, code) = probe_on_a_terminal(
+    let (screen, code) = on_a_terminal(
         &lab.router,
-        "10.99.1.99 --duration 1s --interval 100ms --timeout 2s",
+        "probe 10.99.1.99 --duration 1s --interval 100ms --timeout 2s",
     );
     assert_eq!(code, Some(2), "{screen}");
     assert!(
@@ -880,17 +880,10 @@ fn progress_shows_on_a_terminal_and_not_when_piped() {
     assert!(screen.contains("probes lost: 100.0%"), "{screen}");
     // check --load runs the same test, and says so too
     let _sink = SinkProcess::start(&lab.node1);
-    let cmd = format!(
-        "ip netns exec {} {} check --load {SINK} --load-duration 2s",
-        lab.node2.name,
-        env!("CARGO_BIN_EXE_tcmon")
+    let (screen, _) = on_a_terminal(
+        &lab.node2,
+        &format!("check --load {SINK} --load-duration 2s"),
     );
-    let out = Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let screen = String::from_utf8_lossy(&out.stdout);
     assert!(
         screen.contains("probing: phase 1/5 idle, ") && screen.contains("phase 5/5 idle"),
         "{screen}"

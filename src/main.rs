@@ -101,9 +101,11 @@ enum Command {
     /// 2 critical, 3 unknown.
     Check(CheckArgs),
     /// Measure latency under load (idle, download, upload, both, idle), grade it and name the
-    /// queue that holds the delay; exit 0 fine, 1 warning (grade C), 2 critical (grade D or F,
-    /// a target that never answered), 3 could not measure (no route, no probe could be made,
-    /// the sink does not answer).
+    /// queue that holds the delay.
+    ///
+    /// Exit 0 fine, 1 warning (grade C), 2 critical (grade D or F, a target that never
+    /// answered), 3 could not measure (no route, no probe could be made, the sink does not
+    /// answer, a bad option).
     #[command(
         after_help = "The bottleneck is searched in the tc state of --netns NAME (e.g. \
         the namespace that routes and shapes this one's traffic; probes and load still use \
@@ -111,9 +113,12 @@ enum Command {
         (--no-bpf, [sojourn] enabled = false) it is estimated from backlog / rate."
     )]
     Probe(ProbeArgs),
-    /// Which class does a packet land in? Walks the filters as the kernel does (prio order,
-    /// u32 keys and hash tables, HTB's default, the direct queue) and prints the path.
-    /// Exit 0 when the answer is determined, 3 when a filter cannot be evaluated offline.
+    /// Which class does a packet land in? Walks the filters as the kernel does and prints the
+    /// path.
+    ///
+    /// The walk follows prio order, u32 keys and hash tables, HTB's default and the direct
+    /// queue. Exit 0 when the answer is determined, 3 when a filter cannot be evaluated
+    /// offline.
     Classify(ClassifyArgs),
     /// Serve the other end of `probe --load`: TCP upload/download streams and UDP echo.
     Sink(SinkArgs),

@@ -34,8 +34,8 @@ complete -c tcmon -n "__fish_tcmon_needs_command" -s h -l help -d 'Print help (s
 complete -c tcmon -n "__fish_tcmon_needs_command" -s V -l version -d 'Print version'
 complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "dump" -d 'Read every qdisc, class and filter once (or sample rates) and print them'
 complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "check" -d 'Diagnose the shaper: findings with evidence and fixes; exit 0 ok, 1 warning, 2 critical, 3 unknown'
-complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "probe" -d 'Measure latency under load (idle, download, upload, both, idle), grade it and name the queue that holds the delay; exit 0 fine, 1 warning (grade C), 2 critical (grade D or F, a target that never answered), 3 could not measure (no route, no probe could be made, the sink does not answer)'
-complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "classify" -d 'Which class does a packet land in? Walks the filters as the kernel does (prio order, u32 keys and hash tables, HTB\'s default, the direct queue) and prints the path. Exit 0 when the answer is determined, 3 when a filter cannot be evaluated offline'
+complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "probe" -d 'Measure latency under load (idle, download, upload, both, idle), grade it and name the queue that holds the delay'
+complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "classify" -d 'Which class does a packet land in? Walks the filters as the kernel does and prints the path'
 complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "sink" -d 'Serve the other end of `probe --load`: TCP upload/download streams and UDP echo'
 complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "serve" -d 'Poll on an interval and serve Prometheus/OpenMetrics metrics, the snapshot and the findings over HTTP'
 complete -c tcmon -n "__fish_tcmon_needs_command" -f -a "lab" -d 'Build a lab (node1 - router - node2, a shaper on the router) in network namespaces, to see tcmon on a real shaper. Needs root'
@@ -105,7 +105,7 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l config -d 'Config 
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l json -d '`{"phases": [...], "latency_increase_ms", "grade", "rpm", "bottleneck"}`'
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
-complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -s h -l help -d 'Print help'
+complete -c tcmon -n "__fish_tcmon_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l src -d 'Source address (a filter on the source is undetermined without it)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l proto -d 'tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, ... or a protocol number (default tcp)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l sport -d 'Source port (tcp, udp, sctp; a filter on it is undetermined without it)' -r
@@ -119,7 +119,7 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l ingress -d 'The
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l json -d '`{"class": "1:5", "path": [...], ...}` on one line'
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
-complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -s h -l help -d 'Print help'
+complete -c tcmon -n "__fish_tcmon_using_subcommand classify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l listen -d 'TCP and UDP on this address (`:7878` or 0.0.0.0:7878 to serve other hosts; localhost is 127.0.0.1)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l max-connections -d 'Streams open at once; more are refused (at least 1)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand sink" -l max-stream -d 'Each stream is ended after this long' -r
@@ -185,8 +185,8 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand man" -s v -l verbose -d 'Mor
 complete -c tcmon -n "__fish_tcmon_using_subcommand man" -s h -l help -d 'Print help'
 complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "dump" -d 'Read every qdisc, class and filter once (or sample rates) and print them'
 complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "check" -d 'Diagnose the shaper: findings with evidence and fixes; exit 0 ok, 1 warning, 2 critical, 3 unknown'
-complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "probe" -d 'Measure latency under load (idle, download, upload, both, idle), grade it and name the queue that holds the delay; exit 0 fine, 1 warning (grade C), 2 critical (grade D or F, a target that never answered), 3 could not measure (no route, no probe could be made, the sink does not answer)'
-complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "classify" -d 'Which class does a packet land in? Walks the filters as the kernel does (prio order, u32 keys and hash tables, HTB\'s default, the direct queue) and prints the path. Exit 0 when the answer is determined, 3 when a filter cannot be evaluated offline'
+complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "probe" -d 'Measure latency under load (idle, download, upload, both, idle), grade it and name the queue that holds the delay'
+complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "classify" -d 'Which class does a packet land in? Walks the filters as the kernel does and prints the path'
 complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "sink" -d 'Serve the other end of `probe --load`: TCP upload/download streams and UDP echo'
 complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "serve" -d 'Poll on an interval and serve Prometheus/OpenMetrics metrics, the snapshot and the findings over HTTP'
 complete -c tcmon -n "__fish_tcmon_using_subcommand help; and not __fish_seen_subcommand_from dump check probe classify sink serve lab completions man help" -f -a "lab" -d 'Build a lab (node1 - router - node2, a shaper on the router) in network namespaces, to see tcmon on a real shaper. Needs root'

@@ -16,7 +16,8 @@ pub struct Filter {
     /// ones `ingress`/`egress`, whatever parent the kernel echoes (it echoes the last one given).
     pub parent: Handle,
     pub prio: u16,
-    /// `ip`, `ipv6`, `all`, `802.1Q`, ... or `0x88cc` when unnamed.
+    /// As tc prints it: `ip`, `ipv6`, `all`, `802.1Q`, `LLDP`, ... or `[36864]` (the number in
+    /// decimal) when iproute2 has no name for it.
     pub protocol: Name,
     pub kind: Name,
     pub chain: u32,

@@ -40,6 +40,9 @@ pub struct Filter {
     pub fw_mask: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bpf: Option<BpfFilter>,
+    /// route: the realms and input device a packet's route must have.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteKeys>,
     /// Only packets that arrived on this device match (`indev`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub indev: Option<String>,
@@ -78,6 +81,7 @@ impl Filter {
             flower: None,
             fw_mask: None,
             bpf: None,
+            route: None,
             indev: None,
             ematch: None,
             hw_flags: None,
@@ -106,6 +110,12 @@ impl Filter {
         if let Some(b) = &self.bpf {
             parts.push(b.to_string());
         }
+        if let Some(r) = &self.route {
+            let r = r.to_string();
+            if !r.is_empty() {
+                parts.push(r);
+            }
+        }
         if let Some(d) = &self.indev {
             parts.push(format!("indev {d}"));
         }
@@ -113,6 +123,44 @@ impl Filter {
             parts.push(e.clone());
         }
         parts.join(" ")
+    }
+}
+
+/// The route classifier's keys (`TCA_ROUTE4_*`), which the kernel also packs into the handle.
+/// Realms are numbers (tc names them from `rt_realms`, where 0 is `cosmos`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RouteKeys {
+    /// `order`: the rule's place among those with the same keys (handle bits 8..14), when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<u8>,
+    /// `to`: the realm of the route the packet takes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<u32>,
+    /// `from`: the realm of the route back to the packet's source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<u32>,
+    /// `fromif`: the device the packet came in on (`if7` when its name is not known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fromif: Option<String>,
+}
+
+impl fmt::Display for RouteKeys {
+    /// tc's order and words: `order 3 to 10 from 1`, `to 10 fromif eth0`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut words: Vec<String> = Vec::new();
+        if let Some(o) = self.order {
+            words.push(format!("order {o}"));
+        }
+        if let Some(t) = self.to {
+            words.push(format!("to {t}"));
+        }
+        if let Some(r) = self.from {
+            words.push(format!("from {r}"));
+        }
+        if let Some(d) = &self.fromif {
+            words.push(format!("fromif {d}"));
+        }
+        f.write_str(&words.join(" "))
     }
 }
 

@@ -225,6 +225,10 @@ pub(crate) fn filter_with_tick(m: TcMsg<'_>, tick: TickLen) -> Filter {
     if m.kind == "u32" {
         f.handle = kinds::u32::u32_handle(m.handle);
         f.is_rule = kinds::u32::is_rule(m.handle);
+    } else if m.kind == "route" {
+        // tc's `fh 0x0001000a`: the packed keys, all eight digits
+        f.handle = format!("0x{:08x}", m.handle);
+        f.is_rule = m.handle != 0;
     } else {
         f.handle = format!("0x{:x}", m.handle);
         f.is_rule = m.handle != 0;
@@ -241,7 +245,7 @@ pub(crate) fn filter_with_tick(m: TcMsg<'_>, tick: TickLen) -> Filter {
         "basic" => kinds::cls::basic(opts, &mut f, tick, &mut und),
         "bpf" => kinds::cls::bpf(opts, &mut f, tick, &mut und),
         "flower" => kinds::cls::flower(opts, &mut f, tick, &mut und),
-        "route" => kinds::cls::route(opts, &mut f, &mut und),
+        "route" => kinds::cls::route(opts, &mut f, tick, &mut und),
         _ if !opts.is_empty() => keep(&mut und, "options", TCA_OPTIONS, opts),
         _ => {}
     }

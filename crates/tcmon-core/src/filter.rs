@@ -142,6 +142,9 @@ pub struct RouteKeys {
     /// `fromif`: the device the packet came in on (`if7` when its name is not known).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fromif: Option<String>,
+    /// The ifindex `fromif` names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fromif_index: Option<u32>,
 }
 
 impl fmt::Display for RouteKeys {
@@ -867,5 +870,21 @@ mod tests {
             ifs[0].filters[0].actions[0].to_string(),
             "mirred egress redirect to ifb0 stolen"
         );
+
+        // route's fromif is named the same way, or stays `if<index>`
+        let mut f = Filter::new(Handle::INGRESS_FILTERS, 2, "ip", "route");
+        f.route = Some(RouteKeys {
+            to: Some(10),
+            fromif_index: Some(4),
+            ..RouteKeys::default()
+        });
+        let mut g = f.clone();
+        g.route.as_mut().unwrap().fromif_index = Some(9);
+        let mut ifs = vec![iface("v0", 2, vec![f, g])];
+        resolve_redirects(&mut ifs, |i| {
+            names.iter().find(|(n, _)| *n == i).map(|(_, s)| *s)
+        });
+        assert_eq!(ifs[0].filters[0].match_text(), "to 10 fromif v1");
+        assert_eq!(ifs[0].filters[1].match_text(), "to 10 fromif if9");
     }
 }

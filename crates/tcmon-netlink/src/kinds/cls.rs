@@ -169,7 +169,10 @@ pub(crate) fn route(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undeco
         TCA_ROUTE4_CLASSID => f.class_id = classid(v, AT, t, und),
         TCA_ROUTE4_TO => keys.to = nla_u32(v, AT, t, "to", und),
         TCA_ROUTE4_FROM => keys.from = nla_u32(v, AT, t, "from", und),
-        TCA_ROUTE4_IIF => keys.fromif = nla_u32(v, AT, t, "fromif", und).map(|i| format!("if{i}")),
+        TCA_ROUTE4_IIF => {
+            keys.fromif_index = nla_u32(v, AT, t, "fromif", und);
+            keys.fromif = keys.fromif_index.map(|i| format!("if{i}"));
+        }
         TCA_ROUTE4_POLICE => f.actions.push(act::legacy_police(v, tick)),
         TCA_ROUTE4_ACT => f.actions.extend(act::list(v, tick, und)),
         _ => keep(und, AT, t, v),

@@ -11,8 +11,8 @@ use serde::Serialize;
 use crate::filter::ActionDetail;
 pub use crate::filter::{filter_chains, Filter, FilterChain, SizeTable, U32Filter};
 pub use crate::object::{
-    Class, ClassDetail, Fifo, HtbClass, HtbQdisc, Prio, Qdisc, QdiscDetail, RateEstimator,
-    RateSpec, Stats, Tbf,
+    Class, ClassDetail, DualPi2, DualPi2Stats, Fifo, HtbClass, HtbQdisc, Prio, Qdisc, QdiscDetail,
+    RateEstimator, RateSpec, Stats, Tbf,
 };
 pub use crate::raw::{Name, RawAttr, Undecoded};
 use crate::topology::Topology;

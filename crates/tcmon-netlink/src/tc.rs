@@ -582,6 +582,8 @@ mod never_panic {
         "matchall",
         "basic",
         "route",
+        "dualpi2",
+        "cake_mq",
         "noqueue",
         "something_new",
     ];

@@ -6,6 +6,7 @@ mod cake;
 pub(crate) mod cls;
 mod codel;
 mod drr;
+mod dualpi2;
 mod ematch;
 mod fifo;
 mod fq;
@@ -67,6 +68,11 @@ pub(crate) fn qdisc_detail(
             und,
         )))),
         "fq" => Some(QdiscDetail::Fq(Box::new(fq::qdisc(
+            options,
+            xstats.take(),
+            und,
+        )))),
+        "dualpi2" => Some(QdiscDetail::DualPi2(Box::new(dualpi2::qdisc(
             options,
             xstats.take(),
             und,

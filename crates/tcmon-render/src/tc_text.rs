@@ -528,6 +528,9 @@ fn cake_stats(q: &Cake) -> Vec<String> {
     if let (Some(lo), Some(hi)) = (q.min_adjlen_bytes, q.max_adjlen_bytes) {
         let _ = write!(s, " min/max overhead-adjusted size: {lo} / {hi}");
     }
+    if let Some(n) = q.active_queues {
+        let _ = write!(s, " active queues: {n}");
+    }
     if let Some(o) = q.avg_netoff_bytes {
         let _ = write!(s, " average network hdr offset: {o}");
     }
@@ -1072,6 +1075,15 @@ mod tests {
         }];
         k.memory_used_bytes = Some(0);
         k.effective_memory_limit_bytes = Some(4 << 20);
+        // a cake under cake_mq (iproute2 7.0 prints `active queues` after the sizes)
+        let mut m = k.clone();
+        (m.min_adjlen_bytes, m.max_adjlen_bytes) = (Some(60), Some(1532));
+        (m.active_queues, m.avg_netoff_bytes) = (Some(2), Some(14));
+        assert_eq!(
+            qdisc_xstats(&QdiscDetail::Cake(Box::new(m)))[0],
+            "memory used: 0b of 4Mb min/max overhead-adjusted size: 60 / 1532 active queues: 2 \
+             average network hdr offset: 14"
+        );
         assert_eq!(
             qdisc_xstats(&QdiscDetail::Cake(Box::new(k))),
             vec![

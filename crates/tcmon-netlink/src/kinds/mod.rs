@@ -56,7 +56,9 @@ pub(crate) fn qdisc_detail(
             xstats.take(),
             und,
         )))),
-        "cake" => Some(QdiscDetail::Cake(Box::new(cake::qdisc(
+        // cake_mq: a root with one cake per transmit queue, all sharing its options, which it
+        // dumps as cake's (its stats are the sum of theirs, without xstats)
+        "cake" | "cake_mq" => Some(QdiscDetail::Cake(Box::new(cake::qdisc(
             options,
             xstats.take(),
             und,

@@ -1,6 +1,7 @@
 //! `tcmon dump --json` against what `tc -s -d` prints for the same objects, on a real kernel:
 //! an HTB tree three levels deep with explicit and default burst/quantum, a 64-bit rate, TBF,
-//! pfifo and bfifo leaves, a leaf with the kernel's default FIFO, u32 filters, and traffic.
+//! pfifo and bfifo leaves, a leaf with the kernel's default FIFO, u32 filters (of protocols
+//! tc names and one it does not), and traffic.
 
 use crate::common;
 
@@ -48,6 +49,14 @@ fn build(pair: &Pair) {
     }
     pair.tc_a("filter add parent 1: protocol ip prio 2 u32 match ip protocol 17 0xff flowid 1:30")
         .unwrap();
+    // protocols tc names from iproute2's table, and one it has none for (`[36864]`); none
+    // matches the IPv4 traffic
+    for (proto, prio) in [("802.1Q", 5), ("LLDP", 6), ("0x9000", 7)] {
+        pair.tc_a(&format!(
+            "filter add parent 1: protocol {proto} prio {prio} u32 match u32 0 0 flowid 1:30"
+        ))
+        .unwrap();
+    }
     for (_, addr, _) in FLOWS {
         pair.add_address_b(addr).unwrap();
     }
@@ -360,6 +369,10 @@ fn every_decoded_field_matches_tc() {
     assert_eq!(u(&chain(2)["rules"]), 1);
     assert_eq!(chain(1)["kind"], "u32");
     assert_eq!(chain(1)["protocol"], "ip");
+    let protocols: Vec<&str> = [5, 6, 7]
+        .map(|p| chain(p)["protocol"].as_str().unwrap())
+        .to_vec();
+    assert_eq!(protocols, ["802.1Q", "LLDP", "[36864]"]);
 }
 
 #[test]

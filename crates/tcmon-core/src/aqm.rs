@@ -158,6 +158,10 @@ pub struct Cake {
     pub min_adjlen_bytes: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_adjlen_bytes: Option<u32>,
+    /// How many of the transmit queues' cakes have packets now (`active queues`): a cake_mq's
+    /// children share its bandwidth among them. Sent by kernels with cake_mq, for any cake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_queues: Option<u32>,
     /// Per-tin stats in the order tc prints them (for diffserv3: Bulk, Best Effort, Voice).
     pub tins: Vec<CakeTin>,
 }

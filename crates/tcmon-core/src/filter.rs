@@ -16,7 +16,8 @@ pub struct Filter {
     /// ones `ingress`/`egress`, whatever parent the kernel echoes (it echoes the last one given).
     pub parent: Handle,
     pub prio: u16,
-    /// `ip`, `ipv6`, `all`, `802.1Q`, ... or `0x88cc` when unnamed.
+    /// As tc prints it: `ip`, `ipv6`, `all`, `802.1Q`, `LLDP`, ... or `[36864]` (the number in
+    /// decimal) when iproute2 has no name for it.
     pub protocol: Name,
     pub kind: Name,
     pub chain: u32,
@@ -39,6 +40,9 @@ pub struct Filter {
     pub fw_mask: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bpf: Option<BpfFilter>,
+    /// route: the realms and input device a packet's route must have.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteKeys>,
     /// Only packets that arrived on this device match (`indev`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub indev: Option<String>,
@@ -77,6 +81,7 @@ impl Filter {
             flower: None,
             fw_mask: None,
             bpf: None,
+            route: None,
             indev: None,
             ematch: None,
             hw_flags: None,
@@ -105,6 +110,12 @@ impl Filter {
         if let Some(b) = &self.bpf {
             parts.push(b.to_string());
         }
+        if let Some(r) = &self.route {
+            let r = r.to_string();
+            if !r.is_empty() {
+                parts.push(r);
+            }
+        }
         if let Some(d) = &self.indev {
             parts.push(format!("indev {d}"));
         }
@@ -112,6 +123,47 @@ impl Filter {
             parts.push(e.clone());
         }
         parts.join(" ")
+    }
+}
+
+/// The route classifier's keys (`TCA_ROUTE4_*`), which the kernel also packs into the handle.
+/// Realms are numbers (tc names them from `rt_realms`, where 0 is `cosmos`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RouteKeys {
+    /// `order`: the rule's place among those with the same keys (handle bits 8..14), when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<u8>,
+    /// `to`: the realm of the route the packet takes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<u32>,
+    /// `from`: the realm of the route back to the packet's source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<u32>,
+    /// `fromif`: the device the packet came in on (`if7` when its name is not known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fromif: Option<String>,
+    /// The ifindex `fromif` names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fromif_index: Option<u32>,
+}
+
+impl fmt::Display for RouteKeys {
+    /// tc's order and words: `order 3 to 10 from 1`, `to 10 fromif eth0`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut words: Vec<String> = Vec::new();
+        if let Some(o) = self.order {
+            words.push(format!("order {o}"));
+        }
+        if let Some(t) = self.to {
+            words.push(format!("to {t}"));
+        }
+        if let Some(r) = self.from {
+            words.push(format!("from {r}"));
+        }
+        if let Some(d) = &self.fromif {
+            words.push(format!("fromif {d}"));
+        }
+        f.write_str(&words.join(" "))
     }
 }
 
@@ -818,5 +870,21 @@ mod tests {
             ifs[0].filters[0].actions[0].to_string(),
             "mirred egress redirect to ifb0 stolen"
         );
+
+        // route's fromif is named the same way, or stays `if<index>`
+        let mut f = Filter::new(Handle::INGRESS_FILTERS, 2, "ip", "route");
+        f.route = Some(RouteKeys {
+            to: Some(10),
+            fromif_index: Some(4),
+            ..RouteKeys::default()
+        });
+        let mut g = f.clone();
+        g.route.as_mut().unwrap().fromif_index = Some(9);
+        let mut ifs = vec![iface("v0", 2, vec![f, g])];
+        resolve_redirects(&mut ifs, |i| {
+            names.iter().find(|(n, _)| *n == i).map(|(_, s)| *s)
+        });
+        assert_eq!(ifs[0].filters[0].match_text(), "to 10 fromif v1");
+        assert_eq!(ifs[0].filters[1].match_text(), "to 10 fromif if9");
     }
 }

@@ -11,8 +11,8 @@ use serde::Serialize;
 use crate::filter::ActionDetail;
 pub use crate::filter::{filter_chains, Filter, FilterChain, SizeTable, U32Filter};
 pub use crate::object::{
-    Class, ClassDetail, Fifo, HtbClass, HtbQdisc, Prio, Qdisc, QdiscDetail, RateEstimator,
-    RateSpec, Stats, Tbf,
+    Class, ClassDetail, DualPi2, DualPi2Stats, Fifo, HtbClass, HtbQdisc, Prio, Qdisc, QdiscDetail,
+    RateEstimator, RateSpec, Stats, Tbf,
 };
 pub use crate::raw::{Name, RawAttr, Undecoded};
 use crate::topology::Topology;
@@ -231,12 +231,18 @@ impl Interface {
 /// Names mirred targets and links IFBs to the interfaces whose ingress they shape: an ingress
 /// (or clsact ingress) filter with `mirred egress redirect dev ifb0` on `v0` puts `v0` in
 /// ifb0's [`Interface::shapes_ingress_of`]. `name` maps an ifindex to its device (the target
-/// may be a device this snapshot does not hold). Linear in the filters.
+/// may be a device this snapshot does not hold). Also names route filters' `fromif` devices.
+/// Linear in the filters.
 pub fn resolve_redirects<'a>(interfaces: &mut [Interface], name: impl Fn(u32) -> Option<&'a str>) {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for i in interfaces.iter_mut() {
         i.ingress_redirected_to.clear();
         for f in &mut i.filters {
+            if let Some(r) = &mut f.route {
+                if let Some(ix) = r.fromif_index {
+                    r.fromif = Some(name(ix).map_or_else(|| format!("if{ix}"), str::to_owned));
+                }
+            }
             let ingress = f.parent == Handle::INGRESS_FILTERS || f.parent == Handle::CLSACT_INGRESS;
             for a in &mut f.actions {
                 let Some(ActionDetail::Mirred(m)) = &mut a.detail else {

@@ -71,6 +71,9 @@ pub enum QdiscDetail {
     Red(Box<Red>),
     Netem(Box<Netem>),
     Hfsc(HfscQdisc),
+    /// Under the kind's own name, `"dualpi2"`.
+    #[serde(rename = "dualpi2")]
+    DualPi2(Box<DualPi2>),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -107,6 +110,77 @@ pub enum ClassDetail {
     Hfsc(HfscClass),
     Drr(DrrClass),
     Qfq(QfqClass),
+}
+
+/// dualpi2 (RFC 9332): options (`TCA_DUALPI2_*`) and xstats (`struct tc_dualpi2_xstats`).
+/// Absent fields were not sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DualPi2 {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_packets: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u32>,
+    /// Queue delay the PI controller aims at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_us: Option<u32>,
+    /// How often the probability is updated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tupdate_us: Option<u32>,
+    /// The PI gains in Hz, as tc prints them (the kernel's value / 256).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    /// The L queue's step marking threshold, in packets or in time (one of the two).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_thresh_packets: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_thresh_us: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_qlen_step_packets: Option<u32>,
+    /// k: the L queue's marking probability is k times the classic one's square root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coupling_factor: Option<u8>,
+    /// On overload: drop (`drop_on_overload`), or let the queue overflow (`overflow`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drop_on_overload: Option<bool>,
+    /// Drops at enqueue (`drop_enqueue`) rather than dequeue (`drop_dequeue`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drop_enqueue: Option<bool>,
+    /// The classic queue's share of the scheduler when both are busy, in percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classic_protection_percent: Option<u8>,
+    /// Which ECN codepoints go to the L queue: `l4s_ect` (ECT(1)) or `any_ect`; the raw mask
+    /// when it is neither.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_mask: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split_gso: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xstats: Option<DualPi2Stats>,
+}
+
+/// `struct tc_dualpi2_xstats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DualPi2Stats {
+    /// The PI controller's (classic) probability, 0..1.
+    pub probability: f64,
+    /// Sojourn time of the packet at the head of the classic (C) and L4S (L) queue.
+    pub delay_c_us: u32,
+    pub delay_l_us: u32,
+    /// Packets enqueued to each queue.
+    pub packets_in_c: u32,
+    pub packets_in_l: u32,
+    /// The longest the classic queue has been.
+    pub maxq_packets: u32,
+    /// Packets marked from the PI probability, and by the L queue's step.
+    pub ecn_mark_packets: u32,
+    pub step_mark_packets: u32,
+    /// The classic-protection credit: positive, the C queue's turn; else the L queue's.
+    pub credit: i32,
+    pub memory_used_bytes: u32,
+    pub max_memory_used_bytes: u32,
+    pub memory_limit_bytes: u32,
 }
 
 /// `tc_htb_glob` and friends.

@@ -68,7 +68,7 @@ fn per_queue_root(iface: &Interface, q: usize) -> usize {
 fn is_per_queue(iface: &Interface, q: usize) -> bool {
     matches!(
         iface.qdiscs[q].kind.as_str(),
-        "mq" | "mqprio" | "multiq" | "taprio"
+        "mq" | "mqprio" | "multiq" | "taprio" | "cake_mq"
     )
 }
 
@@ -253,4 +253,62 @@ fn one(mut worst: Finding, mut m: Merged, iface: &Interface, qdisc: usize, kind:
         .collect();
     worst.changes = m.changes.into_iter().map(|(_, _, c)| c).collect();
     worst
+}
+
+#[cfg(test)]
+mod per_queue {
+    use tcmon_core::model::{sort_interface, Class, Qdisc, Stats, Undecoded};
+
+    use super::*;
+
+    fn q(handle: &str, parent: &str, kind: &str) -> Qdisc {
+        Qdisc {
+            handle: handle.parse().unwrap(),
+            parent: parent.parse().unwrap(),
+            kind: kind.into(),
+            stats: Stats::default(),
+            stab: None,
+            detail: None,
+            undecoded: Undecoded::default(),
+        }
+    }
+
+    fn c(handle: &str, kind: &str) -> Class {
+        Class {
+            handle: handle.parse().unwrap(),
+            parent: "1:".parse().unwrap(),
+            kind: kind.into(),
+            leaf_qdisc: None,
+            stats: Stats::default(),
+            detail: None,
+            undecoded: Undecoded::default(),
+        }
+    }
+
+    /// `cake_mq` makes one cake per transmit queue (`cake 0: parent 1:N`) sharing one
+    /// bandwidth: a finding about its queues is reported under the root, as for mq.
+    #[test]
+    fn a_cake_mq_root_is_one_shaper_across_its_queues() {
+        for (root, queue) in [("cake_mq", "cake"), ("mq", "htb")] {
+            let mut i = Interface {
+                qdiscs: vec![
+                    q("1:", "root", root),
+                    q("0:", "1:1", queue),
+                    q("0:", "1:2", queue),
+                ],
+                classes: vec![c("1:1", root), c("1:2", root)],
+                ..Interface::default()
+            };
+            sort_interface(&mut i);
+            let t = i.topology();
+            let r = t.qdisc(Handle::new(1, 0)).unwrap();
+            let child = t.qdisc_under("1:2".parse().unwrap()).unwrap();
+            assert!(is_per_queue(&i, r), "{root}");
+            assert_eq!(per_queue_root(&i, child), r, "{root}");
+            assert_eq!(scope(&i, "1:2"), Some((r, Kind::Classes)), "{root}");
+            // its queues are not counted as classes of it
+            assert_eq!(total(&i, r, Kind::Classes), 0, "{root}");
+            assert_eq!(total(&i, r, Kind::Qdiscs), 2, "{root}");
+        }
+    }
 }

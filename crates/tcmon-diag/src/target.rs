@@ -129,13 +129,13 @@ pub(crate) fn quantum_cap(t: &Thresholds, mtu: u64, parent_rate: Option<u64>) ->
 
 /// The length the shaper accounts for a full-size packet: MTU plus the Ethernet header, as
 /// the size table (`stab`) of the qdisc on the transmit queue adjusts it (the kernel applies
-/// only that one: the root, or each queue's child of `mq`).
+/// only that one: the root, or each queue's child of `mq` or `cake_mq`).
 pub(crate) fn packet_bytes(iface: &Interface) -> u64 {
     let len = u64::from(if iface.mtu == 0 { 1500 } else { iface.mtu }) + 14;
     let topo = iface.topology();
     let stab = match topo.qdisc_under(Handle::ROOT).map(|i| &iface.qdiscs[i]) {
         // each queue's child is the qdisc on its transmit queue
-        Some(q) if matches!(q.kind.as_str(), "mq" | "mqprio") => topo
+        Some(q) if matches!(q.kind.as_str(), "mq" | "mqprio" | "cake_mq") => topo
             .qdisc_under(Handle::ROOT)
             .into_iter()
             .flat_map(|i| topo.child_classes(Obj::Qdisc(i)))

@@ -18,7 +18,9 @@ mod value;
 use std::sync::{Arc, Weak};
 
 use tcmon_core::aqm::{Cake, CakeTin, FqCodelStats};
-use tcmon_core::model::{Class, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail, Stats, Tbf};
+use tcmon_core::model::{
+    Class, DualPi2Stats, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail, Stats, Tbf,
+};
 use tcmon_core::rates::ObjectType;
 use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState, BOUNDS_NS};
 use tcmon_core::topology::{Obj, Topology};
@@ -70,7 +72,7 @@ pub struct Groups {
     /// The counters and backlog of qdiscs attached to leaf classes: the class carries the
     /// same packets (its drops and backlog are its qdisc's), so they double the series.
     pub leaf_qdiscs: bool,
-    /// tbf, fq_codel and cake families.
+    /// tbf, fq_codel, cake and dualpi2 families.
     pub qdisc_kinds: bool,
     /// `tcmon_filter_chain_rules`.
     pub filter_chains: bool,
@@ -771,6 +773,73 @@ const CAKE: [Metric<Cake>; 3] = [
     ),
 ];
 
+const DUALPI2: [Metric<DualPi2Stats>; 8] = [
+    (
+        Family::gauge(
+            "tcmon_dualpi2_probability",
+            None,
+            "dualpi2's classic drop/mark probability from its PI controller, 0 to 1.",
+        ),
+        |x| Some(Value::Float(x.probability)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_dualpi2_classic_delay_seconds",
+            Some("seconds"),
+            "How long the packet at the head of dualpi2's classic queue has waited.",
+        ),
+        |x| Some(us(x.delay_c_us)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_dualpi2_l4s_delay_seconds",
+            Some("seconds"),
+            "How long the packet at the head of dualpi2's L4S queue has waited.",
+        ),
+        |x| Some(us(x.delay_l_us)),
+    ),
+    (
+        Family::counter(
+            "tcmon_dualpi2_classic_packets",
+            None,
+            "Packets dualpi2 queued in its classic queue.",
+        ),
+        |x| Some(int(x.packets_in_c)),
+    ),
+    (
+        Family::counter(
+            "tcmon_dualpi2_l4s_packets",
+            None,
+            "Packets dualpi2 queued in its L4S queue.",
+        ),
+        |x| Some(int(x.packets_in_l)),
+    ),
+    (
+        Family::counter(
+            "tcmon_dualpi2_ecn_marks",
+            None,
+            "Packets dualpi2 ECN-marked from its PI probability.",
+        ),
+        |x| Some(int(x.ecn_mark_packets)),
+    ),
+    (
+        Family::counter(
+            "tcmon_dualpi2_step_marks",
+            None,
+            "Packets dualpi2 marked because its L4S queue passed the step threshold.",
+        ),
+        |x| Some(int(x.step_mark_packets)),
+    ),
+    (
+        Family::gauge(
+            "tcmon_dualpi2_memory_used_bytes",
+            Some("bytes"),
+            "Memory dualpi2's queued packets use.",
+        ),
+        |x| Some(int(x.memory_used_bytes)),
+    ),
+];
+
 /// Seconds from milliseconds measured to the nanosecond (a `Duration`'s resolution), rounded
 /// back to it: arithmetic in milliseconds leaves float noise (`0.00011400000000000002`), and
 /// one correctly rounded division of a whole number prints as its shortest decimal
@@ -1253,7 +1322,7 @@ fn tree(e: &mut Encoder, s: &Snapshot, base: &str, groups: Groups, scratch: &mut
     }
 }
 
-/// tbf, fq_codel and cake families (`qdisc_kinds`), on every qdisc of their kind.
+/// tbf, fq_codel, cake and dualpi2 families (`qdisc_kinds`), on every qdisc of their kind.
 fn kinds(e: &mut Encoder, qdiscs: &[(&str, &Qdisc)]) {
     let tbf: Vec<(&str, &Tbf)> = qdiscs
         .iter()
@@ -1302,6 +1371,16 @@ fn kinds(e: &mut Encoder, qdiscs: &[(&str, &Qdisc)]) {
         .collect();
     for (f, get) in &CAKE_TIN {
         e.family(f, &tins, |t| get(t));
+    }
+    let dualpi2: Vec<(&str, &DualPi2Stats)> = qdiscs
+        .iter()
+        .filter_map(|(l, q)| match &q.detail {
+            Some(QdiscDetail::DualPi2(d)) => d.xstats.as_ref().map(|x| (*l, x)),
+            _ => None,
+        })
+        .collect();
+    for (f, get) in &DUALPI2 {
+        e.family(f, &dualpi2, |x| get(x));
     }
 }
 

@@ -3,8 +3,8 @@ use std::time::Instant;
 
 use tcmon_core::aqm::{Cake, CakeTin, FqCodel, FqCodelStats};
 use tcmon_core::model::{
-    Class, ClassDetail, Fifo, FilterChain, HtbClass, HtbQdisc, Interface, Qdisc, QdiscDetail,
-    Stats, Tbf, Undecoded,
+    Class, ClassDetail, DualPi2, DualPi2Stats, Fifo, FilterChain, HtbClass, HtbQdisc, Interface,
+    Qdisc, QdiscDetail, Stats, Tbf, Undecoded,
 };
 use tcmon_core::rates::ObjectType;
 use tcmon_core::sojourn::{Histogram, ObjectSojourn, Sojourn, SojournState};
@@ -74,7 +74,7 @@ fn htb_class(minor: u16, parent: Handle, rate: u64, tokens_ns: i64, s: Stats) ->
     }
 }
 
-/// One of each: an HTB tree with a TBF and a pfifo leaf, fq_codel and cake roots, a filter
+/// One of each: an HTB tree with a TBF and a pfifo leaf, fq_codel, cake and dualpi2 roots, a filter
 /// chain, a finding whose object needs escaping, and two probes.
 fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
     let mut s = Snapshot::new(Instant::now(), 1_700_000_000_123);
@@ -225,7 +225,35 @@ fn fixture() -> (Snapshot, Vec<Finding>, Vec<TargetStatus>) {
         )],
         ..Interface::default()
     };
-    s.interfaces = vec![veth, wan, lan];
+    let l4s = Interface {
+        name: "l4s0".into(),
+        ifindex: 5,
+        qdiscs: vec![qdisc(
+            Handle::new(1, 0),
+            Handle::ROOT,
+            "dualpi2",
+            stats(30_000, 20, 0, 0),
+            Some(QdiscDetail::DualPi2(Box::new(DualPi2 {
+                xstats: Some(DualPi2Stats {
+                    probability: 0.25,
+                    delay_c_us: 1_200,
+                    delay_l_us: 300,
+                    packets_in_c: 8,
+                    packets_in_l: 12,
+                    maxq_packets: 3,
+                    ecn_mark_packets: 2,
+                    step_mark_packets: 4,
+                    credit: -121_120,
+                    memory_used_bytes: 4096,
+                    max_memory_used_bytes: 65_536,
+                    memory_limit_bytes: 30_280_000,
+                }),
+                ..DualPi2::default()
+            }))),
+        )],
+        ..Interface::default()
+    };
+    s.interfaces = vec![veth, wan, lan, l4s];
     let finding = |code: &str, severity, interface: &str, object: &str| Finding {
         severity,
         interface: interface.into(),
@@ -534,8 +562,8 @@ fn groups_choose_the_per_object_families() {
     assert_eq!(count(&default, "tcmon_htb_class_ceil_bytes_per_second{"), 3);
     // veth0's root, tbf 10: and pfifo 20:, and the other interfaces' roots and ingress with
     // every group; without veth0's two leaf qdiscs by default
-    assert_eq!(count(&all, "tcmon_qdisc_bytes_total{"), 6);
-    assert_eq!(count(&default, "tcmon_qdisc_bytes_total{"), 4);
+    assert_eq!(count(&all, "tcmon_qdisc_bytes_total{"), 7);
+    assert_eq!(count(&default, "tcmon_qdisc_bytes_total{"), 5);
     assert!(!default.contains("kind=\"pfifo\",handle=\"20:\""));
     assert!(default.contains("kind=\"htb\",handle=\"1:\",parent=\"root\"} 9000000"));
     // the leaf TBF's own families stay
@@ -543,6 +571,8 @@ fn groups_choose_the_per_object_families() {
     let none = text(Groups::from_names([]).unwrap());
     assert_eq!(count(&none, "tcmon_class_"), 0);
     assert_eq!(count(&none, "tcmon_tbf_"), 0);
+    assert_eq!(count(&default, "tcmon_dualpi2_l4s_packets_total{"), 1);
+    assert_eq!(count(&none, "tcmon_dualpi2_"), 0);
     assert_eq!(
         Groups::from_names(["counters", "bogus"]),
         Err("bogus".to_owned())

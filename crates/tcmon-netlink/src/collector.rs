@@ -940,6 +940,8 @@ fn filter_parents(link: &Interface) -> Vec<Handle> {
         "codel",
         "fq",
         "mq",
+        // its own and its cakes' options are one, it takes no filters (no tcf_block)
+        "cake_mq",
     ];
     // Only these look up filters attached to their classes.
     const CLASS_FILTERS: &[&str] = &["htb", "hfsc", "cbq"];

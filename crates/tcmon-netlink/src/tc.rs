@@ -225,6 +225,10 @@ pub(crate) fn filter_with_tick(m: TcMsg<'_>, tick: TickLen) -> Filter {
     if m.kind == "u32" {
         f.handle = kinds::u32::u32_handle(m.handle);
         f.is_rule = kinds::u32::is_rule(m.handle);
+    } else if m.kind == "route" {
+        // tc's `fh 0x0001000a`: the packed keys, all eight digits
+        f.handle = format!("0x{:08x}", m.handle);
+        f.is_rule = m.handle != 0;
     } else {
         f.handle = format!("0x{:x}", m.handle);
         f.is_rule = m.handle != 0;
@@ -241,7 +245,7 @@ pub(crate) fn filter_with_tick(m: TcMsg<'_>, tick: TickLen) -> Filter {
         "basic" => kinds::cls::basic(opts, &mut f, tick, &mut und),
         "bpf" => kinds::cls::bpf(opts, &mut f, tick, &mut und),
         "flower" => kinds::cls::flower(opts, &mut f, tick, &mut und),
-        "route" => kinds::cls::route(opts, &mut f, &mut und),
+        "route" => kinds::cls::route(opts, &mut f, tick, &mut und),
         _ if !opts.is_empty() => keep(&mut und, "options", TCA_OPTIONS, opts),
         _ => {}
     }
@@ -250,34 +254,88 @@ pub(crate) fn filter_with_tick(m: TcMsg<'_>, tick: TickLen) -> Filter {
     f
 }
 
-/// Names as iproute2's `ll_proto_n2a` prints them for the protocols tc filters use.
+/// iproute2's `llproto_names` (lib/ll_proto.c), in its order: printing takes the first row
+/// with the number (0x0800 prints `ip`), parsing the first with the name (`ipv4` too).
+const LL_PROTO: [(u16, &str); 54] = [
+    (0x0060, "loop"),
+    (0x0200, "pup"),
+    (0x0201, "pupat"),
+    (0x0800, "ip"),
+    (0x0805, "x25"),
+    (0x0806, "arp"),
+    (0x08FF, "bpq"),
+    (0x0A00, "ieeepup"),
+    (0x0A01, "ieeepupat"),
+    (0x6000, "dec"),
+    (0x6001, "dna_dl"),
+    (0x6002, "dna_rc"),
+    (0x6003, "dna_rt"),
+    (0x6004, "lat"),
+    (0x6005, "diag"),
+    (0x6006, "cust"),
+    (0x6007, "sca"),
+    (0x8035, "rarp"),
+    (0x809B, "atalk"),
+    (0x80F3, "aarp"),
+    (0x8137, "ipx"),
+    (0x86DD, "ipv6"),
+    (0x8863, "ppp_disc"),
+    (0x8864, "ppp_ses"),
+    (0x884C, "atmmpoa"),
+    (0x8884, "atmfate"),
+    (0x0001, "802_3"),
+    (0x0002, "ax25"),
+    (0x0003, "all"),
+    (0x0004, "802_2"),
+    (0x0005, "snap"),
+    (0x0006, "ddcmp"),
+    (0x0007, "wan_ppp"),
+    (0x0008, "ppp_mp"),
+    (0x0009, "localtalk"),
+    (0x000C, "can"),
+    (0x0010, "ppptalk"),
+    (0x0011, "tr_802_2"),
+    (0x0015, "mobitex"),
+    (0x0016, "control"),
+    (0x0017, "irda"),
+    (0x0018, "econet"),
+    (0x88CA, "tipc"),
+    (0x8892, "profinet"),
+    (0x88A2, "aoe"),
+    (0x88A4, "ethercat"),
+    (0x8100, "802.1Q"),
+    (0x88A8, "802.1ad"),
+    (0x8847, "mpls_uc"),
+    (0x8848, "mpls_mc"),
+    (0x6558, "teb"),
+    (0x8902, "cfm"),
+    (0x88CC, "LLDP"),
+    (0x0800, "ipv4"),
+];
+
+/// The protocol as iproute2's `ll_proto_n2a` prints it: its name, or the number in decimal
+/// within brackets (`[36864]`) when the table has none.
 fn protocol_name(p: u16) -> Name {
-    match p {
-        0x0003 => Name::new_static("all"),
-        0x0800 => Name::new_static("ip"),
-        0x86DD => Name::new_static("ipv6"),
-        0x0806 => Name::new_static("arp"),
-        0x8100 => Name::new_static("802.1Q"),
-        0x88A8 => Name::new_static("802.1ad"),
-        0x8847 => Name::new_static("mpls_uc"),
-        0x8848 => Name::new_static("mpls_mc"),
-        _ => smol_str::format_smolstr!("0x{p:04x}"),
+    match LL_PROTO.iter().find(|(v, _)| *v == p) {
+        Some((_, n)) => Name::new_static(n),
+        None => smol_str::format_smolstr!("[{p}]"),
     }
 }
 
-/// The number `protocol_name` names (for requests about a filter already read).
+/// The number `protocol_name` names (for requests about a filter already read); also takes
+/// `0x9000` and `36864` as tc's `ll_proto_a2n` does.
 pub(crate) fn protocol_number(name: &str) -> Option<u16> {
-    Some(match name {
-        "all" => 0x0003,
-        "ip" => 0x0800,
-        "ipv6" => 0x86DD,
-        "arp" => 0x0806,
-        "802.1Q" => 0x8100,
-        "802.1ad" => 0x88A8,
-        "mpls_uc" => 0x8847,
-        "mpls_mc" => 0x8848,
-        hex => u16::from_str_radix(hex.strip_prefix("0x")?, 16).ok()?,
-    })
+    if let Some((v, _)) = LL_PROTO.iter().find(|(_, n)| *n == name) {
+        return Some(*v);
+    }
+    let n = name
+        .strip_prefix('[')
+        .and_then(|n| n.strip_suffix(']'))
+        .unwrap_or(name);
+    match n.strip_prefix("0x") {
+        Some(hex) => u16::from_str_radix(hex, 16).ok(),
+        None => n.parse().ok(),
+    }
 }
 
 #[cfg(test)]
@@ -417,6 +475,30 @@ pub(crate) mod tests {
         qdisc(parse(&m).unwrap(), TickLen::default())
     }
 
+    /// `tcm_info` = prio << 16 | the ETH_P_* value in network byte order; tc names it from
+    /// iproute2's table, first row first, and prints an unnamed one as `[decimal]`.
+    #[test]
+    fn filter_protocols_as_tc_prints_them() {
+        for (eth_p, name) in [
+            (0x0800, "ip"),
+            (0x0003, "all"),
+            (0x88cc, "LLDP"),
+            (0x8100, "802.1Q"),
+            (0x8902, "cfm"),
+            (0x6558, "teb"),
+            (0x9000, "[36864]"),
+        ] {
+            let mut m = tcmsg(2, 0, 0xffff_fff1, (2 << 16) | u32::from(u16::to_be(eth_p)));
+            m.extend(nla(TCA_KIND, b"matchall\0"));
+            let f = filter(parse(&m).unwrap());
+            assert_eq!((f.prio, f.protocol.as_str()), (2, name));
+            assert_eq!(protocol_number(name), Some(eth_p));
+        }
+        assert_eq!(protocol_number("ipv4"), Some(0x0800));
+        assert_eq!(protocol_number("0x9000"), Some(0x9000));
+        assert_eq!(protocol_number("nope"), None);
+    }
+
     #[test]
     fn stab_with_its_table() {
         // what `tc qdisc add ... stab linklayer atm overhead 10 mpu 64` configures (the kernel
@@ -500,6 +582,8 @@ mod never_panic {
         "matchall",
         "basic",
         "route",
+        "dualpi2",
+        "cake_mq",
         "noqueue",
         "something_new",
     ];

@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use tcmon_core::aqm::{Cake, CakeClassStats, Codel, Fq, FqCodel, FqCodelClassStats, Pie, Red, Sfq};
-use tcmon_core::model::{ClassDetail, QdiscDetail};
+use tcmon_core::model::{ClassDetail, DualPi2, DualPi2Stats, QdiscDetail};
 use tcmon_core::sched::{HfscClass, Netem, ServiceCurve};
 use tcmon_core::units::{c_fmt_g, tc_rate, tc_size, tc_time_ns, tc_time_us};
 
@@ -28,6 +28,7 @@ pub(crate) fn qdisc_options(d: &QdiscDetail) -> Option<String> {
         QdiscDetail::Fq(q) => fq(q),
         QdiscDetail::Cake(q) => cake(q),
         QdiscDetail::Pie(q) => pie(q),
+        QdiscDetail::DualPi2(q) => dualpi2(q),
         QdiscDetail::Red(q) => red(q),
         QdiscDetail::Netem(q) => netem(q),
         QdiscDetail::Hfsc(h) => {
@@ -127,6 +128,7 @@ pub(crate) fn qdisc_xstats(d: &QdiscDetail) -> Vec<String> {
             s
         }),
         QdiscDetail::Cake(q) => return cake_stats(q),
+        QdiscDetail::DualPi2(q) => return q.xstats.as_ref().map_or_else(Vec::new, dualpi2_stats),
         QdiscDetail::Pie(q) => q.xstats.as_ref().map(|x| {
             let mut s = format!(
                 "prob {} delay {}",
@@ -526,6 +528,9 @@ fn cake_stats(q: &Cake) -> Vec<String> {
     if let (Some(lo), Some(hi)) = (q.min_adjlen_bytes, q.max_adjlen_bytes) {
         let _ = write!(s, " min/max overhead-adjusted size: {lo} / {hi}");
     }
+    if let Some(n) = q.active_queues {
+        let _ = write!(s, " active queues: {n}");
+    }
     if let Some(o) = q.avg_netoff_bytes {
         let _ = write!(s, " average network hdr offset: {o}");
     }
@@ -588,6 +593,92 @@ fn pie(q: &Pie) -> String {
         q.dq_rate_estimator == Some(true),
     );
     s.trim_start().to_owned()
+}
+
+/// dualpi2's options in `q_dualpi2.c`'s order and words (iproute2 6.18 and later).
+fn dualpi2(q: &DualPi2) -> String {
+    let mut s = String::new();
+    if let Some(l) = q.limit_packets {
+        let _ = write!(s, " limit {l}p");
+    }
+    if let Some(m) = q.memory_limit_bytes {
+        let _ = write!(s, " memlimit {m}B");
+    }
+    if let Some(t) = q.target_us {
+        let _ = write!(s, " target {}", tc_time_us(t));
+    }
+    if let Some(t) = q.tupdate_us {
+        let _ = write!(s, " tupdate {}", tc_time_us(t));
+    }
+    if let Some(a) = q.alpha {
+        let _ = write!(s, " alpha {a:.6}");
+    }
+    if let Some(b) = q.beta {
+        let _ = write!(s, " beta {b:.6}");
+    }
+    if let Some(p) = q.step_thresh_packets {
+        let _ = write!(s, " step_thresh {p}p");
+    }
+    if let Some(t) = q.step_thresh_us {
+        let _ = write!(s, " step_thresh {}", tc_time_us(t));
+    }
+    if let Some(m) = q.min_qlen_step_packets {
+        let _ = write!(s, " min_qlen_step {m}p");
+    }
+    if let Some(k) = q.coupling_factor {
+        let _ = write!(s, " coupling_factor {k}");
+    }
+    if let Some(d) = q.drop_on_overload {
+        flag(
+            &mut s,
+            if d { "drop_on_overload" } else { "overflow" },
+            true,
+        );
+    }
+    if let Some(e) = q.drop_enqueue {
+        flag(
+            &mut s,
+            if e { "drop_enqueue" } else { "drop_dequeue" },
+            true,
+        );
+    }
+    if let Some(c) = q.classic_protection_percent {
+        let _ = write!(s, " classic_protection {c}%");
+    }
+    if let Some(m) = &q.ecn_mask {
+        flag(&mut s, m, true);
+    }
+    if let Some(g) = q.split_gso {
+        flag(&mut s, if g { "split_gso" } else { "no_split_gso" }, true);
+    }
+    s.trim_start().to_owned()
+}
+
+/// dualpi2's xstats in tc's five lines.
+fn dualpi2_stats(x: &DualPi2Stats) -> Vec<String> {
+    vec![
+        format!(
+            "prob {:.6} delay_c {}us delay_l {}us",
+            x.probability, x.delay_c_us, x.delay_l_us
+        ),
+        format!(
+            "pkts_in_c {} pkts_in_l {} maxq {}",
+            x.packets_in_c, x.packets_in_l, x.maxq_packets
+        ),
+        format!(
+            "ecn_mark {} step_mark {}",
+            x.ecn_mark_packets, x.step_mark_packets
+        ),
+        format!(
+            "credit {} ({})",
+            x.credit,
+            if x.credit > 0 { "C-queue" } else { "L-queue" }
+        ),
+        format!(
+            "memory_used {} (max {}) of memory limit {}",
+            x.memory_used_bytes, x.max_memory_used_bytes, x.memory_limit_bytes
+        ),
+    ]
 }
 
 fn red(q: &Red) -> String {
@@ -984,6 +1075,15 @@ mod tests {
         }];
         k.memory_used_bytes = Some(0);
         k.effective_memory_limit_bytes = Some(4 << 20);
+        // a cake under cake_mq (iproute2 7.0 prints `active queues` after the sizes)
+        let mut m = k.clone();
+        (m.min_adjlen_bytes, m.max_adjlen_bytes) = (Some(60), Some(1532));
+        (m.active_queues, m.avg_netoff_bytes) = (Some(2), Some(14));
+        assert_eq!(
+            qdisc_xstats(&QdiscDetail::Cake(Box::new(m)))[0],
+            "memory used: 0b of 4Mb min/max overhead-adjusted size: 60 / 1532 active queues: 2 \
+             average network hdr offset: 14"
+        );
         assert_eq!(
             qdisc_xstats(&QdiscDetail::Cake(Box::new(k))),
             vec![
@@ -994,6 +1094,68 @@ mod tests {
                     .to_owned()
             ]
         );
+    }
+
+    #[test]
+    fn dualpi2_like_tc() {
+        // `tc -s -d qdisc show` of a default `dualpi2` (the tc-testing pattern a4c7), then
+        // `step_thresh 3p overflow drop_enqueue any_ect no_split_gso`
+        let mut p = DualPi2 {
+            limit_packets: Some(10_000),
+            memory_limit_bytes: Some(30_280_000),
+            target_us: Some(15_000),
+            tupdate_us: Some(16_000),
+            alpha: Some(40.0 / 256.0),
+            beta: Some(818.0 / 256.0),
+            step_thresh_packets: None,
+            step_thresh_us: Some(1000),
+            min_qlen_step_packets: Some(0),
+            coupling_factor: Some(2),
+            drop_on_overload: Some(true),
+            drop_enqueue: Some(false),
+            classic_protection_percent: Some(10),
+            ecn_mask: Some("l4s_ect".into()),
+            split_gso: Some(true),
+            xstats: Some(DualPi2Stats {
+                credit: -121_120,
+                memory_limit_bytes: 30_280_000,
+                ..DualPi2Stats::default()
+            }),
+        };
+        let d = QdiscDetail::DualPi2(Box::new(p.clone()));
+        assert_eq!(
+            q(&d),
+            "limit 10000p memlimit 30280000B target 15ms tupdate 16ms alpha 0.156250 \
+             beta 3.195312 step_thresh 1ms min_qlen_step 0p coupling_factor 2 drop_on_overload \
+             drop_dequeue classic_protection 10% l4s_ect split_gso"
+        );
+        assert_eq!(
+            qdisc_xstats(&d),
+            vec![
+                "prob 0.000000 delay_c 0us delay_l 0us",
+                "pkts_in_c 0 pkts_in_l 0 maxq 0",
+                "ecn_mark 0 step_mark 0",
+                "credit -121120 (L-queue)",
+                "memory_used 0 (max 0) of memory limit 30280000",
+            ]
+        );
+        // typical_rtt 20ms max_rtt 200ms (tc-testing 2130): alpha 11, beta 383
+        (p.alpha, p.beta) = (Some(11.0 / 256.0), Some(383.0 / 256.0));
+        (p.step_thresh_packets, p.step_thresh_us) = (Some(3), None);
+        (p.drop_on_overload, p.drop_enqueue) = (Some(false), Some(true));
+        (p.ecn_mask, p.split_gso) = (Some("any_ect".into()), Some(false));
+        p.xstats.as_mut().unwrap().credit = 5;
+        let d = QdiscDetail::DualPi2(Box::new(p));
+        let o = q(&d);
+        assert!(
+            o.contains(" alpha 0.042969 beta 1.496094 step_thresh 3p "),
+            "{o}"
+        );
+        assert!(
+            o.ends_with(" overflow drop_enqueue classic_protection 10% any_ect no_split_gso"),
+            "{o}"
+        );
+        assert_eq!(qdisc_xstats(&d)[3], "credit 5 (C-queue)");
     }
 
     #[test]

@@ -490,13 +490,24 @@ fn filter_lines_in_tc_words() {
         in_hw_count: Some(1),
         ..HwFlags::from_bits(HwFlags::SKIP_SW | HwFlags::IN_HW)
     });
+    // tc: `filter parent 1: protocol ip pref 5 route chain 0 fh 0x000a0002 flowid 1:1 to 2
+    // from 10`
+    let mut route = Filter::new(root, 5, "ip", "route");
+    route.handle = "0x000a0002".into();
+    route.handle_raw = 0x000a_0002;
+    route.class_id = Some(Handle::new(1, 1));
+    route.route = Some(tcmon_core::filter::RouteKeys {
+        to: Some(2),
+        from: Some(10),
+        ..Default::default()
+    });
     let mut prio = Interface {
         name: "prio".into(),
         ifindex: 11,
         mtu: 1500,
         txqueuelen: 1000,
         operstate: "up".into(),
-        filters: vec![all, basic, flower],
+        filters: vec![all, basic, flower, route],
         ..Interface::default()
     };
     sort_interface(&mut prio);
@@ -512,7 +523,9 @@ fn filter_lines_in_tc_words() {
          \x20     0x1  not_in_hw (rule hit 3)\n\
          \x20       action police 0x1 rate 1Mbit burst 10Kb mtu 2Kb action drop/pipe overhead 0b\n\
          \x20   parent 1: prio 4 protocol ip basic chain 0: 1 rule\n\
-         \x20     0x1 -> 1:1  cmp(u16 at 2 layer 2 eq 53)\n"
+         \x20     0x1 -> 1:1  cmp(u16 at 2 layer 2 eq 53)\n\
+         \x20   parent 1: prio 5 protocol ip route chain 0: 1 rule\n\
+         \x20     0x000a0002 -> 1:1  to 2 from 10\n"
     );
 }
 

@@ -44,6 +44,8 @@ const STATS_DROPPING: u16 = 13;
 const STATS_DROP_NEXT_US: u16 = 14;
 const STATS_P_DROP: u16 = 15;
 const STATS_BLUE_TIMER_US: u16 = 16;
+/// Linux 7.0 (with cake_mq): how many cakes of the device have packets.
+const STATS_ACTIVE_QUEUES: u16 = 17;
 
 const TIN_PAD: u16 = 1;
 const TIN_SENT_PACKETS: u16 = 2;
@@ -173,6 +175,7 @@ fn decode_stats(c: &mut Cake, xstats: &[u8], und: &mut Undecoded) {
             STATS_MAX_NETLEN => c.max_netlen_bytes = u32v("max_netlen", und),
             STATS_MIN_ADJLEN => c.min_adjlen_bytes = u32v("min_adjlen", und),
             STATS_MAX_ADJLEN => c.max_adjlen_bytes = u32v("max_adjlen", und),
+            STATS_ACTIVE_QUEUES => c.active_queues = u32v("active_queues", und),
             // One nest per tin, typed tin index + 1, in tc's display order.
             STATS_TIN_STATS => for_each_nla(v, AT_TINS, und, |kind, v, und| {
                 if kind == 0 {
@@ -423,6 +426,45 @@ mod tests {
             ..Cake::default()
         };
         assert_eq!(c, want);
+    }
+
+    /// `tc qdisc add dev eth0 handle 1: root cake_mq bandwidth 100mbit ...` on a device with 4
+    /// transmit queues: the root dumps cake's options and no xstats; each queue's
+    /// `cake 0: parent 1:N` the same options, and stats with `TCA_CAKE_STATS_ACTIVE_QUEUES`
+    /// (tc: ` active queues:                         2`).
+    #[test]
+    fn cake_mq_root_and_active_queues() {
+        let mut und = Undecoded::default();
+        let root = crate::kinds::qdisc_detail(
+            "cake_mq",
+            tcmon_core::units::Handle::new(1, 0),
+            Some(&options()),
+            None,
+            tcmon_core::units::TickLen::default(),
+            &mut und,
+        );
+        assert!(und.is_empty(), "{und:?}");
+        let Some(tcmon_core::model::QdiscDetail::Cake(root)) = root else {
+            panic!("{root:?}")
+        };
+        assert_eq!(*root, qdisc(Some(&options()), None, &mut und));
+        assert_eq!(root.base_rate_bytes_per_sec, Some(12_500_000));
+
+        let mut x = xstats();
+        // after MIN_ADJLEN, before the tins, as the kernel sends it
+        x.extend(nla(STATS_ACTIVE_QUEUES, &u32s(&[2])));
+        let c = qdisc(Some(&options()), Some(&x), &mut und);
+        assert!(und.is_empty(), "{und:?}");
+        assert_eq!((c.active_queues, c.tins.len()), (Some(2), 3));
+        // short: reported and kept
+        let mut x = xstats();
+        x.extend(nla(STATS_ACTIVE_QUEUES, &[2, 0]));
+        let c = qdisc(None, Some(&x), &mut und);
+        assert_eq!(c.active_queues, None);
+        assert!(
+            und.decode_errors[0].contains("active_queues is 2 bytes"),
+            "{und:?}"
+        );
     }
 
     #[test]

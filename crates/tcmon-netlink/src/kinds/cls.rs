@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use tcmon_core::filter::{BpfFilter, Flower, FlowerKey, HwFlags};
+use tcmon_core::filter::{BpfFilter, Flower, FlowerKey, HwFlags, RouteKeys};
 use tcmon_core::model::{Filter, Undecoded};
 use tcmon_core::units::{Handle, TickLen};
 
@@ -148,12 +148,36 @@ pub(crate) fn bpf(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undecode
 }
 
 /// route: only the class (`TCA_ROUTE4_CLASSID`) is decoded.
-pub(crate) fn route(opts: &[u8], f: &mut Filter, und: &mut Undecoded) {
+// route: TCA_ROUTE4_* (pkt_cls.h)
+const TCA_ROUTE4_CLASSID: u16 = 1;
+const TCA_ROUTE4_TO: u16 = 2;
+const TCA_ROUTE4_FROM: u16 = 3;
+const TCA_ROUTE4_IIF: u16 = 4;
+const TCA_ROUTE4_POLICE: u16 = 5;
+const TCA_ROUTE4_ACT: u16 = 6;
+
+/// route: realms `to`/`from`, `fromif` (named `if<index>` here; the collector names the
+/// device), the `order` from the handle, classid and actions.
+pub(crate) fn route(opts: &[u8], f: &mut Filter, tick: TickLen, und: &mut Undecoded) {
     const AT: &str = "options.route";
+    let order = ((f.handle_raw >> 8) & 0x7F) as u8;
+    let mut keys = RouteKeys {
+        order: (order != 0).then_some(order),
+        ..RouteKeys::default()
+    };
     for_each_nla(opts, AT, und, |t, v, und| match t {
-        1 => f.class_id = classid(v, AT, t, und),
+        TCA_ROUTE4_CLASSID => f.class_id = classid(v, AT, t, und),
+        TCA_ROUTE4_TO => keys.to = nla_u32(v, AT, t, "to", und),
+        TCA_ROUTE4_FROM => keys.from = nla_u32(v, AT, t, "from", und),
+        TCA_ROUTE4_IIF => {
+            keys.fromif_index = nla_u32(v, AT, t, "fromif", und);
+            keys.fromif = keys.fromif_index.map(|i| format!("if{i}"));
+        }
+        TCA_ROUTE4_POLICE => f.actions.push(act::legacy_police(v, tick)),
+        TCA_ROUTE4_ACT => f.actions.extend(act::list(v, tick, und)),
         _ => keep(und, AT, t, v),
     });
+    f.route = Some(keys);
 }
 
 // flower: TCA_FLOWER_* (pkt_cls.h); the keys are every other attribute up to
@@ -556,6 +580,7 @@ mod tests {
     use crate::tc::tests::tcmsg;
 
     const TCA_KIND: u16 = 1;
+    const TCA_CHAIN: u16 = 11;
     const TCA_OPTIONS: u16 = 2;
 
     /// A whole RTM_NEWTFILTER payload: handle 1 on parent 1:, prio 1, protocol `ip`.
@@ -904,6 +929,71 @@ mod tests {
         assert_eq!(f.actions[0].to_string(), "gact drop");
     }
 
+    fn route_msg(handle: u32, options: &[Vec<u8>]) -> Filter {
+        let info = (2u32 << 16) | u32::from(0x0800u16.to_be());
+        let mut m = tcmsg(3, handle, 0xffff_0000, info);
+        m.extend(nla(TCA_KIND, b"route\0"));
+        m.extend(nla(TCA_CHAIN, &u32s(&[0])));
+        m.extend(nest(TCA_OPTIONS, options));
+        crate::tc::filter(crate::tc::parse(&m).unwrap())
+    }
+
+    #[test]
+    fn route_keys_classid_and_actions() {
+        // tc filter add dev eth0 parent ffff: protocol ip prio 2 route from 10 to 2
+        //   classid 1:1 action gact drop; route4_dump's order: TO, FROM, CLASSID, ACT;
+        // tc: `fh 0x000a0002 flowid 1:1 to 2 from 10`, `action order 1: gact action drop`
+        let f = route_msg(
+            0x000a_0002, // from realm 10 in bits 16..31, to realm 2 in bits 0..7
+            &[
+                nla(TCA_ROUTE4_TO, &u32s(&[2])),
+                nla(TCA_ROUTE4_FROM, &u32s(&[10])),
+                nla(TCA_ROUTE4_CLASSID, &u32s(&[0x0001_0001])),
+                nest(
+                    TCA_ROUTE4_ACT,
+                    &[entry(1, "gact", &[nla(2, &tc_gen(2))], Some(3))],
+                ),
+            ],
+        );
+        assert!(f.undecoded.is_empty(), "{:?}", f.undecoded);
+        assert!(f.is_rule);
+        assert_eq!((f.prio, f.protocol.as_str()), (2, "ip"));
+        assert_eq!(f.handle, "0x000a0002");
+        assert_eq!(f.class_id, Some(Handle::new(1, 1)));
+        assert_eq!(f.match_text(), "to 2 from 10");
+        assert_eq!(f.actions.len(), 1);
+        assert_eq!(f.actions[0].to_string(), "gact drop");
+
+        // route fromif <ifindex 2> to 10 order 3 classid 1:10 police rate 1mbit burst 10k
+        //   drop: IIF instead of FROM (bit 31 of the handle), order in bits 8..14
+        let f = route_msg(
+            0x8002_030a,
+            &[
+                nla(TCA_ROUTE4_TO, &u32s(&[10])),
+                nla(TCA_ROUTE4_IIF, &u32s(&[2])),
+                nla(TCA_ROUTE4_CLASSID, &u32s(&[0x0001_0010])),
+                nest(TCA_ROUTE4_POLICE, &[nla(1, &tc_police(2))]),
+                nla(9, &u32s(&[7])), // from a newer kernel: kept
+            ],
+        );
+        assert_eq!(f.handle, "0x8002030a");
+        assert_eq!(f.match_text(), "order 3 to 10 fromif if2");
+        assert!(matches!(f.actions[0].detail, Some(ActionDetail::Police(_))));
+        assert_eq!(f.undecoded.raw_attributes.len(), 1, "{:?}", f.undecoded);
+
+        // classid only: neither key (handle 0xffff8000), and a short TO is reported
+        let f = route_msg(
+            0xffff_8000,
+            &[nla(TCA_ROUTE4_CLASSID, &u32s(&[0x0001_0002]))],
+        );
+        assert_eq!(
+            (f.match_text().as_str(), f.handle.as_str()),
+            ("", "0xffff8000")
+        );
+        let f = route_msg(0xffff_8000, &[nla(TCA_ROUTE4_TO, &[1, 2])]);
+        assert!(!f.undecoded.is_empty());
+    }
+
     #[test]
     fn fw_mask_indev_and_legacy_police() {
         // tc filter add ... handle 0x10/0xff fw classid 1:3 indev eth1 police rate 1mbit
@@ -1068,7 +1158,7 @@ mod never_panic {
             fw(&list, &mut f, TickLen::default(), &mut und);
             basic(&list, &mut f, TickLen::default(), &mut und);
             bpf(&list, &mut f, TickLen::default(), &mut und);
-            route(&list, &mut f, &mut und);
+            route(&list, &mut f, TickLen::default(), &mut und);
         }
     }
 }

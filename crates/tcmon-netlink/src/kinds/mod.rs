@@ -6,6 +6,7 @@ mod cake;
 pub(crate) mod cls;
 mod codel;
 mod drr;
+mod dualpi2;
 mod ematch;
 mod fifo;
 mod fq;
@@ -55,7 +56,9 @@ pub(crate) fn qdisc_detail(
             xstats.take(),
             und,
         )))),
-        "cake" => Some(QdiscDetail::Cake(Box::new(cake::qdisc(
+        // cake_mq: a root with one cake per transmit queue, all sharing its options, which it
+        // dumps as cake's (its stats are the sum of theirs, without xstats)
+        "cake" | "cake_mq" => Some(QdiscDetail::Cake(Box::new(cake::qdisc(
             options,
             xstats.take(),
             und,
@@ -67,6 +70,11 @@ pub(crate) fn qdisc_detail(
             und,
         )))),
         "fq" => Some(QdiscDetail::Fq(Box::new(fq::qdisc(
+            options,
+            xstats.take(),
+            und,
+        )))),
+        "dualpi2" => Some(QdiscDetail::DualPi2(Box::new(dualpi2::qdisc(
             options,
             xstats.take(),
             und,

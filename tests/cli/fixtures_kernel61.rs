@@ -78,6 +78,52 @@ fn every_kind_captured_on_linux_6_1_reads_as_tc_printed_it() {
             compared += 1;
         }
     }
-    // every qdisc and class tc printed for the twelve devices
-    assert_eq!(compared, 28);
+    // every qdisc and class tc printed for the twelve devices (cake's classes are the flows
+    // it held at the capture: one)
+    assert_eq!(compared, 27);
+}
+
+/// The route classifier and the filters' protocols, as Linux 6.1 sent them and tc printed
+/// them: each route rule's protocol, pref, handle (`fh`), class and keys (`to`, `from`,
+/// `fromif`, by index here: the capture has no interface list), its action; a protocol tc
+/// names (`802_3`) by that name.
+#[test]
+fn route_filters_and_protocol_names_read_as_tc_printed_them() {
+    let (iface, tc) = interface("prio");
+    let names: std::collections::HashMap<String, String> = [("prio".into(), "if11".into())].into();
+    let mut snap = Snapshot::new(Instant::now(), 0);
+    snap.interfaces.push(iface);
+    let ours = tcmon_render::tree(&snap);
+    let mut routes = 0;
+    let rules = tc.lines().filter(|l| l.contains(" flowid "));
+    for line in rules.filter(|l| l.contains(" fh ") || l.contains(" 802_3 ")) {
+        // filter protocol P pref N KIND chain 0 (fh|handle) H flowid C KEYS...
+        let t: Vec<&str> = line.split_whitespace().collect();
+        let (proto, pref, kind) = (t[2], t[4], t[5]);
+        assert!(
+            ours.contains(&format!("prio {pref} protocol {proto} {kind} chain 0")),
+            "{line}\n{ours}"
+        );
+        let (handle, class) = (t[9], t[11]);
+        if kind == "route" {
+            routes += 1;
+            let keys: Vec<String> = t[12..]
+                .iter()
+                .map(|k| names.get(*k).cloned().unwrap_or_else(|| (*k).to_owned()))
+                .collect();
+            let want = format!("{handle} -> {class}  {}", keys.join(" "));
+            assert!(ours.contains(&want), "{want}\n{ours}");
+        } else {
+            assert!(
+                ours.contains(&format!("{handle} -> {class}")),
+                "{line}\n{ours}"
+            );
+        }
+    }
+    assert_eq!(routes, 3, "{tc}");
+    // the action of pref 5, as tc listed it under the rule
+    assert!(tc.contains("action order 1: gact action pass"), "{tc}");
+    let pref5 = &ours[ours.find("prio 5 protocol ip route").unwrap()..];
+    let pref5 = &pref5[..pref5.find("prio 6").unwrap()];
+    assert!(pref5.contains("action gact pass"), "{pref5}");
 }

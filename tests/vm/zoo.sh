@@ -49,6 +49,10 @@ t filter add dev prio parent 1: protocol ip prio 1 flower ip_proto udp dst_port 
 t filter add dev prio parent 1: protocol ip prio 2 matchall action police rate 1mbit burst 10k conform-exceed drop/pipe action vlan push id 100
 t filter add dev prio parent 1: protocol ip prio 3 handle 7 fw classid 1:3
 t filter add dev prio parent 1: protocol ip prio 4 basic match 'cmp(u16 at 2 layer transport eq 53)' classid 1:1 action gact drop
+t filter add dev prio parent 1: protocol ip prio 5 route to 10 classid 1:2 action gact pass
+t filter add dev prio parent 1: protocol ip prio 6 route from 3 to 5 classid 1:1
+t filter add dev prio parent 1: protocol ip prio 7 route fromif prio to 7 classid 1:3
+t filter add dev prio parent 1: protocol 802_3 prio 8 matchall classid 1:1
 dev drr
 t qdisc replace dev drr root handle 1: drr
 t class add dev drr parent 1: classid 1:1 drr quantum 1514

@@ -238,8 +238,9 @@ fn every_kind_prints_its_options_and_stats_as_tc_does() {
         }
     }
     assert!(compared >= 25, "compared {compared} objects");
-    // flower, matchall, fw and basic on prio; matchall on drr and qfq
-    assert_eq!(rules, 6, "compared {rules} filter rules");
+    // flower, matchall, fw, basic, three route rules and an 802_3 matchall on prio;
+    // matchall on drr and qfq
+    assert_eq!(rules, 10, "compared {rules} filter rules");
 }
 
 /// `tcmon probe` from node2 through the router's shaper to node1, loaded by Reno streams (as

@@ -89,19 +89,25 @@ pub fn tc_rules(text: &str) -> BTreeMap<(u32, String), TcRule> {
                 .iter()
                 .position(|t| *t == "pref")
                 .and_then(|i| tokens.get(i + 1)?.parse().ok());
-            let handle = tokens.iter().position(|t| *t == "handle");
+            // `fh`: the handle, in route's (and u32's) words
+            let handle = tokens.iter().position(|t| *t == "handle" || *t == "fh");
             current = match (pref, handle) {
                 (Some(pref), Some(i)) => {
                     let key = (pref, tokens.get(i + 1).unwrap_or(&"").to_string());
-                    let target = tokens
+                    let at = tokens
                         .iter()
-                        .position(|t| *t == "classid" || *t == "flowid")
-                        .and_then(|j| tokens.get(j + 1))
-                        .map(|t| (*t).to_owned());
+                        .position(|t| *t == "classid" || *t == "flowid");
+                    let target = at.and_then(|j| tokens.get(j + 1)).map(|t| (*t).to_owned());
+                    // route prints its keys on the rule's own line, after the target
+                    let keys = match (tokens[i] == "fh", at) {
+                        (true, Some(j)) if tokens.len() > j + 2 => vec![tokens[j + 2..].join(" ")],
+                        _ => Vec::new(),
+                    };
                     out.insert(
                         key.clone(),
                         TcRule {
                             target,
+                            keys,
                             ..TcRule::default()
                         },
                     );

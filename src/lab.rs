@@ -7,13 +7,12 @@ use std::time::Instant;
 
 use anyhow::Result;
 use tcmon_core::units::{fmt_count, fmt_ns};
-use tcmon_lab::{is_root, remove_lab, Lab, LabError, Scenario, SCENARIOS};
+use tcmon_lab::{is_root, remove_lab, Lab, LabError, SCENARIOS};
 
 use crate::{LabAction, EXIT_USAGE};
 
 /// Names of the lab's namespaces: `tcmon-lab-node1`, `-router`, `-node2`.
 const PREFIX: &str = "tcmon-lab";
-const DEFAULT_SCENARIO: &str = "default-fifo";
 
 pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
     if let LabAction::List = action {
@@ -28,15 +27,8 @@ pub(crate) fn run(action: &LabAction) -> Result<ExitCode> {
     }
     match action {
         LabAction::Up { scenario } => {
-            let name = scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
-            let Some(s) = Scenario::find(name) else {
-                let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-                eprintln!(
-                    "tcmon: no lab scenario named '{name}' (have: {})",
-                    names.join(", ")
-                );
-                return Ok(ExitCode::from(EXIT_USAGE));
-            };
+            // the first scenario, default-fifo, is the default
+            let s = scenario.unwrap_or(&SCENARIOS[0]);
             // A new lab replaces the old one, but only once this kernel can build it: a
             // scenario it cannot leave the lab that is up as it was.
             if let Err(e) = s.try_on_this_kernel() {

@@ -239,7 +239,7 @@ enum LabAction {
         /// default-fifo, short-fifo, tbf, r2q, quantum-big, quantum-gso, filters, no-default, fq-codel
         /// or cake (`tcmon lab list`).
         #[arg(value_parser = scenario_names(), hide_possible_values = true)]
-        scenario: Option<String>,
+        scenario: Option<&'static tcmon_lab::Scenario>,
     },
     /// Remove the lab.
     Down,
@@ -534,13 +534,13 @@ fn at_least_one_usize(s: &str) -> Result<usize, String> {
     at_least_one(s).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-/// `lab up`'s scenarios, from the lab's own list (and so offered by shell completion).
-fn scenario_names() -> clap::builder::PossibleValuesParser {
-    tcmon_lab::SCENARIOS
-        .iter()
-        .map(|s| s.name)
-        .collect::<Vec<_>>()
-        .into()
+/// `lab up`'s scenarios, from the lab's own list (and so offered by shell completion); the
+/// parser admits only their names, so the scenario is always found.
+fn scenario_names() -> impl clap::builder::TypedValueParser<Value = &'static tcmon_lab::Scenario> {
+    use clap::builder::TypedValueParser as _;
+    let names: Vec<&str> = tcmon_lab::SCENARIOS.iter().map(|s| s.name).collect();
+    clap::builder::PossibleValuesParser::new(names)
+        .map(|name: String| tcmon_lab::Scenario::find(&name).unwrap_or(&tcmon_lab::SCENARIOS[0]))
 }
 
 /// `check --explain`: every finding's code from the diagnosis's registry, and `list`.

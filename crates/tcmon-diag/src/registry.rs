@@ -362,39 +362,82 @@ macro_rules! findings {
         FilterChainLong "filter-chain-long" {
             area: Filters,
             phase: Config(filters::filter_chains),
-            severity: "warning when the packets/s its walk allows are below the shaper's rate in \
-                       full-size packets, critical below a tenth of it, else info",
+            severity: "critical when the walk at the shaper's rate needs a whole CPU or more (its \
+                       ceiling is below the shaper's packet rate), warning from a quarter of a \
+                       CPU for walks of more than 100 rules, else info",
             title: "Many filters at one priority are tried one by one",
             meaning: "The kernel walks the rules at a (parent, prio) one by one until one matches \
                  (for u32, the rules of one hash bucket): a packet that none of them matches, or \
                  whose rule comes after them, tries every one.",
-            why: "HTB classifies under the qdisc's lock, so the walk caps the packets a second of \
-                 the whole qdisc, every class included. Measured on a 2-vCPU virtual machine (kernel 6.18): \
-                 one sender's 64-byte UDP through HTB at 10 Gbit passed 9,451 packets/s behind \
-                 10,000 linear u32 rules, 183,857 with the same rules hashed and 194,308 with no \
-                 filters: 10.1 ns a rule tried (10.5 in a second run: 9,110 packets/s linear, \
-                 187,999 hashed; 4.9-5.9 ns at 1,000 rules, which stay in cache). Reproduce: \
-                 `sudo cargo test --release --test kernel lab::filter_rule_cost -- --ignored --nocapture`.",
+            why: "HTB classifies under the qdisc's root lock, so the walk is one CPU's work that \
+                 every packet of the qdisc, every class included, waits behind, and it caps the \
+                 packets a second of the whole qdisc. Measured on a 2-vCPU virtual machine \
+                 (kernel 6.18): one sender's 64-byte UDP through HTB at 10 Gbit passed 9,451 \
+                 packets/s behind 10,000 linear u32 rules, 183,857 with the same rules hashed \
+                 and 194,308 with no filters: 10.1 ns a rule tried (10.5 in a second run: 9,110 \
+                 packets/s linear, 187,999 hashed; 4.9-5.9 ns at 1,000 rules, which stay in \
+                 cache). Reproduce: `sudo cargo test --release --test kernel \
+                 lab::filter_rule_cost -- --ignored --nocapture`.",
             numbers: "rules tried = the longest u32 bucket of one (parent, prio, protocol, chain) \
                  (basic/bpf/matchall: all rules; flower, fw and route look rules up by key and are \
                  not counted), plus the rules of the earlier prios at that parent; ceiling = 1e9 / \
-                 (rules tried x filter_rule_cost_ns, 10) packets/s; the shaper's rate = its fastest \
-                 top class ceil (for filters on a class: the narrowest ceil from there up; a TBF's \
-                 rate) / a full-size packet (MTU + 14, size table applied). Warning when the \
-                 ceiling is below that rate (full-size traffic cannot reach the configured \
-                 bandwidth), critical below a tenth; a chain longer than filter_chain_max (100) is \
-                 info otherwise. The fix, where every rule is a plain u32 rule with a flowid: a \
-                 divisor 256 table keyed (hashkey) on the octet every rule matches exactly (the \
-                 one that leaves the shortest bucket; an address's last one when they tie), each \
-                 rule in its bucket with an explicit handle in the chain's order (rules repeating \
-                 an earlier rule's keys are never reached and are left out), a link from a free \
-                 prio next to the chain's, then the old prio deleted: one command per rule. Where \
-                 the keys allow no hash (mixed offsets or masks, links, actions), a comment says \
-                 why.",
+                 (rules tried x filter_rule_cost_ns, 10) packets/s. The packets behind the chain: \
+                 the mean packet of the qdisc it is attached to (for a class, its qdisc), its \
+                 bytes / packets counters (mean_packet_bytes, packets_seen), when the \
+                 configuration is read; a full-size packet (MTU + 14, size table applied) when \
+                 it has carried none, and the message says so. (The counters count a GSO \
+                 packet's segments, which are classified once: with local TCP the mean is \
+                 smaller than what is classified, and the share an upper bound.) The shaper's \
+                 rate = its fastest top class ceil (for filters on a class: the narrowest ceil \
+                 from there up; a TBF's rate), in packets of that mean size a second. \
+                 walk_cpu_share = that packet rate x rules tried x filter_rule_cost_ns / 1e9: \
+                 the share of one CPU the walk alone takes at the shaper's rate. Critical at 1 \
+                 or more (the ceiling, ceiling_bits_per_sec in such packets, is below the \
+                 shaper's rate: the classifier, not the shaper, sets the rate); warning from a \
+                 quarter (a quarter of the mean size, small packets such as ACKs and VoIP, \
+                 makes it the whole CPU) when more than filter_chain_max (100) rules are tried: \
+                 shorter walks stay in cache (4.9-5.9 ns a rule at 1,000 rules) and the hashed \
+                 fix leaves walks of that length, so they are reported only when they cap the \
+                 shaper. A chain longer than filter_chain_max is info otherwise. The fix, where \
+                 every rule is a plain u32 rule with a flowid: a divisor 256 table keyed \
+                 (hashkey) on the octet every rule matches exactly (the one that leaves the \
+                 shortest bucket; an address's last one when they tie), each rule in its bucket \
+                 with an explicit handle in the chain's order (rules repeating an earlier \
+                 rule's keys are never reached and are left out: see filter-rules-unreachable), \
+                 a link from a free prio next to the chain's, then the old prio deleted: one \
+                 command per rule. Where the keys allow no hash (mixed offsets or masks, links, \
+                 actions), a comment says why.",
             fix: "Where every rule is a plain u32 rule with a flowid: a divisor 256 hash table \
                  keyed on the octet the rules match exactly, each rule in its bucket in the \
                  chain's order, linked from a free prio, the old prio deleted; otherwise a \
                  comment says why not.",
+        }
+        FilterRulesUnreachable "filter-rules-unreachable" {
+            area: Filters,
+            phase: Config(filters::filter_chains),
+            severity: "as filter-chain-long, from the share of a CPU that trying the unreachable \
+                       rules alone takes at the shaper's rate",
+            title: "u32 rules repeat an earlier rule and can never match",
+            meaning: "A u32 rule whose keys (offset, mask and value of each, mark, input device) \
+                 are those of an earlier rule of the same hash bucket at the same (parent, prio, \
+                 protocol, chain), where that earlier rule ends the walk (a flowid, no link, no \
+                 actions), never matches: a packet its keys match was taken by the earlier one. \
+                 A script that adds its rules again on every run leaves such repeats (the \
+                 classic `while true; do tc filter add ...; done`).",
+            why: "They classify nothing, yet every packet that none of the earlier rules takes \
+                 tries each of them, under the qdisc's lock.",
+            numbers: "Within one bucket, walked in node order, where a key past a packet's end \
+                 aborts the whole prio: a repeat in a later prio is not counted, since an \
+                 earlier rule reading past a short packet's end hands that packet to the next \
+                 prio. Each rule's key set is hashed once (linear in the rules). The cost: \
+                 walk_cpu_share with the unreachable rules as the rules tried, graded as \
+                 filter-chain-long grades it (critical at a whole CPU, warning from a quarter \
+                 when there are more than filter_chain_max of them, else info); \
+                 rules_never_reached counts them and unreachable_handles names the first five.",
+            fix: "Deletes each unreachable rule by its handle (`tc filter del dev D parent P prio \
+                 N handle H protocol X u32`); where filter-chain-long's hashed replacement of \
+                 the same prio is offered, that replacement leaves them out and this finding \
+                 adds no step of its own.",
         }
         TxqueuelenDeepUnshaped "txqueuelen-deep-unshaped" {
             area: Link,

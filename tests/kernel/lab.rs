@@ -741,6 +741,107 @@ fn filter_rule_cost() {
     }
 }
 
+/// The CPU time all CPUs spent in softirq so far, in clock ticks (`/proc/stat`'s `cpu` line,
+/// its seventh column; tick-based accounting samples what each CPU is doing at each tick).
+fn softirq_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let cpu = stat.lines().find(|l| l.starts_with("cpu ")).unwrap();
+    cpu.split_whitespace().nth(7).unwrap().parse().unwrap()
+}
+
+/// Packets the router's class 1:3 (the one node1's address is classified to, after every
+/// rule of the filters scenario) has sent.
+fn class_3_packets(lab: &Lab) -> u64 {
+    class(&shaped(lab), "1:3")["stats"]["packets"]
+        .as_u64()
+        .unwrap()
+}
+
+/// The CPU a long u32 walk takes, as the kernel accounts it: the `filters` scenario's 10,000
+/// rules and the same router without them (its two other rules only), forwarding the same
+/// known packet rate of small UDP datagrams from node2 to node1 in turns. The router
+/// classifies forwarded packets in softirq, so the softirq time of the whole machine (read
+/// from `/proc/stat` around each turn) per packet, with the rules minus without, over the
+/// 10,000 more rules a packet tries, is the cost of a rule tried: the `filter_rule_cost_ns`
+/// that `filter-chain-long` grades the share of a CPU by. The least of the turns stands for
+/// each lab: other load on the machine only adds softirq time. Within 4x of the default
+/// either way (the machine's speed varies 2x by day).
+#[test]
+fn filter_walk_softirq_time() {
+    if skip_unless_root("filter_walk_softirq_time") {
+        return;
+    }
+    const PPS: u64 = 3_000;
+    const TURN: Duration = Duration::from_secs(2);
+    const PAYLOAD: usize = 18; // a 60-byte frame
+    let scenario = Scenario::find("filters").unwrap();
+    let with = Lab::create("fsqw").unwrap();
+    with.apply(scenario).unwrap();
+    let without = Lab::create("fsqo").unwrap();
+    for cmd in scenario.commands() {
+        let args: Vec<&str> = cmd.split_whitespace().collect();
+        without.router.tc(&args).unwrap();
+    }
+    let dst: SocketAddr = format!("{}:9", Lab::NODE1).parse().unwrap();
+    let count = (PPS as f64 * TURN.as_secs_f64()) as usize;
+    // (ns of softirq per packet, packets) of each turn, per lab
+    let mut turns: [Vec<(f64, u64)>; 2] = [Vec::new(), Vec::new()];
+    let tick_ns = 1e9 / 100.0; // USER_HZ
+    for _ in 0..4 {
+        for (i, lab) in [&with, &without].into_iter().enumerate() {
+            let packets = class_3_packets(lab);
+            let soft = softirq_ticks();
+            let started = std::time::Instant::now();
+            let sent =
+                tcmon_lab::send_udp(&lab.node2.name, dst, PAYLOAD, count, PAYLOAD as u64 * PPS)
+                    .unwrap();
+            // the last packets leave the shaper (1 Gbit) at once
+            std::thread::sleep(Duration::from_millis(20));
+            let soft = softirq_ticks() - soft;
+            let took = started.elapsed();
+            let packets = class_3_packets(lab) - packets;
+            assert!(
+                packets * 10 >= sent as u64 * 9,
+                "{packets} of {sent} classified to 1:3"
+            );
+            assert!(
+                took < TURN * 2,
+                "{took:?} to send {count}: not the packet rate intended"
+            );
+            turns[i].push((soft as f64 * tick_ns / packets as f64, packets));
+        }
+    }
+    let least = |t: &[(f64, u64)]| t.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
+    let (ns_with, ns_without) = (least(&turns[0]), least(&turns[1]));
+    let rules = scenario.bulk_rules() as f64;
+    let ns_rule = (ns_with - ns_without) / rules;
+    let default = tcmon_diag::Thresholds::default().filter_rule_cost_ns;
+    println!(
+        "FIGURES filter_walk_softirq_time: {PPS} packets/s of {PAYLOAD}-byte UDP forwarded \
+         through {rules} more u32 rules: softirq {:.1} us a packet with them, {:.1} us without \
+         (least of 4 turns of {} s; each turn's: {:?} / {:?}): {ns_rule:.1} ns a rule tried \
+         (default filter_rule_cost_ns {default}); the walk took {:.0}% of a CPU at {PPS} \
+         packets/s, predicted {:.0}%",
+        ns_with / 1e3,
+        ns_without / 1e3,
+        TURN.as_secs(),
+        turns[0]
+            .iter()
+            .map(|x| (x.0 / 1e3).round())
+            .collect::<Vec<_>>(),
+        turns[1]
+            .iter()
+            .map(|x| (x.0 / 1e3).round())
+            .collect::<Vec<_>>(),
+        (ns_with - ns_without) * PPS as f64 / 1e7,
+        PPS as f64 * (rules + 2.0) * default / 1e7,
+    );
+    assert!(
+        ns_rule > default / 4.0 && ns_rule < default * 4.0,
+        "{ns_rule:.1} ns a rule, default {default}"
+    );
+}
+
 /// The router's findings of `code` on r1, from `tcmon check --json --dev r1`.
 fn r1_finding(lab: &Lab, code: &str) -> Value {
     let o = check_router(lab, &["--dev", Lab::SHAPED, "--json"]);

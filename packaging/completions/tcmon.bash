@@ -172,7 +172,7 @@ _tcmon() {
                     return 0
                     ;;
                 --explain)
-                    COMPREPLY=($(compgen -W "list queue-too-deep standing-queue offload-on-shaped-link htb-default-class-missing htb-quantum-small htb-quantum-big htb-burst-small htb-cburst-small htb-child-burst-exceeds-parent htb-rates-oversubscribed htb-ceil-exceeds-parent htb-rate-exceeds-ceil htb-giants class-saturated tbf-queue-too-deep tbf-burst-huge tbf-burst-small filter-chain-long txqueuelen-deep-unshaped htb-hysteresis-on bql-limit-high bufferbloat" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "list queue-too-deep standing-queue offload-on-shaped-link htb-default-class-missing htb-quantum-small htb-quantum-big htb-burst-small htb-cburst-small htb-child-burst-exceeds-parent htb-rates-oversubscribed htb-ceil-exceeds-parent htb-rate-exceeds-ceil htb-giants class-saturated tbf-queue-too-deep tbf-burst-huge tbf-burst-small filter-chain-long filter-rules-unreachable txqueuelen-deep-unshaped htb-hysteresis-on bql-limit-high bufferbloat" -- "${cur}"))
                     return 0
                     ;;
                 --load)

@@ -26,11 +26,14 @@ pub struct Thresholds {
     /// Spare bandwidth shared this many times below a class's quantum share (quanta below the
     /// packets the shaper sees) is a warning.
     pub quantum_share_distortion_max: f64,
-    /// Rules at one (parent, prio, protocol) above this are a long linear chain.
+    /// Rules at one (parent, prio, protocol) above this are a long linear chain; a walk of
+    /// at most this many is reported only when it caps the shaper (critical).
     pub filter_chain_max: u32,
     /// What the kernel spends on one u32 rule a packet tries, ns: a linear chain of N rules
-    /// classifies at most 1e9 / (N x this) packets a second. Measured by `sudo cargo test
-    /// --release --test kernel lab::filter_rule_cost -- --ignored --nocapture`.
+    /// classifies at most 1e9 / (N x this) packets a second, and takes pps x N x this / 1e9
+    /// of a CPU. Measured by `sudo cargo test --release --test kernel lab::filter_rule_cost
+    /// -- --ignored --nocapture` (packets a second) and `lab::filter_walk_softirq_time`
+    /// (softirq time).
     pub filter_rule_cost_ns: f64,
     /// A class sending at this fraction of its ceil or more is at its ceil.
     pub saturated_ratio: f64,

@@ -905,6 +905,83 @@ fn ten_thousand_u32_filters_at_one_prio() {
     assert_eq!(code, 0, "{report:#}");
 }
 
+/// A script run twice: ten u32 rules added again after themselves. The ten repeats can never
+/// match, and where the chain is short enough to need no hashed replacement, the fix deletes
+/// each by its handle (the kernel numbers a root table's nodes from 800): run as printed, it
+/// leaves the first ten (as tc lists them), and the next check finds no repeat.
+#[test]
+fn repeated_u32_rules_are_deleted_by_handle() {
+    if skip_unless_root("repeated_u32_rules_are_deleted_by_handle") {
+        return;
+    }
+    let pair = Pair::create("repeats").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 3").unwrap();
+    for id in [2, 3] {
+        pair.tc_a(&format!(
+            "class add parent 1: classid 1:{id} htb rate 100mbit ceil 100mbit"
+        ))
+        .unwrap();
+    }
+    for _ in 0..2 {
+        for i in 0..10 {
+            pair.tc_a(&format!(
+                "filter add parent 1: protocol ip prio 100 u32 match ip dst 10.200.0.{i}/32 flowid 1:2"
+            ))
+            .unwrap();
+        }
+    }
+    let rules = |pair: &Pair| -> Vec<String> {
+        pair.a
+            .tc(&["filter", "show", "dev", "veth0"])
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("flowid 1:2"))
+            .map(|l| {
+                l.split_whitespace()
+                    .skip_while(|w| *w != "fh")
+                    .nth(1)
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(rules(&pair).len(), 20);
+    let (_, report) = check(&pair, "100ms");
+    assert!(
+        findings(&report, "filter-chain-long").is_empty(),
+        "{report:#}"
+    );
+    let dead = findings(&report, "filter-rules-unreachable");
+    assert_eq!(dead.len(), 1, "{report:#}");
+    assert_eq!(dead[0]["evidence"]["rules_never_reached"], 10);
+    assert_eq!(
+        dead[0]["evidence"]["unreachable_handles"],
+        serde_json::json!(["800::80a", "800::80b", "800::80c", "800::80d", "800::80e"])
+    );
+    let fix: Vec<&str> = dead[0]["fix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(fix.len(), 10, "{fix:?}");
+    for cmd in &fix {
+        apply(&pair.a, cmd);
+    }
+    let left = rules(&pair);
+    assert_eq!(
+        left,
+        (0x800..=0x809)
+            .map(|n| format!("800::{n:x}"))
+            .collect::<Vec<_>>()
+    );
+    let (_, report) = check(&pair, "100ms");
+    assert!(
+        findings(&report, "filter-rules-unreachable").is_empty(),
+        "{report:#}"
+    );
+}
+
 /// The hashed replacement of a chain of 1,000 rules for distinct addresses and three classes,
 /// taken from `--fix-script` and run as it is: it exits 0, every address goes to the class it
 /// went to before (as `tcmon classify` walks the tree, and as the kernel counts real packets

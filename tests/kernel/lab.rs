@@ -769,12 +769,12 @@ fn class_3_packets(lab: &Lab) -> u64 {
 /// rule dearer (18-28 ns measured under a load average of 4-7, against 10 ns on a quiet one).
 #[test]
 fn filter_walk_softirq_time() {
-    if skip_unless_root("filter_walk_softirq_time") {
-        return;
-    }
     const PPS: u64 = 2_000;
     const TURN: Duration = Duration::from_secs(3);
     const PAYLOAD: usize = 18; // a 60-byte frame
+    if skip_unless_root("filter_walk_softirq_time") {
+        return;
+    }
     let scenario = Scenario::find("filters").unwrap();
     let with = Lab::create("fsqw").unwrap();
     with.apply(scenario).unwrap();

@@ -78,11 +78,12 @@ pub(super) fn filter_chains(c: &Ctx<'_>, out: &mut Sink<'_>) {
         let own = Harm::of(c, ch.parent, u64::from(linear));
         let long = linear > c.t.filter_chain_max || own.severity(c) != Severity::Info;
         // the hashed replacement deletes the whole prio and restates no repeat: then deleting
-        // repeats one by one would fight it
+        // repeats one by one would fight it (unless its finding is an accepted risk, and so
+        // not reported)
         let mut replaced = false;
         if long {
-            let f = finding(c, ch, linear, bucket, &harm, &mut tables);
-            replaced = f.evidence.get("hash_key").is_some();
+            let (f, hashed) = finding(c, ch, linear, bucket, &harm, &mut tables);
+            replaced = hashed && !c.t.ignores(Code::FilterChainLong);
             out.push(f);
         }
         if ch.kind.as_str() == "u32" {
@@ -232,6 +233,7 @@ impl Harm {
     }
 }
 
+/// The finding, and whether its fix is the hashed replacement.
 fn finding(
     c: &Ctx<'_>,
     ch: &FilterChain,
@@ -239,7 +241,7 @@ fn finding(
     bucket: Option<u32>,
     harm: &Harm,
     tables: &mut TablesInUse,
-) -> Finding {
+) -> (Finding, bool) {
     // Classes reached only by rules tried after this chain pay for all of it.
     // (sorted by parent, then prio: a range, not a scan per chain)
     let filters = &c.iface.filters;
@@ -297,9 +299,11 @@ fn finding(
         ("classes_behind", json!(behind)),
     ]);
     harm.evidence(&mut evidence);
+    let mut replaced = false;
     let fix = match (ch.kind.as_str(), bucket) {
         ("u32", Some(b)) => match hashed(c, ch, b, tables) {
             Ok(h) => {
+                replaced = true;
                 evidence.insert(
                     "hash_key",
                     json!(format!("mask 0x{:08x} at {}", h.mask, h.offset)),
@@ -323,7 +327,7 @@ fn finding(
             ch.kind
         ))],
     };
-    Finding {
+    let f = Finding {
         severity: harm.severity(c),
         interface: c.iface.name.clone(),
         object: ch.parent.to_string(),
@@ -332,7 +336,8 @@ fn finding(
         fix,
         weight: harm.cpu_share().unwrap_or(0.0),
         ..Finding::new(Code::FilterChainLong)
-    }
+    };
+    (f, replaced)
 }
 
 /// The fastest that traffic through `parent`'s filters may leave, bytes/s: for an HTB, its

@@ -335,6 +335,32 @@ fn repeated_rules_are_unreachable() {
         ["tc filter del dev eth1 parent 1: prio 100 protocol ip u32"],
         "one step deletes the prio, none deletes its handles"
     );
+    // with the chain's finding an accepted risk, the repeats are deleted by handle
+    let t = Thresholds {
+        ignore: vec!["filter-chain-long".into()],
+        ..Thresholds::default()
+    };
+    let s = snap(Instant::now(), seed(50 * MBIT));
+    let links = BTreeMap::new();
+    let facts = Facts {
+        snapshot: &s,
+        before: None,
+        rates: None,
+        links: &links,
+        htb_hysteresis: Some(false),
+        fq_codel_available: Some(false),
+    };
+    let all = diagnose(&facts, &t);
+    assert!(all.iter().all(|f| f.code != "filter-chain-long"));
+    let f = all
+        .iter()
+        .find(|f| f.code == "filter-rules-unreachable")
+        .unwrap();
+    assert_eq!(fx(f).len(), 9_999);
+    assert_eq!(
+        fx(f)[0],
+        "tc filter del dev eth1 parent 1: prio 100 handle 801::2 protocol ip u32"
+    );
 }
 
 /// Where no hashed replacement is offered, the fix deletes each repeat by its handle; a short

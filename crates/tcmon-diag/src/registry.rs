@@ -83,8 +83,8 @@ macro_rules! findings {
             area: Offload,
             phase: Both(offload::offload_predicted, offload::offload_observed),
             severity: "IFB with GRO/LRO on its source: warning where one merged packet costs the class a \
-                       grade band, critical where it alone grades D or worse; seen: the same from its \
-                       own packets; info (egress GSO, or GRO state unknown)",
+                       grade band, critical where it alone grades D or worse; seen: warning, or the \
+                       IFB's critical; info (egress GSO, or GRO state unknown)",
             title: "A software shaper queues GSO/GRO super-packets",
             meaning: "TCP builds packets of up to gso_max_size (64 kB) that are split into MTU-sized \
                  frames only after the qdisc dequeues them; GRO merges arriving frames the same way \
@@ -119,8 +119,8 @@ macro_rules! findings {
                  are information. Egress, gso_max_segs > 1 (every device, whatever the gso/tso \
                  features say): information, since only the host's own bulk TCP builds them. \
                  Seen: backlog bytes / backlog packets > 2 x (MTU + 14) in a leaf queue of a \
-                 shaped class is a warning, critical where one such packet grades D or worse at \
-                 the class ceil; where queueing delay is measured from real packets it carries \
+                 shaped class is a warning (critical where the IFB's prediction is: seen \
+                 supersedes predicted, never below it); where queueing delay is measured from real packets it carries \
                  what the queue's packets waited (measured_sojourn, as for standing-queue) beside \
                  queue_delay_ms, the estimate from its backlog. The fixes, by shaper: for an IFB, \
                  `ethtool -K SOURCE gro off` (lro off), never settings on the IFB, which act \

@@ -1,7 +1,6 @@
 //! GSO/GRO super-packets in a shaped queue (`offload-on-shaped-link`): seen in the backlog,
 //! or predicted from the link's GSO limits.
 
-use rustc_hash::FxHashMap as HashMap;
 use serde_json::{json, Value};
 use tcmon_core::model::{Qdisc, QdiscDetail, Tbf};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_int, fmt_ns, Handle};
@@ -25,6 +24,19 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
         return;
     }
     let old_qdiscs = c.before.map(|b| by_key(&b.qdiscs)).unwrap_or_default();
+    let predicted_floor = (!c.iface.shapes_ingress_of.is_empty())
+        .then(|| worst_block(c, GRO_MAX_BYTES))
+        .flatten()
+        .filter(|(b, _)| b.grades().0.concern() == Concern::Critical)
+        .filter(|_| {
+            c.iface.shapes_ingress_of.iter().any(|src| {
+                c.facts
+                    .links
+                    .get(src)
+                    .is_some_and(|l| l.gro == Some(true) || l.lro == Some(true))
+            })
+        })
+        .map(|_| Severity::Critical);
     for q in &c.iface.qdiscs {
         if inside_tbf(c.iface, q) {
             continue;
@@ -75,13 +87,8 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
         if let Some(m) = measured(c, q) {
             evidence.insert("measured_sojourn", measured_evidence(m));
         }
-        // seen packets this big are there to block: critical where one alone grades D or
-        // worse by the probe's bands
-        let severity = if Grade::of(one_ns / 1e6).concern() == Concern::Critical {
-            Severity::Critical
-        } else {
-            Severity::Warning
-        };
+        // seen supersedes predicted, never below it: an IFB's merged packets may be critical
+        let severity = predicted_floor.unwrap_or(Severity::Warning);
         out.push(Finding {
             severity,
             interface: c.iface.name.clone(),
@@ -231,14 +238,6 @@ fn tbf_whole_bytes(t: &Tbf) -> u64 {
 /// not split it (per leaf: an HTB leaf under cake split-gso takes no harm, its fq_codel
 /// sibling does), and the slowest drain rate among them (what a smaller GSO size must fit).
 fn worst_block<'a>(c: &Ctx<'a>, size: u64) -> Option<(Block<'a>, u64)> {
-    // each class's leaf qdisc, found once (a scan per class is quadratic)
-    let leaf_of: HashMap<Handle, &Qdisc> = c
-        .iface
-        .qdiscs
-        .iter()
-        .filter(|q| c.iface.class(q.parent).is_some())
-        .map(|q| (q.parent, q))
-        .collect();
     let mut places: Vec<Block<'a>> = Vec::new();
     for cl in &c.iface.classes {
         let Some(h) = cl
@@ -255,7 +254,7 @@ fn worst_block<'a>(c: &Ctx<'a>, size: u64) -> Option<(Block<'a>, u64)> {
             tbf: false,
             cake: None,
         };
-        match leaf_of.get(&cl.handle).copied() {
+        match c.iface.qdisc_under(cl.handle) {
             Some(q) if splits(q) => continue,
             Some(q) => match &q.detail {
                 Some(QdiscDetail::Tbf(t)) => {

@@ -176,7 +176,8 @@ impl Block<'_> {
         (Grade::of(self.ms()), Grade::of(self.ms() / 2.0))
     }
 
-    /// "one packet of 65.5 kB blocks the 16.7 Mbit class 1:13 for 31.4 ms: ..."
+    /// "one of 65.5 kB blocks the 16.7 Mbit class 1:13 for 31.5 ms: a probe queued behind
+    /// it waits that long (grade B ...)"
     fn text(&self) -> String {
         let (worst, typical) = self.grades();
         let ms = self.ms();
@@ -196,11 +197,12 @@ impl Block<'_> {
             )
         };
         format!(
-            "{what} blocks the {} class {} for {}: a probe queued behind it waits that long (grade {} by the probe's bands, where A+ is under 5 ms){typical}",
+            "{what} blocks the {} class {} for {}: a probe queued behind it waits that long (grade {} by the probe's bands, where A+ is under {} ms){typical}",
             fmt_bits_per_sec(self.rate as f64 * 8.0),
             self.object,
             fmt_ns((ms * 1e6) as i64),
             worst,
+            Grade::A_PLUS_UNDER_MS,
         )
     }
 

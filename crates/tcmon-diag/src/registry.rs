@@ -102,8 +102,8 @@ macro_rules! findings {
                  burst/rate. HTB leaves with a FIFO, fq_codel or sfq, and cake with no-split-gso, \
                  keep them whole. Measured (tests/vm/offload.rs, Debian's 6.1 kernel in the \
                  test VM: an IFB shaping a veth's ingress, HTB 4 Mbit, an fq_codel leaf without \
-                 AQM drops, one Reno upload and UDP probes in the class; 3 runs): check predicts \
-                 up to 131 ms; with GRO on the veth the probes' median rose by 56-69 ms (half a \
+                 AQM drops, one Reno upload and UDP probes in the class; 4 runs): check predicts \
+                 up to 131 ms; with GRO on the veth the probes' median rose by 50-69 ms (half a \
                  block: a probe arrives at a random moment of one), GRO merging up to 27-33 kB; \
                  after `ethtool -K r2 gro off` by 0-7 ms. Measured here (HTB 2 Mbit, pfifo \
                  limit 20, 4 local TCP streams): ~24 kB per queued packet and ~1 s of delay; \

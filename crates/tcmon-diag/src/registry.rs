@@ -82,37 +82,65 @@ macro_rules! findings {
         OffloadOnShapedLink "offload-on-shaped-link" {
             area: Offload,
             phase: Both(offload::offload_predicted, offload::offload_observed),
-            severity: "warning (seen; IFB with GRO/LRO on its source), info (predicted)",
+            severity: "IFB with GRO/LRO on its source: warning where one merged packet costs the class a \
+                       grade band, critical where it alone grades D or worse; seen: warning, or the \
+                       IFB's critical; info (egress GSO, or GRO state unknown)",
             title: "A software shaper queues GSO/GRO super-packets",
             meaning: "TCP builds packets of up to gso_max_size (64 kB) that are split into MTU-sized \
                  frames only after the qdisc dequeues them; GRO merges arriving frames the same way \
-                 for forwarded traffic. The shaper's queue then holds a few huge packets.",
-            why: "A FIFO limit counted in packets no longer bounds the delay, and a single packet \
-                 takes long at a low rate. Measured here (HTB 2 Mbit, pfifo limit 20, 4 local TCP \
-                 streams): ~24 kB per queued packet and ~1 s of delay; `ethtool -K gso off tso off` \
-                 alone still left ~43 kB packets; `ip link set dev X gso_max_segs 1` gave 1514 B \
-                 packets and ~85 ms with the same goodput.",
+                 for forwarded traffic, and before an IFB's redirect for the download it shapes. \
+                 The shaper's queue then holds a few huge packets, each of which holds its class \
+                 for as long as it takes to send at the class rate.",
+            why: "Every packet queued behind a merged one waits for all of it: a probe, a DNS \
+                 answer, a game update. At sqm-scripts' 50 Mbit simple.qos one 64 kB packet holds \
+                 the slowest tier (16.7 Mbit) for 31 ms, where the probe's grade A+ is under \
+                 5 ms; and a FIFO limit counted in packets no longer bounds the delay. Shapers \
+                 that split merged packets into segments as they arrive take no harm: cake with \
+                 split-gso (its default), as the root or as the leaves of HTB classes (sqm's \
+                 layer_cake and piece_of_cake, LibreQoS), and dualpi2 likewise; a TBF segments \
+                 packets larger than its bucket (sch_tbf.c tbf_enqueue), so it holds at most \
+                 burst/rate. HTB leaves with a FIFO, fq_codel or sfq, and cake with no-split-gso, \
+                 keep them whole. Measured (tests/vm/offload.rs, Debian's 6.1 kernel in the \
+                 test VM: an IFB shaping a veth's ingress, HTB 4 Mbit, an fq_codel leaf without \
+                 AQM drops, one Reno upload and UDP probes in the class; 4 runs): check predicts \
+                 up to 131 ms; with GRO on the veth the probes' median rose by 50-69 ms (half a \
+                 block: a probe arrives at a random moment of one), GRO merging up to 27-33 kB; \
+                 after `ethtool -K r2 gro off` by 0-7 ms. Measured here (HTB 2 Mbit, pfifo \
+                 limit 20, 4 local TCP streams): ~24 kB per queued packet and ~1 s of delay; \
+                 `ethtool -K gso off tso off` alone still left ~43 kB packets; `ip link set dev \
+                 X gso_max_segs 1` gave 1514 B packets and ~85 ms with the same goodput.",
             numbers:
-                "Seen: backlog bytes / backlog packets > 2 x (MTU + 14) in a leaf queue of a shaped \
-                 class (warning). Predicted: gso_max_segs > 1 and one gso_max_size packet at the \
-                 slowest leaf's ceil takes longer than queue_delay_warning_ms (info), whatever \
-                 the gso/tso features say. The fix is \
-                 gso_max_segs 1 on the shaped device for local traffic, and GRO off on every \
-                 other interface with GRO on (loopback aside) for forwarded traffic: in the lab \
-                 (2 Mbit, pfifo 20, 4 forwarded TCP streams, GRO on the ingress) ~10 kB packets \
-                 and ~1 s of delay became 1514 B and ~110 ms with `ethtool -K IN gro off`; \
-                 gso_max_segs 1 alone left ~2 kB packets. An IFB that shapes another interface's \
-                 ingress (a mirred redirect from that interface's ingress filters) is judged from \
-                 its source: GRO or LRO on there and one 64 KB merged packet at the IFB's slowest \
-                 leaf ceil longer than target_queue_delay_ms is a warning (unknown features: \
-                 info), fixed by `ethtool -K SOURCE gro off` (lro off) and never by settings on \
-                 the IFB, which act after the merge. Where queueing delay is measured from real \
-                 packets, a seen finding carries what the queue's packets waited in the window \
-                 (measured_sojourn, as for standing-queue) beside queue_delay_ms, the estimate \
-                 from its backlog.",
-            fix: "gso_max_segs 1 on the shaped device (local traffic) and GRO off on every other \
-                 interface with GRO on, loopback aside (forwarded traffic); for an IFB, GRO (LRO) \
-                 off on the interface whose ingress it shapes.",
+                "block = the largest packet that stays whole in a leaf (64 kB merged by GRO/LRO, \
+                 gso_max_size for the host's own TCP, at most a TBF's bucket) / the rate it \
+                 drains at (the HTB leaf's ceil, within its parents'; a TBF's or cake's rate), \
+                 over every leaf that does not split; the longest is reported where it grades \
+                 worse than A+ by the probe's bands (block >= 5 ms: 64 kB at 100 Mbit is 5.2 ms, \
+                 reported; at 110 Mbit 4.8 ms, not). Evidence: one_packet_ms, block_bytes, \
+                 grade_behind_one (a probe arriving as one starts to leave) and grade_under_load \
+                 (half a block, the average wait under a steady stream of them). An IFB that \
+                 shapes another interface's ingress (a mirred redirect from that interface's \
+                 ingress filters) is judged from its source: GRO or LRO on there is a warning, \
+                 critical where grade_behind_one is D or F (block >= 200 ms); unknown features \
+                 are information. Egress, gso_max_segs > 1 (every device, whatever the gso/tso \
+                 features say): information, since only the host's own bulk TCP builds them. \
+                 Seen: backlog bytes / backlog packets > 2 x (MTU + 14) in a leaf queue of a \
+                 shaped class is a warning (critical where the IFB's prediction is: seen \
+                 supersedes predicted, never below it); where queueing delay is measured from real packets it carries \
+                 what the queue's packets waited (measured_sojourn, as for standing-queue) beside \
+                 queue_delay_ms, the estimate from its backlog. The fixes, by shaper: for an IFB, \
+                 `ethtool -K SOURCE gro off` (lro off), never settings on the IFB, which act \
+                 after the merge; for cake with no-split-gso, `tc qdisc change ... cake \
+                 split-gso` on that cake; egress, `ip link set dev X gso_max_size N` with N \
+                 under 5 ms at the slowest leaf that does not split (gso_max_segs 1 where that \
+                 is under two frames), and GRO off on every other interface with GRO on \
+                 (loopback aside) for forwarded traffic: in the lab (2 Mbit, pfifo 20, 4 \
+                 forwarded TCP streams, GRO on the ingress) ~10 kB packets and ~1 s of delay \
+                 became 1514 B and ~110 ms with `ethtool -K IN gro off`; gso_max_segs 1 alone \
+                 left ~2 kB packets.",
+            fix: "For an IFB, GRO (LRO) off on the interface whose ingress it shapes; for cake with \
+                 no-split-gso, split-gso on it; egress, a gso_max_size that fits 5 ms at the \
+                 slowest leaf (or gso_max_segs 1) on the shaped device for local traffic, and GRO \
+                 off on every other interface with GRO on, loopback aside, for forwarded traffic.",
         }
         HtbDefaultClassMissing "htb-default-class-missing" {
             area: Htb,

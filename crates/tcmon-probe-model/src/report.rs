@@ -156,10 +156,13 @@ pub enum Grade {
 }
 
 impl Grade {
+    /// The top band's bound: an increase under it grades A+.
+    pub const A_PLUS_UNDER_MS: f64 = 5.0;
+
     /// Bands of the latency increase: A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F.
     pub fn of(increase_ms: f64) -> Grade {
         match increase_ms {
-            x if x < 5.0 => Grade::APlus,
+            x if x < Grade::A_PLUS_UNDER_MS => Grade::APlus,
             x if x < 30.0 => Grade::A,
             x if x < 60.0 => Grade::B,
             x if x < 200.0 => Grade::C,

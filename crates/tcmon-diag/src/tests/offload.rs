@@ -1,6 +1,7 @@
 //! `offload-on-shaped-link`: GSO/GRO super-packets seen queued or predicted, and their fixes.
 
 use super::*;
+use tcmon_core::aqm::Cake;
 
 #[test]
 fn gso_super_packets_in_a_shaped_queue() {
@@ -119,7 +120,8 @@ fn ifb_shaper_blames_gro_on_the_interface_it_shapes() {
             .find(|f| f.code == "offload-on-shaped-link")
     };
     let f = run(Some(true), Some(false), &s).expect("GRO on v0 is found from config alone");
-    assert_eq!(f.severity, Severity::Warning);
+    // 262 ms behind one merged packet grades D: the probe's critical concern
+    assert_eq!(f.severity, Severity::Critical);
     assert_eq!(fx(&f), ["ethtool -K v0 gro off"]);
     assert!(
         f.message
@@ -138,7 +140,8 @@ fn ifb_shaper_blames_gro_on_the_interface_it_shapes() {
     super_packets_queued(&mut ifb);
     let s = snap(Instant::now(), ifb);
     let f = run(Some(true), None, &s).unwrap();
-    assert_eq!(f.severity, Severity::Warning);
+    // seen supersedes predicted, never below it
+    assert_eq!(f.severity, Severity::Critical);
     assert!(
         fx(&f).iter().all(|l| !l.contains("gso_max_segs")),
         "{:?}",
@@ -162,4 +165,240 @@ fn super_packets_seen_queued_show_the_measured_wait() {
     assert_eq!(o.evidence["queue_delay_ms"], 866.01);
     assert_eq!(o.evidence["measured_sojourn"]["packets"], 40);
     assert_eq!(o.evidence["measured_sojourn"]["max_ms"], 850.0);
+}
+
+/// A qdisc of `kind` under `parent` (cake, fq_codel, tbf), as a leaf or root.
+fn leaf(handle: &str, parent: &str, detail: QdiscDetail) -> Qdisc {
+    let kind = match &detail {
+        QdiscDetail::Cake(_) => "cake",
+        QdiscDetail::FqCodel(_) => "fq_codel",
+        QdiscDetail::Tbf(_) => "tbf",
+        _ => "pfifo",
+    };
+    Qdisc {
+        stab: None,
+        handle: h(handle),
+        parent: h(parent),
+        kind: kind.into(),
+        stats: Stats::default(),
+        detail: Some(detail),
+        undecoded: Undecoded::default(),
+    }
+}
+
+fn cake(split_gso: bool, base_rate_bytes_per_sec: u64) -> QdiscDetail {
+    QdiscDetail::Cake(Box::new(Cake {
+        split_gso: Some(split_gso),
+        base_rate_bytes_per_sec: Some(base_rate_bytes_per_sec),
+        ..Cake::default()
+    }))
+}
+
+fn fq_codel() -> QdiscDetail {
+    QdiscDetail::FqCodel(Box::default())
+}
+
+/// An IFB shaping v0's ingress with `qdiscs` and `classes` (the HTB root added), and the
+/// offload finding `check` gives it with GRO on v0 as `gro` says.
+fn ifb_finding(qdiscs: Vec<Qdisc>, classes: Vec<Class>, gro: Option<bool>) -> Option<Finding> {
+    let mut ifb = iface(qdiscs, classes);
+    ifb.name = "ifb0".into();
+    ifb.shapes_ingress_of = vec!["v0".into()];
+    let s = snap(Instant::now(), ifb);
+    let links: BTreeMap<String, LinkFacts> = [(
+        "v0".to_owned(),
+        LinkFacts {
+            gro,
+            lro: Some(false),
+            ..LinkFacts::default()
+        },
+    )]
+    .into_iter()
+    .collect();
+    let facts = Facts {
+        snapshot: &s,
+        before: None,
+        rates: None,
+        links: &links,
+        htb_hysteresis: Some(false),
+        fq_codel_available: Some(true),
+    };
+    let f = diagnose(&facts, &Thresholds::default());
+    assert_rounded_for_people(&f);
+    f.into_iter().find(|f| f.code == "offload-on-shaped-link")
+}
+
+/// One HTB class of `ceil` bytes/s with `leaf` under it, as 1:10.
+fn one_class(ceil: u64, leaf_qdisc: Option<QdiscDetail>) -> (Vec<Qdisc>, Vec<Class>) {
+    let mut q = vec![htb_qdisc(10, 0x10, 0)];
+    q.extend(leaf_qdisc.map(|d| leaf("10:", "1:10", d)));
+    (
+        q,
+        vec![
+            class("1:1", "root", ceil, ceil, 10, 7),
+            class("1:10", "1:1", ceil, ceil, 10, 0),
+        ],
+    )
+}
+
+/// The edge of the A+ band: 64 KiB at 100 Mbit takes 5.24 ms (a probe behind it can no longer
+/// grade A+), at 110 Mbit 4.77 ms (it can).
+#[test]
+fn a_merged_packet_is_reported_where_it_costs_the_a_plus_band() {
+    let (q, c) = one_class(100 * MBIT, Some(fq_codel()));
+    let f = ifb_finding(q, c, Some(true)).expect("5.24 ms costs the A+ band");
+    assert_eq!((f.severity, f.object.as_str()), (Severity::Warning, "1:10"));
+    assert_eq!(f.evidence["one_packet_ms"], 5.24);
+    assert_eq!(f.evidence["grade_behind_one"], "A");
+    assert_eq!(f.evidence["grade_under_load"], "A+");
+    assert_eq!(fx(&f), ["ethtool -K v0 gro off"]);
+    let (q, c) = one_class(110 * MBIT, Some(fq_codel()));
+    assert!(ifb_finding(q, c, Some(true)).is_none());
+    // unknown GRO state: information; off: nothing
+    let (q, c) = one_class(100 * MBIT, Some(fq_codel()));
+    assert_eq!(
+        ifb_finding(q.clone(), c.clone(), None).unwrap().severity,
+        Severity::Info
+    );
+    assert!(ifb_finding(q, c, Some(false)).is_none());
+}
+
+/// sqm-scripts' simple.qos on ifb4wan0 at 50 Mbit: three tiers under 1:1, the slowest with a
+/// ceil of a third of the link. Before: no finding (31 ms is under the 50 ms target).
+fn simple_qos(leaf_of: impl Fn() -> QdiscDetail) -> (Vec<Qdisc>, Vec<Class>) {
+    let link = 50 * MBIT;
+    let mut q = vec![htb_qdisc(10, 0x12, 0)];
+    let mut c = vec![class("1:1", "root", link, link, 10, 7)];
+    for (minor, rate, ceil) in [
+        ("11", link / 3, link),
+        ("12", link / 3, link - link / 20),
+        ("13", link / 20, link / 3),
+    ] {
+        c.push(class(&format!("1:{minor}"), "1:1", rate, ceil, 10, 0));
+        q.push(leaf(&format!("{minor}:"), &format!("1:{minor}"), leaf_of()));
+    }
+    (q, c)
+}
+
+#[test]
+fn gro_ahead_of_sqm_simple_qos_blocks_its_slowest_tier() {
+    let (q, c) = simple_qos(fq_codel);
+    let f = ifb_finding(q, c, Some(true)).expect("31 ms in 1:13 costs a grade band");
+    assert_eq!((f.severity, f.object.as_str()), (Severity::Warning, "1:13"));
+    assert_eq!(f.evidence["one_packet_ms"], 31.46);
+    assert!(
+        f.message.contains(
+            "one of 65.5 kB blocks the 16.7 Mbit class 1:13 for 31.5 ms: a probe queued behind it \
+             waits that long (grade B by the probe's bands, where A+ is under 5 ms); under a \
+             steady stream of them a probe waits half of that on average, so probes in it \
+             cannot grade better than A"
+        ),
+        "{}",
+        f.message
+    );
+    assert_eq!(fx(&f), ["ethtool -K v0 gro off"]);
+}
+
+/// cake splits merged packets (split-gso, its default): cake leaves under HTB (sqm's
+/// layer_cake, LibreQoS) and a cake root take no harm; `no-split-gso` does, cured by
+/// split-gso on that cake, not at the source.
+#[test]
+fn cake_that_splits_takes_no_harm_and_no_split_gso_is_told_to() {
+    let (q, c) = simple_qos(|| cake(true, 0));
+    assert!(ifb_finding(q, c, Some(true)).is_none());
+    let (q, c) = simple_qos(|| cake(false, 0));
+    let f = ifb_finding(q, c, Some(true)).expect("no-split-gso holds 64 KB whole");
+    assert_eq!((f.severity, f.object.as_str()), (Severity::Warning, "1:13"));
+    assert_eq!(
+        fx(&f),
+        ["tc qdisc change dev ifb0 parent 1:13 handle 13: cake split-gso"]
+    );
+    // cake as the shaper at the root, 20 Mbit: 26 ms behind one packet unless it splits
+    let root = |split| vec![leaf("1:", "root", cake(split, 20 * MBIT))];
+    assert!(ifb_finding(root(true), vec![], Some(true)).is_none());
+    let f = ifb_finding(root(false), vec![], Some(true)).unwrap();
+    assert_eq!(f.object, "1:");
+    assert_eq!(f.evidence["one_packet_ms"], 26.21);
+    assert_eq!(
+        fx(&f),
+        ["tc qdisc change dev ifb0 root handle 1: cake split-gso"]
+    );
+}
+
+/// Per leaf: the slowest leaf splits (cake), a faster one does not (fq_codel): the faster
+/// one is the finding's, at its own rate.
+#[test]
+fn the_slowest_leaf_that_does_not_split_is_judged() {
+    let (mut q, c) = simple_qos(fq_codel);
+    let slow = q.iter_mut().find(|q| q.handle == h("13:")).unwrap();
+    *slow = leaf("13:", "1:13", cake(true, 0));
+    let f = ifb_finding(q, c, Some(true)).unwrap();
+    // 1:12's ceil, 47.5 Mbit: 11 ms
+    assert_eq!(f.object, "1:12");
+    assert_eq!(f.evidence["one_packet_ms"], 11.04);
+}
+
+/// TBF segments GSO packets larger than its bucket (sch_tbf.c tbf_enqueue): it blocks at
+/// most burst/rate.
+#[test]
+fn a_tbf_blocks_at_most_its_bucket() {
+    let tbf = |burst_bytes| {
+        QdiscDetail::Tbf(Tbf {
+            rate_bytes_per_sec: 2 * MBIT,
+            burst_bytes,
+            burst_ns: burst_bytes * 1_000_000_000 / (2 * MBIT),
+            limit_bytes: 30_000,
+            linklayer: "ethernet",
+            ..Tbf::default()
+        })
+    };
+    // under a 10 Mbit class, draining at the TBF's 2 Mbit: 3,000 B take 12 ms
+    let (q, c) = one_class(10 * MBIT, Some(tbf(3000)));
+    let f = ifb_finding(q, c, Some(true)).unwrap();
+    assert_eq!(f.evidence["block_bytes"], 3000);
+    assert_eq!(f.evidence["one_packet_ms"], 12.0);
+    assert_eq!(f.severity, Severity::Warning);
+    // 1,200 B: 4.8 ms, within the A+ band
+    let (q, c) = one_class(10 * MBIT, Some(tbf(1200)));
+    assert!(ifb_finding(q, c, Some(true)).is_none());
+    // a root TBF likewise
+    let root = vec![leaf("1:", "root", tbf(3000))];
+    assert_eq!(
+        ifb_finding(root, vec![], Some(true)).unwrap().evidence["block_bytes"],
+        3000
+    );
+}
+
+/// Egress, the host's own GSO: the fix sizes gso_max_size to fit the A+ band at the slowest
+/// leaf that does not split, and the check after it finds nothing.
+#[test]
+fn egress_gso_is_sized_to_the_a_plus_band_and_converges() {
+    let (q, c) = one_class(20 * MBIT, Some(fq_codel()));
+    let mut i = iface(q, c);
+    i.gso_max_size = Some(65536);
+    i.gso_max_segs = Some(65535);
+    let f = check(&snap(Instant::now(), i.clone()));
+    let o = f
+        .iter()
+        .find(|f| f.code == "offload-on-shaped-link")
+        .unwrap();
+    assert_eq!((o.severity, o.object.as_str()), (Severity::Info, "1:10"));
+    assert_eq!(o.evidence["one_packet_ms"], 26.21);
+    // 20 Mbit x 5 ms = 12,500 B; one byte less stays under 5 ms
+    assert_eq!(fx(o)[0], "ip link set dev eth1 gso_max_size 12499");
+    i.gso_max_size = Some(12_499);
+    assert!(!codes(&check(&snap(Instant::now(), i.clone()))).contains(&"offload-on-shaped-link"));
+    // the band's edge on egress too: 100 Mbit reported, 110 Mbit not
+    for (mbit, reported) in [(100, true), (110, false)] {
+        let (q, c) = one_class(mbit * MBIT, Some(fq_codel()));
+        let mut i = iface(q, c);
+        i.gso_max_size = Some(65536);
+        i.gso_max_segs = Some(65535);
+        let f = check(&snap(Instant::now(), i));
+        assert_eq!(
+            codes(&f).contains(&"offload-on-shaped-link"),
+            reported,
+            "{mbit} Mbit"
+        );
+    }
 }

@@ -60,8 +60,8 @@ impl Wan {
         peer.ip(&["link", "set", "lan0", "up"]).unwrap();
         // GRO on the interface ahead of an IFB merges what the IFB's shaper queues: that is
         // offload-on-shaped-link's finding, by design (it warns for HTB and fq_codel below
-        // ~100 Mbit). These trees are judged as sound, so GRO is off as sqm-scripts' own
-        // documentation asks.
+        // ~100 Mbit). These trees are judged as sound, so GRO is off, as that finding's fix
+        // and sqm-scripts' own `eth_setup` (functions.sh) turn it off.
         ns.exec(&["ethtool", "-K", "wan0", "gro", "off"]).unwrap();
         Wan { ns, _peer: peer }
     }

@@ -9,6 +9,8 @@
 //! where it fails: CI installs them.
 
 mod common;
+#[path = "vm/managers.rs"]
+mod managers;
 #[path = "vm/offload.rs"]
 mod offload;
 
@@ -149,7 +151,7 @@ fn newest_test_binary(exe: &std::path::Path, name: &str) -> String {
 }
 
 /// The tests below, all run inside the VM by `vm_suite`.
-const VM_TESTS: usize = 5;
+const VM_TESTS: usize = 7;
 
 fn tcmon(args: &[&str]) -> std::process::Output {
     common::tcmon(args)

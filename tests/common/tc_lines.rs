@@ -170,6 +170,9 @@ pub fn tcmon_rules(text: &str) -> BTreeMap<(u32, String), (String, Vec<String>)>
                 let key = (p, (*handle).to_owned());
                 out.insert(key.clone(), (collapse(t), Vec::new()));
                 current = Some(key);
+            } else {
+                // a rule this parser does not key (u32's `800::800`): its actions are its own
+                current = None;
             }
         }
     }

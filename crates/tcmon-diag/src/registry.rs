@@ -195,7 +195,9 @@ macro_rules! findings {
                  full-size frames from the sender, the same quanta let all 3.11 Mbit/s through \
                  with 7 ms probes.",
             numbers: "packet seen = gso_max_size when gso_max_segs > 1, 64 kB when GRO (or LRO) is on \
-                 on another interface (on an IFB's source), else MTU + 14. For each group of \
+                 on another interface (on an IFB's source), else MTU + 14; MTU + 14 for a leaf \
+                 whose own qdisc splits GSO packets as it enqueues them (cake's or dualpi2's \
+                 split-gso: HTB then dequeues one segment at a time). For each group of \
                  borrowing leaves (parent, prio; ceil > rate): distortion = the worst, over its \
                  members j, of Q_j x (sum over the others of max(Q_i, packet seen) + max(Q_j, \
                  MTU + 14)) / (sum of Q x max(Q_j, MTU + 14)): how many times less than its quantum \

@@ -343,6 +343,17 @@ fn packet_seen(c: &Ctx<'_>) -> (u64, Source) {
     seen
 }
 
+/// Whether `class`'s own qdisc splits GSO packets into segments as it enqueues them (cake's
+/// and dualpi2's `split-gso`): HTB then dequeues and charges one segment at a time, so the
+/// class's turns are of full-size frames whatever packets reach the shaper.
+fn leaf_splits_gso(iface: &Interface, class: Handle) -> bool {
+    match iface.qdisc_under(class).and_then(|q| q.detail.as_ref()) {
+        Some(QdiscDetail::Cake(k)) => k.split_gso == Some(true),
+        Some(QdiscDetail::DualPi2(d)) => d.split_gso == Some(true),
+        _ => false,
+    }
+}
+
 /// How the borrowing leaves of one DRR group share spare bandwidth when one of them sends
 /// full-size frames and every other one the largest packets the shaper sees.
 #[derive(Clone, Copy, Default)]
@@ -384,6 +395,14 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         .filter(|cl| cl.htb().is_some_and(|x| x.level == 0))
         .collect();
     let (seen_bytes, seen_why) = packet_seen(c);
+    // the largest packet each leaf sends in a turn
+    let seen_by = |cl: &Class| {
+        if leaf_splits_gso(c.iface, cl.handle) {
+            c.pkt
+        } else {
+            seen_bytes
+        }
+    };
     // the same commands for every leaf that needs them: made once per qdisc
     let merge_fix = std::cell::OnceCell::new();
     let stop_merging = || merge_fix.get_or_init(|| offload::offload_fix(c)).clone();
@@ -398,7 +417,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
             let qb = u64::from(cl.htb().expect("filtered on htb").quantum_bytes);
             let s = shares.entry(k).or_default();
             s.quanta += qb;
-            s.big_turns += qb.max(seen_bytes);
+            s.big_turns += qb.max(seen_by(cl));
             // two packets at least, as offload-on-shaped-link reads the backlog
             let queued = if cl.stats.backlog_packets >= 2 {
                 cl.stats.backlog_bytes / cl.stats.backlog_packets
@@ -414,7 +433,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         if let Some(s) = group(cl).and_then(|k| shares.get_mut(&k)) {
             let qb = u64::from(cl.htb().expect("filtered on htb").quantum_bytes);
             // its share by quantum / its share when it sends frames and the others the largest
-            let turns = s.big_turns - qb.max(seen_bytes) + qb.max(c.pkt);
+            let turns = s.big_turns - qb.max(seen_by(cl)) + qb.max(c.pkt);
             let f = (qb as f64 * turns as f64) / (s.quanta.max(1) as f64 * qb.max(c.pkt) as f64);
             if f > s.distortion {
                 (s.distortion, s.victim) = (f, Some(cl.handle));
@@ -456,7 +475,8 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
         let share: Option<Share> = group(cl).and_then(|k| shares.get(&k).copied());
         let cap = cap_of(cl);
         let below_mtu = target::quantum_small(x, mtu);
-        let below_seen = turn.is_some() && seen_bytes > c.pkt && qb < seen_bytes;
+        let seen = seen_by(cl);
+        let below_seen = turn.is_some() && seen > c.pkt && qb < seen;
         // Merged packets that make a small quantum a warning (see below): GRO's, which a
         // router forwards, or GSO packets seen queued in a member.
         let seen_merged = share.filter(|s| s.largest_queued_bytes > c.pkt);
@@ -523,7 +543,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 object: cl.handle.to_string(),
                 message: format!(
                     "{quantum_line}, below the {} packets the shaper sees: {effect}; {}",
-                    fmt_bytes(seen_bytes.max(mtu) as f64),
+                    fmt_bytes(seen.max(mtu) as f64),
                     if fix.is_empty() {
                         how.clone()
                     } else {
@@ -538,7 +558,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                     ("r2q", json!(r2q)),
                     ("computed_quantum_bytes", json!(computed)),
                     ("mtu", json!(mtu)),
-                    ("packet_seen_bytes", json!(seen_bytes)),
+                    ("packet_seen_bytes", json!(seen)),
                     ("packet_seen_from", json!(seen_why.to_string())),
                     ("borrowing_siblings", json!(turn.map(|t| t.members))),
                     ("parent", json!(turn.map(|t| t.parent.to_string()))),
@@ -561,7 +581,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 ]),
                 fix,
                 changes,
-                weight: distortion * 1e9 + seen_bytes.max(mtu).saturating_sub(qb) as f64,
+                weight: distortion * 1e9 + seen.max(mtu).saturating_sub(qb) as f64,
                 ..Finding::new(Code::HtbQuantumSmall)
             });
         }
@@ -587,7 +607,7 @@ pub(super) fn htb_quantum(c: &Ctx<'_>, q: &Qdisc, h: &HtbQdisc, out: &mut Sink<'
                 .map_or(qb, |t| u64::from(t.quantum));
             // a quantum below the packets the shaper is handed is one packet a turn: the wait
             // the plan's quantum bounds holds only once the merging stops
-            let merged = turn.is_some() && seen_bytes > c.pkt && planned < seen_bytes;
+            let merged = turn.is_some() && seen > c.pkt && planned < seen;
             let fix = if merged { stop_merging() } else { Vec::new() };
             let others_waiting = turn.map_or(0, |t| t.members - 1);
             let effect = match (turn, parent_rate, wait_ms) {

@@ -608,3 +608,48 @@ fn a_sound_tree_with_explicit_quanta_has_no_quantum_finding() {
     // (what is left is the fixture's default cburst, information)
     assert_eq!(Status::of(&f), Status::Ok, "{f:#?}");
 }
+
+/// A cake leaf with `split-gso` (cake's default, and LibreQoS's circuits') cuts each GSO
+/// packet into segments as it enqueues it, so HTB dequeues and charges one full-size frame at
+/// a time: a quantum above the MTU is no distortion there, whatever the device's GSO. A leaf
+/// that keeps them whole (fq_codel, or cake with `no-split-gso`) is still flagged.
+#[test]
+fn leaves_that_split_gso_packets_take_full_size_turns() {
+    // LibreQoS's circuits: a 100 Mbit access point, two 25 Mbit plans guaranteed 5 Mbit,
+    // its explicit quantum floor 1,522 B; local TCP may hand the device 64 kB packets
+    let mut i = two_borrowers(100 * MBIT, 5 * MBIT, 10);
+    i.gso_max_size = Some(65_536);
+    i.gso_max_segs = Some(65_535);
+    for id in ["1:10", "1:20"] {
+        class_mut(&mut i, id).1.quantum_bytes = 1522;
+    }
+    let cake = |handle: &str, parent: &str, split: bool| Qdisc {
+        kind: "cake".into(),
+        detail: Some(QdiscDetail::Cake(Box::new(tcmon_core::aqm::Cake {
+            split_gso: Some(split),
+            ..tcmon_core::aqm::Cake::default()
+        }))),
+        ..fifo(handle, parent, "pfifo", 0)
+    };
+    let with_leaves = |split: [bool; 2]| {
+        let mut i = i.clone();
+        i.qdiscs.retain(|q| q.kind.as_str() == "htb");
+        i.qdiscs.push(cake("10:", "1:10", split[0]));
+        i.qdiscs.push(cake("20:", "1:20", split[1]));
+        sort_interface(&mut i);
+        check(&snap(Instant::now(), i))
+    };
+    let f = with_leaves([true, true]);
+    assert!(
+        !codes(&f).iter().any(|c| c.starts_with("htb-quantum")),
+        "{f:#?}"
+    );
+    // 1:20 keeps its GSO packets whole: it is below them, and 1:10 loses its share to it
+    let f = with_leaves([true, false]);
+    let small: Vec<&Finding> = f.iter().filter(|f| f.code == "htb-quantum-small").collect();
+    assert_eq!(small.len(), 1, "{f:#?}");
+    assert_eq!(small[0].object, "1:20", "{:#?}", small[0]);
+    assert_eq!(small[0].count, 1, "{:#?}", small[0]);
+    assert_eq!(small[0].evidence["worst_share_class"], "1:10");
+    assert_eq!(small[0].severity, Severity::Info);
+}

@@ -410,7 +410,7 @@ macro_rules! findings {
                  lab::filter_rule_cost -- --ignored --nocapture`. The CPU itself, as softirq \
                  time (`/proc/stat`) per packet the lab's router forwards with the filters \
                  scenario's 10,000 rules minus without them (`sudo cargo test --test kernel \
-                 lab::filter_walk_softirq_time -- --nocapture`), on 2026-11-28 on the same \
+                 lab::filter_walk_softirq_time -- --ignored --nocapture`), on 2026-11-28 on the same \
                  machine while parallel builds kept its load average at 4-7: 18.0-31.0 ns a \
                  rule tried in five runs (the walk took 46-84% of a CPU at 1,500-3,000 \
                  packets/s), and 31 ns by packet rate in the same hour: a busy machine's caches \

@@ -32,8 +32,8 @@ pub struct Thresholds {
     /// What the kernel spends on one u32 rule a packet tries, ns: a linear chain of N rules
     /// classifies at most 1e9 / (N x this) packets a second, and takes pps x N x this / 1e9
     /// of a CPU. Measured by `sudo cargo test --release --test kernel lab::filter_rule_cost
-    /// -- --ignored --nocapture` (packets a second) and `lab::filter_walk_softirq_time`
-    /// (softirq time).
+    /// -- --ignored --nocapture` (packets a second) and `lab::filter_walk_softirq_time` (softirq
+    /// time, also with `--ignored`).
     pub filter_rule_cost_ns: f64,
     /// A class sending at this fraction of its ceil or more is at its ceil.
     pub saturated_ratio: f64,

@@ -122,7 +122,12 @@ macro_rules! findings {
                  ingress filters) is judged from its source: GRO or LRO on there is a warning, \
                  critical where grade_behind_one is D or F (block >= 200 ms); unknown features \
                  are information. Egress, gso_max_segs > 1 (every device, whatever the gso/tso \
-                 features say): information, since only the host's own bulk TCP builds them. \
+                 features say): information, since only the host's own bulk TCP builds them, and \
+                 only where the block is as long as a queue queue-too-deep warns about \
+                 (queue_delay_warning_ms, 100 ms: 64 kB below 5.24 Mbit): TCP sizes its GSO \
+                 packets to about 1 ms of its sending rate (tcp_tso_autosize) and adds the whole \
+                 gso_max_size only toward destinations a few ms away or nearer, which a shaped \
+                 uplink's traffic seldom has. \
                  Seen: backlog bytes / backlog packets > 2 x (MTU + 14) in a leaf queue of a \
                  shaped class is a warning (critical where the IFB's prediction is: seen \
                  supersedes predicted, never below it); where queueing delay is measured from real packets it carries \
@@ -133,14 +138,15 @@ macro_rules! findings {
                  split-gso` on that cake; egress, `ip link set dev X gso_max_size N` with N \
                  under 5 ms at the slowest leaf that does not split (gso_max_segs 1 where that \
                  is under two frames), and GRO off on every other interface with GRO on \
-                 (loopback aside) for forwarded traffic: in the lab (2 Mbit, pfifo 20, 4 \
+                 (loopback and IFBs aside) for forwarded traffic: in the lab (2 Mbit, pfifo 20, 4 \
                  forwarded TCP streams, GRO on the ingress) ~10 kB packets and ~1 s of delay \
                  became 1514 B and ~110 ms with `ethtool -K IN gro off`; gso_max_segs 1 alone \
                  left ~2 kB packets.",
             fix: "For an IFB, GRO (LRO) off on the interface whose ingress it shapes; for cake with \
                  no-split-gso, split-gso on it; egress, a gso_max_size that fits 5 ms at the \
                  slowest leaf (or gso_max_segs 1) on the shaped device for local traffic, and GRO \
-                 off on every other interface with GRO on, loopback aside, for forwarded traffic.",
+                 off on every other interface with GRO on, loopback and IFBs aside, for forwarded \
+                 traffic.",
         }
         HtbDefaultClassMissing "htb-default-class-missing" {
             area: Htb,

@@ -112,7 +112,12 @@ pub(super) fn offload_observed(c: &Ctx<'_>, out: &mut Sink<'_>) {
 
 /// Predicted: one merged packet blocks a shaped class for longer than the probe's A+ band.
 /// Egress: GSO packets the host's own TCP builds (up to `gso_max_size`): information, since a
-/// router forwards and need not send bulk TCP itself.
+/// router forwards and need not send bulk TCP itself, and reported only where one packet alone
+/// is as long as a queue `queue-too-deep` warns about: TCP sizes its GSO packets to about 1 ms
+/// of its sending rate (tcp_tso_autosize), adding the whole `gso_max_size` only toward
+/// destinations a few ms away or nearer (`gso_max_size >> (min_rtt_us >> 9)`), which a shaped
+/// uplink's traffic seldom has; the lab's 4 local streams to a neighbour (sub-ms) did build
+/// them (`check_lab`'s GSO test).
 pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
     if !c.iface.shapes_ingress_of.is_empty() {
         return ifb_predicted(c, out);
@@ -128,6 +133,9 @@ pub(super) fn offload_predicted(c: &Ctx<'_>, out: &mut Sink<'_>) {
     let Some((b, slowest)) = worst_block(c, size) else {
         return;
     };
+    if b.ms() < c.t.queue_delay_warning_ms {
+        return;
+    }
     let fix = match b.cake {
         Some(q) => vec![split_fix(c, q)],
         None => gso_fix(c, slowest),
@@ -455,11 +463,22 @@ pub(super) fn offload_fix(c: &Ctx<'_>) -> Vec<Fix> {
         "link set dev {} gso_max_segs 1",
         c.iface.name
     ))];
+    let ifbs: Vec<&str> = c
+        .facts
+        .snapshot
+        .interfaces
+        .iter()
+        .filter(|i| !i.shapes_ingress_of.is_empty())
+        .map(|i| i.name.as_str())
+        .collect();
     let others: Vec<(&String, Option<bool>)> = c
         .facts
         .links
         .iter()
-        .filter(|(name, _)| **name != c.iface.name && name.as_str() != "lo")
+        // nothing arrives on an IFB from outside: what it passes on was redirected to it
+        .filter(|(name, _)| {
+            **name != c.iface.name && name.as_str() != "lo" && !ifbs.contains(&name.as_str())
+        })
         .map(|(name, l)| (name, l.gro))
         .collect();
     let gro_on: Vec<&String> = others

@@ -369,11 +369,12 @@ fn a_tbf_blocks_at_most_its_bucket() {
     );
 }
 
-/// Egress, the host's own GSO: the fix sizes gso_max_size to fit the A+ band at the slowest
-/// leaf that does not split, and the check after it finds nothing.
+/// Egress, the host's own GSO: reported where one packet alone is as long as a queue the
+/// check warns about (100 ms: 5.24 Mbit for 64 KiB); the fix (here `gso_max_segs 1`, since
+/// the A+ band at 4 Mbit holds under two frames) leaves nothing to report.
 #[test]
-fn egress_gso_is_sized_to_the_a_plus_band_and_converges() {
-    let (q, c) = one_class(20 * MBIT, Some(fq_codel()));
+fn egress_gso_is_reported_where_one_packet_is_a_deep_queue_and_converges() {
+    let (q, c) = one_class(4 * MBIT, Some(fq_codel()));
     let mut i = iface(q, c);
     i.gso_max_size = Some(65536);
     i.gso_max_segs = Some(65535);
@@ -383,14 +384,13 @@ fn egress_gso_is_sized_to_the_a_plus_band_and_converges() {
         .find(|f| f.code == "offload-on-shaped-link")
         .unwrap();
     assert_eq!((o.severity, o.object.as_str()), (Severity::Info, "1:10"));
-    assert_eq!(o.evidence["one_packet_ms"], 26.21);
-    // 20 Mbit x 5 ms = 12,500 B; one byte less stays under 5 ms
-    assert_eq!(fx(o)[0], "ip link set dev eth1 gso_max_size 12499");
-    i.gso_max_size = Some(12_499);
+    assert_eq!(o.evidence["one_packet_ms"], 131.07);
+    assert_eq!(fx(o)[0], "ip link set dev eth1 gso_max_segs 1");
+    i.gso_max_segs = Some(1);
     assert!(!codes(&check(&snap(Instant::now(), i.clone()))).contains(&"offload-on-shaped-link"));
-    // the band's edge on egress too: 100 Mbit reported, 110 Mbit not
-    for (mbit, reported) in [(100, true), (110, false)] {
-        let (q, c) = one_class(mbit * MBIT, Some(fq_codel()));
+    // the edge: 5 Mbit reported (105 ms), 5.5 Mbit not (95 ms), 20 Mbit not (26 ms)
+    for (kbit, reported) in [(5_000, true), (5_500, false), (20_000, false)] {
+        let (q, c) = one_class(kbit * MBIT / 1000, Some(fq_codel()));
         let mut i = iface(q, c);
         i.gso_max_size = Some(65536);
         i.gso_max_segs = Some(65535);
@@ -398,7 +398,39 @@ fn egress_gso_is_sized_to_the_a_plus_band_and_converges() {
         assert_eq!(
             codes(&f).contains(&"offload-on-shaped-link"),
             reported,
-            "{mbit} Mbit"
+            "{kbit} kbit"
         );
     }
+}
+
+/// The fix for egress GSO never turns GRO off on an IFB: nothing arrives there from outside.
+#[test]
+fn egress_gso_fix_leaves_ifbs_alone() {
+    let (q, c) = one_class(4 * MBIT, Some(fq_codel()));
+    let mut i = iface(q, c);
+    i.gso_max_size = Some(65536);
+    i.gso_max_segs = Some(65535);
+    let mut ifb = iface(vec![], vec![]);
+    ifb.name = "ifb4eth1".into();
+    ifb.shapes_ingress_of = vec!["eth1".into()];
+    let mut s = snap(Instant::now(), i);
+    s.interfaces.push(ifb);
+    let mut links = BTreeMap::new();
+    for name in ["eth0", "ifb4eth1"] {
+        links.insert(
+            name.to_owned(),
+            LinkFacts {
+                gro: Some(true),
+                ..LinkFacts::default()
+            },
+        );
+    }
+    let f = diagnose(&facts_of(&s, &links, true), &Thresholds::default());
+    let o = f
+        .iter()
+        .find(|f| f.code == "offload-on-shaped-link" && f.interface == "eth1")
+        .unwrap();
+    let fixes = fx(o).join("\n");
+    assert!(fixes.contains("ethtool -K eth0 gro off"), "{fixes}");
+    assert!(!fixes.contains("ifb4eth1"), "{fixes}");
 }

@@ -535,10 +535,17 @@ pub struct Skbedit {
     pub priority: Option<Handle>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mark: Option<u32>,
+    /// The bits of the mark it sets (`mark MARK/MASK`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mask: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_mapping: Option<u16>,
+    /// The packet type it sets: 0 host, 1 broadcast, 2 multicast, 3 otherhost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ptype: Option<u16>,
+    /// Priority taken from the DS field (`inheritdsfield`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub inheritdsfield: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -610,19 +617,31 @@ impl fmt::Display for Action {
                 }
                 return Ok(());
             }
+            // in m_skbedit.c's order and words: the mark in decimal, its mask in hex
             Some(ActionDetail::Skbedit(s)) => {
                 f.write_str("skbedit")?;
+                if let Some(q) = s.queue_mapping {
+                    write!(f, " queue_mapping {q}")?;
+                }
                 if let Some(p) = s.priority {
                     write!(f, " priority {p}")?;
                 }
                 if let Some(m) = s.mark {
-                    write!(f, " mark 0x{m:x}")?;
+                    write!(f, " mark {m}")?;
                 }
-                if let Some(q) = s.queue_mapping {
-                    write!(f, " queue_mapping {q}")?;
+                if let Some(m) = s.mask {
+                    write!(f, "/{m:#x}")?;
                 }
-                if let Some(t) = s.ptype {
-                    write!(f, " ptype {t}")?;
+                match s.ptype {
+                    Some(0) => f.write_str(" ptype host")?,
+                    Some(1) => f.write_str(" ptype broadcast")?,
+                    Some(2) => f.write_str(" ptype multicast")?,
+                    Some(3) => f.write_str(" ptype otherhost")?,
+                    Some(t) => write!(f, " ptype {t}")?,
+                    None => {}
+                }
+                if s.inheritdsfield {
+                    f.write_str(" inheritdsfield")?;
                 }
             }
             Some(ActionDetail::Csum(c)) => write!(f, "csum {}", c.update.join(" "))?,

@@ -68,6 +68,10 @@ const TCA_SKBEDIT_QUEUE_MAPPING: u16 = 4;
 const TCA_SKBEDIT_MARK: u16 = 5;
 const TCA_SKBEDIT_PAD: u16 = 6;
 const TCA_SKBEDIT_PTYPE: u16 = 7;
+const TCA_SKBEDIT_MASK: u16 = 8;
+const TCA_SKBEDIT_FLAGS: u16 = 9;
+/// `SKBEDIT_F_INHERITDSFIELD` in `TCA_SKBEDIT_FLAGS` (tc_skbedit.h).
+const SKBEDIT_F_INHERITDSFIELD: u64 = 1;
 
 // csum (tc_csum.h): PARMS comes first here.
 const TCA_CSUM_PARMS: u16 = 1;
@@ -315,6 +319,15 @@ fn skbedit(opts: &[u8], und: &mut Undecoded) -> (Control, Option<ActionDetail>) 
         }
         TCA_SKBEDIT_MARK => s.mark = nla_u32(v, AT, t, "mark", und),
         TCA_SKBEDIT_PTYPE => s.ptype = nla_u16(v, AT, t, "ptype", und),
+        TCA_SKBEDIT_MASK => s.mask = nla_u32(v, AT, t, "mask", und),
+        TCA_SKBEDIT_FLAGS => match nla_u64(v, AT, t, "flags", und) {
+            Some(flags) if flags & !SKBEDIT_F_INHERITDSFIELD == 0 => {
+                s.inheritdsfield = flags & SKBEDIT_F_INHERITDSFIELD != 0;
+            }
+            // flags this decoder does not know: kept raw, as tc would print nothing of them
+            Some(_) => keep(und, AT, t, v),
+            None => {}
+        },
         TCA_SKBEDIT_TM | TCA_SKBEDIT_PAD => {}
         _ => keep(und, AT, t, v),
     });
@@ -710,7 +723,8 @@ pub(crate) mod tests {
                 nla(TCA_SKBEDIT_QUEUE_MAPPING, &3u16.to_ne_bytes()),
                 nla(TCA_SKBEDIT_MARK, &u32s(&[0x2a])),
                 nla(TCA_SKBEDIT_PTYPE, &0u16.to_ne_bytes()),
-                nla(8, &u32s(&[0xff])), // TCA_SKBEDIT_MASK
+                nla(TCA_SKBEDIT_MASK, &u32s(&[0xff])),
+                nla(TCA_SKBEDIT_FLAGS, &1u64.to_ne_bytes()), // inheritdsfield
             ],
             None,
         ));
@@ -718,14 +732,17 @@ pub(crate) mod tests {
         let want = Skbedit {
             priority: Some(Handle::new(1, 0x10)),
             mark: Some(0x2a),
+            mask: Some(0xff),
             queue_mapping: Some(3),
             ptype: Some(0),
+            inheritdsfield: true,
         };
         assert_eq!(a.detail, Some(ActionDetail::Skbedit(want)));
-        assert_eq!(a.undecoded.raw_attributes.len(), 1);
+        assert!(a.undecoded.raw_attributes.is_empty());
+        // as tc prints it (m_skbedit.c): mark in decimal, mask in hex, ptype by name
         assert_eq!(
             a.to_string(),
-            "skbedit priority 1:10 mark 0x2a queue_mapping 3 ptype 0 pipe"
+            "skbedit queue_mapping 3 priority 1:10 mark 42/0xff ptype host inheritdsfield pipe"
         );
     }
 

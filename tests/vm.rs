@@ -225,19 +225,7 @@ fn every_kind_prints_its_options_and_stats_as_tc_does() {
             let (line, actions) = our_rules.get(&key).unwrap_or_else(|| {
                 panic!("{dev}: tcmon lacks rule {key:?}:\n{}", common::stdout(&o))
             });
-            if let Some(target) = &rule.target {
-                assert!(
-                    line.contains(&format!("-> {target}")),
-                    "{dev} {key:?}: {line} vs {target}"
-                );
-            }
-            for k in &rule.keys {
-                assert!(
-                    line.contains(k.as_str()),
-                    "{dev} {key:?}: `{k}` not in `{line}`"
-                );
-            }
-            assert_eq!(actions, &rule.actions, "{dev} {key:?}: actions");
+            rule.assert_agrees(&format!("{dev} {key:?}"), line, actions);
             rules += 1;
         }
     }

@@ -74,6 +74,23 @@ pub struct TcRule {
     pub actions: Vec<String>,
 }
 
+impl TcRule {
+    /// Panics unless tcmon's rule line `line` (with its `actions`) says what tc says of this
+    /// rule: the same target, every key line tc prints, the same actions in order.
+    pub fn assert_agrees(&self, what: &str, line: &str, actions: &[String]) {
+        if let Some(target) = &self.target {
+            assert!(
+                line.contains(&format!("-> {target}")),
+                "{what}: {line} vs {target}"
+            );
+        }
+        for k in &self.keys {
+            assert!(line.contains(k.as_str()), "{what}: `{k}` not in `{line}`");
+        }
+        assert_eq!(actions, self.actions, "{what}: actions");
+    }
+}
+
 fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -216,19 +216,7 @@ fn dump_agrees_with_tc(ns: &str, dev: &str, filter_parents: &[&str]) -> (usize, 
                     "{dev} {key:?}: `{mark}` not in `{line}`"
                 );
             }
-            if let Some(target) = &rule.target {
-                assert!(
-                    line.contains(&format!("-> {target}")),
-                    "{dev} {key:?}: {line} vs {target}"
-                );
-            }
-            for k in &rule.keys {
-                assert!(
-                    line.contains(k.as_str()),
-                    "{dev} {key:?}: `{k}` not in `{line}`"
-                );
-            }
-            assert_eq!(actions, &rule.actions, "{dev} {key:?}: actions");
+            rule.assert_agrees(&format!("{dev} {key:?}"), line, actions);
             rules += 1;
         }
     }

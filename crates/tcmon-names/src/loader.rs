@@ -11,7 +11,7 @@ use crate::libreqos::Conf;
 use crate::{csv, libreqos, tc_cls, Entry, MapKey, Names, SourceError};
 
 /// The sources of names. Each is optional: a file missing from its standard place is no
-/// source; one the config names and that is missing is a warning.
+/// source; a structure or devices file named here (`Some`) and missing is a warning.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sources {
     /// iproute2's class names: the first of these that exists, as tc reads `/etc`'s and
@@ -27,8 +27,6 @@ pub struct Sources {
     pub libreqos_interfaces: Option<(String, String)>,
     /// The config's own names, which win over the files'.
     pub map: Vec<(MapKey, String)>,
-    /// Whether the paths above were set by the config (missing is then a warning).
-    pub explicit: bool,
 }
 
 impl Default for Sources {
@@ -44,7 +42,6 @@ impl Default for Sources {
             shaped_devices: None,
             libreqos_interfaces: None,
             map: Vec::new(),
-            explicit: false,
         }
     }
 }
@@ -171,7 +168,7 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
             conf.interfaces = Some(i.clone());
         }
         let structure = match &src.queuing_structure {
-            Some(p) => Some((p.clone(), src.explicit)),
+            Some(p) => Some((p.clone(), true)),
             None => {
                 let candidates = conf.structure_paths();
                 for p in &candidates {
@@ -192,9 +189,8 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
                 .clone()
                 .unwrap_or_else(|| conf.shaped_devices());
             watch(&devices);
-            let csv_set = src.shaped_devices.is_some() && src.explicit;
             let mut csv = FxHashMap::default();
-            if let Some(t) = read(&devices, csv_set, &mut names.warnings) {
+            if let Some(t) = read(&devices, src.shaped_devices.is_some(), &mut names.warnings) {
                 let (c, w) = csv::parse(&devices, &t);
                 names.warnings.extend(w);
                 csv = c;

@@ -275,7 +275,6 @@ fn a_file_the_config_names_and_that_is_missing_is_a_warning() {
         tc_cls: Vec::new(),
         lqos_conf: d.0.join("lqos.conf"),
         queuing_structure: Some(d.0.join("nope.json")),
-        explicit: true,
         ..Sources::default()
     });
     let w: Vec<String> = l

@@ -63,7 +63,8 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn class(name: String) -> Self {
+    /// A class named by `tc_cls` or the config's map: a name and nothing else.
+    pub fn class(name: String) -> Self {
         Entry {
             name,
             kind: Kind::Class,
@@ -144,6 +145,13 @@ impl Names {
     /// What could not be read, in the order the sources were read.
     pub fn warnings(&self) -> &[SourceError] {
         &self.warnings
+    }
+
+    /// These names and `entry` for `handle` (on `device`, or on every interface): names of a
+    /// caller's own, such as a view's tests.
+    pub fn with(mut self, device: Option<&str>, handle: Handle, entry: Entry) -> Self {
+        self.insert(device, handle, Arc::new(entry));
+        self
     }
 
     fn insert(&mut self, device: Option<&str>, handle: Handle, entry: Arc<Entry>) {

@@ -262,6 +262,7 @@ impl Config {
                 netns: None,
             }),
             sojourn: self.sojourn_mode(no_bpf),
+            names: Some(self.names.sources()),
         }
     }
 }

@@ -273,6 +273,7 @@ impl Rendered {
             polls_changed_while_read_total: s.changed_while_read_total,
             groups: self.groups,
             version: env!("CARGO_PKG_VERSION"),
+            names: &s.names,
         }
     }
 

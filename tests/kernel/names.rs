@@ -327,3 +327,72 @@ fn a_broken_structure_is_a_warning_and_tc_cls_still_names() {
         "{text}"
     );
 }
+
+/// `serve` exports one `tcmon_class_info` per named class, and reads a changed source again
+/// without a restart.
+#[test]
+fn serve_exports_class_info_and_follows_a_changed_file() {
+    if skip_unless_root("serve_exports_class_info_and_follows_a_changed_file") {
+        return;
+    }
+    let ns = Netns::create("namesserve").unwrap();
+    let (down, up) = ("lqdown", "lqup");
+    ns.ip(&["link", "add", down, "type", "veth", "peer", "name", up])
+        .unwrap();
+    libreqos_tree(&ns, down, up);
+    let f = Files::new("serve");
+    let config = sources(&f, down, up);
+    let s = common::server::Served::start(&["--netns", &ns.name, "--config", &config, "--no-bpf"]);
+    s.wait_polls(1);
+    let info = |body: &str| -> Vec<String> {
+        body.lines()
+            .filter(|l| l.starts_with("tcmon_class_info{"))
+            .map(|l| l.split_once(",device=").unwrap().1.to_owned())
+            .collect()
+    };
+    let body = s.get("/metrics").body;
+    let lines = info(&body);
+    assert!(
+        lines.contains(
+            &r#""lqdown",handle="3:1a2f",name="Smith, 12 Oak St",circuit_id="10001",parent_node="AP_A"} 1"#
+                .to_owned()
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(
+            &r#""lqup",handle="4:5",name="AP_A",circuit_id="",parent_node="Site_1"} 1"#.to_owned()
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(
+            &r#""lqdown",handle="3:99",name="spare",circuit_id="",parent_node=""} 1"#.to_owned()
+        ),
+        "{lines:#?}"
+    );
+    // 4 classes named on each interface, and the spare one
+    assert_eq!(lines.len(), 9, "{lines:#?}");
+    // the class's own series keep their labels
+    assert!(
+        body.contains(r#"tcmon_class_bytes_total{netns=""#),
+        "{body}"
+    );
+
+    f.write("tc_cls", "3:99 reserve\n");
+    let start = std::time::Instant::now();
+    loop {
+        let lines = info(&s.get("/metrics").body);
+        if lines
+            .iter()
+            .any(|l| l.contains(r#"handle="3:99",name="reserve""#))
+        {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "tc_cls not read again: {lines:#?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}

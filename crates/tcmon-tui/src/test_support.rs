@@ -314,6 +314,7 @@ pub fn state(
         paused: false,
         steps: tcmon_agent::Steps::default(),
         default_route: None,
+        names: Arc::default(),
     })
 }
 
@@ -336,6 +337,7 @@ pub fn first_state(snap: Snapshot) -> Arc<State> {
         paused: false,
         steps: tcmon_agent::Steps::default(),
         default_route: None,
+        names: Arc::default(),
     })
 }
 

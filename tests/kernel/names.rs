@@ -155,7 +155,7 @@ fn libreqos_tree(ns: &Netns, down: &str, up: &str) {
         }
     }
     ns.tc(&[
-        "class", "add", "dev", down, "parent", "3:3", "classid", "3:99", "htb", "rate", "1mbit",
+        "class", "add", "dev", down, "parent", "3:3", "classid", "3:99", "htb", "rate", "100mbit",
     ])
     .unwrap();
 }
@@ -395,4 +395,61 @@ fn serve_exports_class_info_and_follows_a_changed_file() {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+}
+
+/// `check` says a finding's object by its operator's name, in text and JSON.
+#[test]
+fn check_names_the_circuit_a_finding_is_about() {
+    if skip_unless_root("check_names_the_circuit_a_finding_is_about") {
+        return;
+    }
+    let ns = Netns::create("namescheck").unwrap();
+    let (down, up) = ("lqdown", "lqup");
+    ns.ip(&["link", "add", down, "type", "veth", "peer", "name", up])
+        .unwrap();
+    libreqos_tree(&ns, down, up);
+    // short queues everywhere but Smith's download: one deep queue, one class
+    for (dev, class) in [
+        (down, "3:1a30"),
+        (down, "3:99"),
+        (up, "4:1a2f"),
+        (up, "4:1a30"),
+    ] {
+        ns.tc(&[
+            "qdisc", "add", "dev", dev, "parent", class, "pfifo", "limit", "10",
+        ])
+        .unwrap();
+    }
+    let f = Files::new("check");
+    let config = sources(&f, down, up);
+    let run = |json: bool| {
+        let mut args = vec![
+            "--config", &config, "check", "--netns", &ns.name, "--window", "200ms", "--no-bpf",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let o = common::tcmon(&args);
+        assert!(
+            matches!(o.status.code(), Some(1 | 2)),
+            "{}",
+            common::stderr(&o)
+        );
+        common::stdout(&o)
+    };
+    let text = run(false);
+    assert!(
+        text.contains("WARNING  queue-too-deep circuit 'Smith, 12 Oak St' (3:1a2f)  "),
+        "{text}"
+    );
+    let json: Value = serde_json::from_str(&run(true)).unwrap();
+    let deep = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "queue-too-deep")
+        .unwrap();
+    assert_eq!(deep["object"], "3:1a2f");
+    assert_eq!(deep["name"], "Smith, 12 Oak St");
+    assert_eq!(deep["circuit_id"], "10001");
 }

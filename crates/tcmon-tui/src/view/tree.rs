@@ -519,9 +519,9 @@ mod tests {
             ]
         );
         assert_eq!(names(500).len(), COLS.len() - 1, "no NAME without names");
-        let named = |w| -> Vec<&str> { columns_for(w, true).iter().map(|c| c.1).collect() };
-        assert_eq!(named(40), ["NAME", "RATE/s", "DROPS/s"]);
-        assert_eq!(named(500).len(), COLS.len());
+        let with_names = |w| -> Vec<&str> { columns_for(w, true).iter().map(|c| c.1).collect() };
+        assert_eq!(with_names(40), ["NAME", "RATE/s", "DROPS/s"]);
+        assert_eq!(with_names(500).len(), COLS.len());
     }
 
     #[test]

@@ -431,7 +431,7 @@ impl App {
         match req.uri().path() {
             "/api/v1/classify" => {
                 let s = Arc::clone(&self.states.borrow());
-                match crate::classify::from_query(&s.snapshot, req.uri().query().unwrap_or("")) {
+                match crate::classify::from_query(&s.snapshot, &s.names, req.uri().query().unwrap_or("")) {
                     Ok(c) => match serde_json::to_vec(&c) {
                         Ok(body) => ok("application/json", body.into()),
                         Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),

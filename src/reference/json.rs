@@ -237,7 +237,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
         "dev=mq0&dst=10.1.1.1",
         "dev=prio&dst=10.1.1.1",
     ]
-    .map(|q| json(&crate::classify::from_query(&now, q).expect(q)));
+    .map(|q| json(&crate::classify::from_query(&now, &tcmon_names::Names::default(), q).expect(q)));
     vec![
         (
             "`tcmon dump --json`, `/api/v1/snapshot`",

@@ -453,3 +453,65 @@ fn check_names_the_circuit_a_finding_is_about() {
     assert_eq!(deep["name"], "Smith, 12 Oak St");
     assert_eq!(deep["circuit_id"], "10001");
 }
+
+/// `classify` names the class a packet lands in.
+#[test]
+fn classify_names_the_circuit_of_an_address() {
+    if skip_unless_root("classify_names_the_circuit_of_an_address") {
+        return;
+    }
+    let ns = Netns::create("namesclassify").unwrap();
+    let (down, up) = ("lqdown", "lqup");
+    ns.ip(&["link", "add", down, "type", "veth", "peer", "name", up])
+        .unwrap();
+    libreqos_tree(&ns, down, up);
+    ns.tc(&[
+        "filter",
+        "add",
+        "dev",
+        down,
+        "parent",
+        "3:",
+        "protocol",
+        "ip",
+        "prio",
+        "1",
+        "u32",
+        "match",
+        "ip",
+        "dst",
+        "100.64.0.1/32",
+        "flowid",
+        "3:1a2f",
+    ])
+    .unwrap();
+    let f = Files::new("classify");
+    let config = sources(&f, down, up);
+    let run = |json: bool| {
+        let mut args = vec![
+            "--config",
+            &config,
+            "classify",
+            "--netns",
+            &ns.name,
+            "--dev",
+            down,
+            "100.64.0.1",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let o = common::tcmon(&args);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        common::stdout(&o)
+    };
+    let text = run(false);
+    assert!(
+        text.contains("=> circuit 'Smith, 12 Oak St' (3:1a2f) on lqdown"),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&run(true)).unwrap();
+    assert_eq!(v["class"], "3:1a2f");
+    assert_eq!(v["name"], "Smith, 12 Oak St");
+    assert_eq!(v["circuit_id"], "10001");
+}

@@ -228,7 +228,7 @@ fn object_words(f: &Finding, names: &tcmon_names::Names) -> String {
 }
 
 /// The JSON report with `name` (and `circuit_id`) on each finding whose object is named.
-fn named_json(
+pub(crate) fn named_json(
     report: &WithLoad<'_>,
     findings: &[Finding],
     names: &tcmon_names::Names,
@@ -254,11 +254,11 @@ fn named_json(
 /// `check --json`: the report, and the latency test's own when `--load` ran one (its grade is
 /// there whatever the findings).
 #[derive(serde::Serialize)]
-struct WithLoad<'a> {
+pub(crate) struct WithLoad<'a> {
     #[serde(flatten)]
-    report: CheckReport<'a, [Finding]>,
+    pub(crate) report: CheckReport<'a, [Finding]>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    load: Option<&'a tcmon_probe::BloatReport>,
+    pub(crate) load: Option<&'a tcmon_probe::BloatReport>,
 }
 
 /// The latency-under-load test of `check --load` against `sink`, probing `target`.

@@ -292,7 +292,13 @@ impl Rendered {
             Doc::Metrics(format) => self.with_scratch(|scratch| {
                 tcmon_export::render_to_reusing(&self.input(), format, w, scratch)
             }),
-            Doc::Snapshot => json(&*s.snapshot, w),
+            Doc::Snapshot => {
+                // names joined as `dump --json` joins them
+                let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
+                tcmon_render::write_snapshot_json(&mut w, &s.snapshot, &s.names)?;
+                w.write_all(b"\n")?;
+                w.flush()
+            }
             Doc::Findings => json(
                 &tcmon_diag::CheckReport {
                     status: s.status,

@@ -183,11 +183,11 @@ fn handle(s: &str) -> Option<Handle> {
 pub(crate) fn load(
     names: &mut Names,
     path: &Path,
-    text: &str,
+    text: String,
     conf: &Conf,
     csv: &FxHashMap<String, CsvCircuit>,
 ) {
-    let s: Structure = match serde_json::from_str(text) {
+    let s: Structure = match serde_json::from_str(&text) {
         Ok(s) => s,
         Err(e) => {
             names.warnings.push(SourceError::Line {
@@ -198,14 +198,17 @@ pub(crate) fn load(
             return;
         }
     };
+    // the text (tens of MB at 50,000 circuits) is not needed beside what was parsed from it
+    drop(text);
     let mut add = Adder {
         names,
         path,
         conf,
         csv,
     };
-    for (key, node) in &s.network {
-        add.node(key, node, None);
+    // by value: the entries take the parsed strings rather than copies
+    for (key, node) in s.network {
+        add.node(&key, node, None);
     }
 }
 
@@ -217,9 +220,9 @@ struct Adder<'a> {
 }
 
 impl Adder<'_> {
-    fn node(&mut self, key: &str, node: &Node, parent: Option<&str>) {
+    fn node(&mut self, key: &str, node: Node, parent: Option<&str>) {
         let entry = Entry {
-            name: node.name.clone().unwrap_or_else(|| key.to_owned()),
+            name: node.name.unwrap_or_else(|| key.to_owned()),
             kind: Kind::Node,
             circuit_id: None,
             parent_node: parent.map(str::to_owned),
@@ -227,32 +230,30 @@ impl Adder<'_> {
             ips: Vec::new(),
         };
         self.both(
-            &format!("node {key:?}"),
+            || format!("node {key:?}"),
             &node.classid,
             &node.up_classid,
             entry,
         );
-        for c in &node.circuits {
+        for c in node.circuits {
             self.circuit(c);
         }
-        for (k, child) in &node.children {
-            self.node(k, child, Some(key));
+        for (k, child) in node.children {
+            self.node(&k, child, Some(key));
         }
     }
 
-    fn circuit(&mut self, c: &Circuit) {
+    fn circuit(&mut self, c: Circuit) {
         let from_csv = self.csv.get(&c.circuitID);
-        let mut devices: Vec<String> = c
-            .devices
-            .iter()
-            .map(|d| d.deviceName.clone())
-            .filter(|d| !d.is_empty())
-            .collect();
-        let mut ips: Vec<String> = c
-            .devices
-            .iter()
-            .flat_map(|d| d.ipv4s.iter().chain(&d.ipv6s).cloned())
-            .collect();
+        let mut devices: Vec<String> = Vec::new();
+        let mut ips: Vec<String> = Vec::new();
+        for d in c.devices {
+            if !d.deviceName.is_empty() {
+                devices.push(d.deviceName);
+            }
+            ips.extend(d.ipv4s);
+            ips.extend(d.ipv6s);
+        }
         if let Some(f) = from_csv {
             if devices.is_empty() {
                 devices.clone_from(&f.devices);
@@ -268,25 +269,23 @@ impl Adder<'_> {
                 .map(str::to_owned)
         };
         let name = or_csv(&c.circuitName, |f| &f.name).unwrap_or_else(|| c.circuitID.clone());
+        let parent_node = or_csv(&c.ParentNode, |f| &f.parent_node);
+        let id = c.circuitID;
+        let what = || format!("circuit {id:?}");
         let entry = Entry {
             name,
             kind: Kind::Circuit,
-            circuit_id: Some(c.circuitID.clone()).filter(|s| !s.is_empty()),
-            parent_node: or_csv(&c.ParentNode, |f| &f.parent_node),
+            circuit_id: Some(id.clone()).filter(|s| !s.is_empty()),
+            parent_node,
             devices,
             ips,
         };
-        self.both(
-            &format!("circuit {:?}", c.circuitID),
-            &c.classid,
-            &c.up_classid,
-            entry,
-        );
+        self.both(what, &c.classid, &c.up_classid, entry);
     }
 
     /// The download class on the download interface, the upload class on the upload one
     /// (both on any interface when lqos.conf does not say which).
-    fn both(&mut self, what: &str, down: &str, up: &str, entry: Entry) {
+    fn both(&mut self, what: impl Fn() -> String, down: &str, up: &str, entry: Entry) {
         let entry = Arc::new(entry);
         let (d, u) = match &self.conf.interfaces {
             Some((d, u)) => (Some(d.as_str()), Some(u.as_str())),
@@ -301,7 +300,7 @@ impl Adder<'_> {
                 Some(h) => self.names.insert(device, h, Arc::clone(&entry)),
                 None => self.names.warnings.push(SourceError::Item {
                     path: self.path.to_owned(),
-                    what: format!("{what}: {id:?} is not a class id"),
+                    what: format!("{}: {id:?} is not a class id", what()),
                 }),
             }
         }

@@ -196,7 +196,7 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
                 csv = c;
             }
             if let Some(text) = read(&path, explicit, &mut names.warnings) {
-                libreqos::load(&mut names, &path, &text, &conf, &csv);
+                libreqos::load(&mut names, &path, text, &conf, &csv);
             }
         }
     }

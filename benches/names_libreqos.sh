@@ -82,6 +82,8 @@ measure() {
   done
   echo "$best ms, peak $peak MB"
 }
+# loading alone: lo has no classes to join
+echo "loading the names: without $(measure dump --config "$DIR/plain.toml" --dev lo); with $(measure dump --config "$DIR/named.toml" --dev lo)"
 for what in "dump" "dump --json" "check --json --window 100ms"; do
   # shellcheck disable=SC2086
   a=$(measure $what --config "$DIR/plain.toml" --netns "$NS" --dev v0)

@@ -177,6 +177,11 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     let scope = Scope {
         policy: args.policy,
     };
+    let names = tcmon_names::Loader::load(cfg.names.sources());
+    let names = names.names();
+    for w in names.warnings() {
+        eprintln!("tcmon: warning: {w}");
+    }
     let mut out = std::io::stdout().lock();
     if args.fix_script {
         out.write_all(script(&fix_plans(&findings, scope)).as_bytes())?;
@@ -184,32 +189,76 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     }
     if args.json {
         let plan = fix_plans(&findings, scope);
-        serde_json::to_writer(
-            &mut out,
-            &WithLoad {
-                report: CheckReport {
-                    status,
-                    findings: &findings,
-                    plan,
-                },
-                load: load.as_ref(),
+        let report = WithLoad {
+            report: tcmon_diag::CheckReport {
+                status,
+                findings: &findings,
+                plan,
             },
-        )?;
+            load: load.as_ref(),
+        };
+        if names.is_empty() {
+            serde_json::to_writer(&mut out, &report)?;
+        } else {
+            serde_json::to_writer(&mut out, &named_json(&report, &findings, names)?)?;
+        }
         writeln!(out)?;
     } else {
-        out.write_all(human(status, &findings, &now, load.as_ref(), args).as_bytes())?;
+        out.write_all(human(status, &findings, &now, load.as_ref(), args, names).as_bytes())?;
     }
     Ok(ExitCode::from(status.exit_code()))
+}
+
+/// The name of a finding's object, from the names' sources, where it has one.
+fn object_name<'n>(
+    f: &Finding,
+    names: &'n tcmon_names::Names,
+) -> Option<(&'n tcmon_names::Entry, tcmon_core::units::Handle)> {
+    let handle = f.object.parse().ok()?;
+    names.lookup(&f.interface, handle).map(|e| (e, handle))
+}
+
+/// A finding's object as the text says it: `circuit 'Smith, 12 Oak St' (3:1a2f)` when named,
+/// else its handle.
+fn object_words(f: &Finding, names: &tcmon_names::Names) -> String {
+    match object_name(f, names) {
+        Some((e, h)) => tcmon_names::describe(e, h),
+        None => f.object.clone(),
+    }
+}
+
+/// The JSON report with `name` (and `circuit_id`) on each finding whose object is named.
+pub(crate) fn named_json(
+    report: &WithLoad<'_>,
+    findings: &[Finding],
+    names: &tcmon_names::Names,
+) -> serde_json::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(report)?;
+    if let Some(list) = v
+        .get_mut("findings")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        // serialized in the findings' order
+        for (f, j) in findings.iter().zip(list) {
+            if let (Some((e, _)), Some(o)) = (object_name(f, names), j.as_object_mut()) {
+                o.insert("name".into(), e.name.clone().into());
+                if let Some(id) = &e.circuit_id {
+                    o.insert("circuit_id".into(), id.clone().into());
+                }
+            }
+        }
+    }
+    Ok(v)
 }
 
 /// `check --json`: the report, and the latency test's own when `--load` ran one (its grade is
 /// there whatever the findings).
 #[derive(serde::Serialize)]
-struct WithLoad<'a> {
+pub(crate) struct WithLoad<'a> {
     #[serde(flatten)]
-    report: CheckReport<'a, [Finding]>,
+    pub(crate) report: CheckReport<'a, [Finding]>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    load: Option<&'a tcmon_probe::BloatReport>,
+    pub(crate) load: Option<&'a tcmon_probe::BloatReport>,
 }
 
 /// The latency-under-load test of `check --load` against `sink`, probing `target`.
@@ -265,6 +314,7 @@ fn human(
     snap: &tcmon_core::Snapshot,
     load: Option<&tcmon_probe::BloatReport>,
     args: &CheckArgs,
+    names: &tcmon_names::Names,
 ) -> String {
     let mut s = String::new();
     // the grade, whatever the findings: an OK says nothing of how good the test was
@@ -320,7 +370,7 @@ fn human(
                 "  {:<8} {} {}  ",
                 f.severity.to_string().to_uppercase(),
                 f.code,
-                f.object
+                object_words(f, names)
             );
             wrap(&mut s, &head, INDENT, &f.message);
             // the worst is in the message; the next ones, or with --verbose every object
@@ -459,14 +509,28 @@ mod tests {
             bottleneck: None,
         };
         let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
-        let out = human(Status::Ok, &[], &snap, Some(&report), &check_args());
+        let out = human(
+            Status::Ok,
+            &[],
+            &snap,
+            Some(&report),
+            &check_args(),
+            &tcmon_names::Names::default(),
+        );
         assert_eq!(
             out,
             "OK: nothing to fix on 0 interfaces (sampled over 2s)\n\
              latency increase under load: 2.35 ms, grade A+, responsiveness 9876 RPM\n"
         );
         let findings = [finding(Severity::Info, "eth0", "htb-burst-small")];
-        let out = human(Status::Ok, &findings, &snap, Some(&report), &check_args());
+        let out = human(
+            Status::Ok,
+            &findings,
+            &snap,
+            Some(&report),
+            &check_args(),
+            &tcmon_names::Names::default(),
+        );
         assert!(
             out.starts_with("OK: 0 critical, 0 warnings, 1 info\nlatency increase under load: "),
             "{out}"
@@ -494,7 +558,14 @@ mod tests {
         rates.fix = vec![p];
         let findings = [deep, burst, rates];
         let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
-        let out = human(Status::Critical, &findings, &snap, None, &check_args());
+        let out = human(
+            Status::Critical,
+            &findings,
+            &snap,
+            None,
+            &check_args(),
+            &tcmon_names::Names::default(),
+        );
         for want in [
             "fix: tc -n lab qdisc replace dev r1 parent 1:10 handle 10: pfifo limit 8",
             "advice: tc -n lab class change dev r1 classid 1:10",
@@ -503,6 +574,55 @@ mod tests {
         ] {
             assert!(out.contains(want), "{want} missing from\n{out}");
         }
+    }
+
+    /// A named object reads as the operator's name and its handle, in the text and the JSON;
+    /// an object named on another interface, or not at all, keeps its handle.
+    #[test]
+    fn findings_name_their_objects() {
+        let names = tcmon_names::Names::default().with(
+            Some("r1"),
+            tcmon_core::units::Handle::new(1, 0x10),
+            tcmon_names::Entry {
+                name: "Smith, 12 Oak St".into(),
+                kind: tcmon_names::Kind::Circuit,
+                circuit_id: Some("10001".into()),
+                parent_node: None,
+                devices: Vec::new(),
+                ips: Vec::new(),
+            },
+        );
+        let findings = [
+            finding(Severity::Warning, "r1", "queue-too-deep"),
+            finding(Severity::Warning, "r2", "queue-too-deep"),
+        ];
+        let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
+        let out = human(
+            Status::Warning,
+            &findings,
+            &snap,
+            None,
+            &check_args(),
+            &names,
+        );
+        assert!(
+            out.contains("WARNING  queue-too-deep circuit 'Smith, 12 Oak St' (1:10)  "),
+            "{out}"
+        );
+        assert!(out.contains("WARNING  queue-too-deep 1:10  "), "{out}");
+        let report = super::WithLoad {
+            report: tcmon_diag::CheckReport {
+                status: Status::Warning,
+                findings: &findings,
+                plan: Vec::new(),
+            },
+            load: None,
+        };
+        let v = super::named_json(&report, &findings, &names).unwrap();
+        assert_eq!(v["findings"][0]["name"], "Smith, 12 Oak St");
+        assert_eq!(v["findings"][0]["circuit_id"], "10001");
+        assert_eq!(v["findings"][0]["object"], "1:10");
+        assert_eq!(v["findings"][1].get("name"), None);
     }
 
     /// A finding about thousands of objects prints lines a terminal holds: long prose is
@@ -522,7 +642,14 @@ mod tests {
         let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
         let alt = "tc -n lab qdisc replace dev r1 parent 1:10 fq_codel";
         f.evidence.insert("alternative_fix", alt.into());
-        let out = human(Status::Ok, &[f], &snap, None, &check_args());
+        let out = human(
+            Status::Ok,
+            &[f],
+            &snap,
+            None,
+            &check_args(),
+            &tcmon_names::Names::default(),
+        );
         // a command in the evidence is never broken across lines
         assert!(out.contains(alt), "{out}");
         let longest = out.lines().map(str::len).max().unwrap();
@@ -545,7 +672,14 @@ mod tests {
         ];
         findings.sort_by(tcmon_diag::worst_first);
         let snap = tcmon_core::Snapshot::new(std::time::Instant::now(), 0);
-        let out = human(Status::of(&findings), &findings, &snap, None, &args);
+        let out = human(
+            Status::of(&findings),
+            &findings,
+            &snap,
+            None,
+            &args,
+            &tcmon_names::Names::default(),
+        );
         let at = |s: &str| {
             out.find(s)
                 .unwrap_or_else(|| panic!("{s} missing from\n{out}"))

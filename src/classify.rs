@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use tcmon_classify::{classify, Classification, ClassifyOutcome, Packet};
 use tcmon_core::Snapshot;
+use tcmon_names::Names;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
 
 use crate::tui::UsageError;
@@ -177,13 +178,18 @@ pub(crate) fn run(args: &ClassifyArgs) -> Result<ExitCode> {
         .into());
     }
     let c = classify_in(&snap, dev, &pkt, args.ingress)?;
+    let names = tcmon_names::Loader::load(cfg.names.sources());
+    let names = names.names();
+    for w in names.warnings() {
+        eprintln!("tcmon: warning: {w}");
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         // one line, as check --json and dump --json print
-        serde_json::to_writer(&mut out, &json(&c))?;
+        serde_json::to_writer(&mut out, &json(&c, names))?;
         out.write_all(b"\n")?;
     } else {
-        out.write_all(text(&c).as_bytes())?;
+        out.write_all(text(&c, names).as_bytes())?;
     }
     out.flush()?;
     Ok(if undetermined(&c) {
@@ -210,7 +216,7 @@ fn undetermined(c: &Classification) -> bool {
 }
 
 /// The path, one decision per line, then the answer.
-pub(crate) fn text(c: &Classification) -> String {
+pub(crate) fn text(c: &Classification, names: &Names) -> String {
     let mut s = String::new();
     for step in &c.path {
         let _ = writeln!(s, "{} on {}: {}", step.at, step.interface, step.text);
@@ -220,13 +226,22 @@ pub(crate) fn text(c: &Classification) -> String {
         for step in &q.path {
             let _ = writeln!(s, "  {} on {}: {}", step.at, step.interface, step.text);
         }
-        let _ = writeln!(s, "  => {}", answer(q));
+        let _ = writeln!(s, "  => {}", answer(q, names));
     }
-    let _ = writeln!(s, "=> {}", answer(c));
+    let _ = writeln!(s, "=> {}", answer(c, names));
     s
 }
 
-fn answer(c: &Classification) -> String {
+/// The class as the answer says it: by its name where the names' sources give one
+/// (`circuit 'Smith, 12 Oak St' (3:1a2f)`), else `class 3:1a2f`.
+fn class_words(c: &Classification, class: tcmon_core::Handle, names: &Names) -> String {
+    match names.lookup(&c.interface, class) {
+        Some(e) => tcmon_names::describe(e, class),
+        None => format!("class {class}"),
+    }
+}
+
+fn answer(c: &Classification, names: &Names) -> String {
     let on = &c.interface;
     let mut a = match (&c.outcome, c.class, c.qdisc) {
         (ClassifyOutcome::Undetermined { reason }, ..) => return format!("undetermined: {reason}"),
@@ -236,8 +251,11 @@ fn answer(c: &Classification) -> String {
                 .iter()
                 .enumerate()
                 .map(|(n, q)| match q.class {
-                    Some(class) => format!("{class} (queue {})", n + 1),
-                    None => format!("{} (queue {})", answer(q), n + 1),
+                    Some(class) => match names.lookup(&q.interface, class) {
+                        Some(e) => format!("{} (queue {})", tcmon_names::describe(e, class), n + 1),
+                        None => format!("{class} (queue {})", n + 1),
+                    },
+                    None => format!("{} (queue {})", answer(q, names), n + 1),
                 })
                 .collect();
             return format!(
@@ -251,7 +269,7 @@ fn answer(c: &Classification) -> String {
         ),
         (ClassifyOutcome::Dropped, ..) => format!("dropped on {on}"),
         (ClassifyOutcome::Redirected, ..) => format!("redirected away from {on}"),
-        (_, Some(class), _) => format!("class {class} on {on}"),
+        (_, Some(class), _) => format!("{} on {on}", class_words(c, class, names)),
         (_, None, Some(q)) => format!("qdisc {q} on {on} (no classes)"),
         (_, None, None) => format!("{on}: no qdisc, straight to the driver"),
     };
@@ -276,7 +294,7 @@ const PARAMS: &[&str] = &[
 /// `/api/v1/classify?dev=v0&dst=10.7.0.5&proto=tcp&dport=443[&src=..][&sport=..][&tos=..]
 /// [&mark=..][&ingress=1]`: the JSON of `tcmon classify --json`, on the last poll, with the
 /// API's words (`dport=`) where an undetermined answer says what to give.
-pub(crate) fn from_query(snap: &Snapshot, query: &str) -> Result<serde_json::Value> {
+pub(crate) fn from_query(snap: &Snapshot, names: &Names, query: &str) -> Result<serde_json::Value> {
     let pairs = query_pairs(query);
     // A misspelt parameter would otherwise leave its field unknown and the answer undetermined.
     if let Some((k, _)) = pairs.iter().find(|(k, _)| !PARAMS.contains(&k.as_str())) {
@@ -311,14 +329,29 @@ pub(crate) fn from_query(snap: &Snapshot, query: &str) -> Result<serde_json::Val
     };
     let ingress = matches!(get("ingress"), Some("1" | "true" | "yes"));
     let c = classify_in(snap, dev, &spec.packet()?, ingress)?;
-    let mut v = json(&c);
+    let mut v = json(&c, names);
     in_api_words(&mut v);
     Ok(v)
 }
 
 /// The classification as `--json` and the API give it: `class` and `qdisc` absent where
-/// there is none (the crate's type has them as options; the documents leave them out).
-pub(crate) fn json(c: &Classification) -> serde_json::Value {
+/// there is none (the crate's type has them as options; the documents leave them out), and
+/// the class's `name` and `circuit_id` where the names' sources give them.
+pub(crate) fn json(c: &Classification, names: &Names) -> serde_json::Value {
+    fn name(v: &mut serde_json::Value, c: &Classification, names: &Names) {
+        let Some(o) = v.as_object_mut() else { return };
+        if let Some(e) = c.class.and_then(|h| names.lookup(&c.interface, h)) {
+            o.insert("name".into(), e.name.clone().into());
+            if let Some(id) = &e.circuit_id {
+                o.insert("circuit_id".into(), id.clone().into());
+            }
+        }
+        if let Some(serde_json::Value::Array(qs)) = o.get_mut("queues") {
+            for (q, qv) in c.queues.iter().zip(qs) {
+                name(qv, q, names);
+            }
+        }
+    }
     fn strip(v: &mut serde_json::Value) {
         let Some(o) = v.as_object_mut() else { return };
         for k in ["class", "qdisc"] {
@@ -332,6 +365,7 @@ pub(crate) fn json(c: &Classification) -> serde_json::Value {
     }
     let mut v = serde_json::to_value(c).unwrap_or(serde_json::Value::Null);
     strip(&mut v);
+    name(&mut v, c, names);
     v
 }
 
@@ -503,10 +537,10 @@ mod tests {
         let (_, snap) = crate::reference::json::polls();
         let e = format!(
             "{:#}",
-            from_query(&snap, "dev=v0&dst=10.9.0.2&dprot=53").unwrap_err()
+            from_query(&snap, &Names::default(), "dev=v0&dst=10.9.0.2&dprot=53").unwrap_err()
         );
         assert!(e.contains("'dprot'") && e.contains("dport="), "{e}");
-        assert!(from_query(&snap, "dev=v0&dst=10.9.0.2&dport=53").is_ok());
+        assert!(from_query(&snap, &Names::default(), "dev=v0&dst=10.9.0.2&dport=53").is_ok());
         // bad values say what would do, in plain words
         for (q, says) in [
             (
@@ -518,7 +552,7 @@ mod tests {
                 "destination '10.9.0' is not an IP address",
             ),
         ] {
-            let e = format!("{:#}", from_query(&snap, q).unwrap_err());
+            let e = format!("{:#}", from_query(&snap, &Names::default(), q).unwrap_err());
             assert_eq!(e, says);
         }
     }
@@ -529,7 +563,7 @@ mod tests {
     fn the_api_speaks_its_own_words_and_leaves_out_what_is_not_there() {
         let (_, snap) = crate::reference::json::polls();
         // nl0's first rule matches on the destination port
-        let v = from_query(&snap, "dev=nl0&dst=10.7.0.5&proto=udp").unwrap();
+        let v = from_query(&snap, &Names::default(), "dev=nl0&dst=10.7.0.5&proto=udp").unwrap();
         let text = v.to_string();
         assert!(v["outcome"].get("undetermined").is_some(), "{text}");
         assert!(text.contains("give dport="), "{text}");
@@ -549,13 +583,13 @@ mod tests {
             false,
         )
         .unwrap();
-        let cli = json(&c).to_string();
+        let cli = json(&c, &Names::default()).to_string();
         assert!(
             cli.contains("give --dport") && !cli.contains("\"class\""),
             "{cli}"
         );
         // a class determined is there
-        let v = from_query(&snap, "dev=v0&dst=10.9.0.2&proto=tcp").unwrap();
+        let v = from_query(&snap, &Names::default(), "dev=v0&dst=10.9.0.2&proto=tcp").unwrap();
         assert!(v["class"].is_string(), "{v}");
     }
 }

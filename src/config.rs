@@ -21,6 +21,60 @@ pub(crate) struct Config {
     pub(crate) serve: ServeConfig,
     /// The queueing delay of real packets, measured in the kernel (eBPF).
     pub(crate) sojourn: SojournConfig,
+    /// Where the names of classes come from.
+    pub(crate) names: NamesConfig,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct NamesConfig {
+    /// iproute2's class names: the first of these files that exists.
+    pub(crate) tc_cls: Vec<std::path::PathBuf>,
+    /// LibreQoS's configuration ("" for none).
+    pub(crate) lqos_conf: std::path::PathBuf,
+    /// LibreQoS's files, "" for where lqos.conf puts them.
+    pub(crate) queuing_structure: std::path::PathBuf,
+    pub(crate) shaped_devices: std::path::PathBuf,
+    /// LibreQoS's download and upload interfaces, none for lqos.conf's.
+    pub(crate) libreqos_interfaces: Vec<String>,
+    /// Class or address prefix -> name (keys checked when the config is loaded).
+    pub(crate) map: std::collections::BTreeMap<String, String>,
+}
+
+impl Default for NamesConfig {
+    fn default() -> Self {
+        let s = tcmon_names::Sources::default();
+        NamesConfig {
+            tc_cls: s.tc_cls,
+            lqos_conf: s.lqos_conf,
+            queuing_structure: std::path::PathBuf::new(),
+            shaped_devices: std::path::PathBuf::new(),
+            libreqos_interfaces: Vec::new(),
+            map: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+impl NamesConfig {
+    /// The sources to load names from (the map's keys were validated with the config).
+    pub(crate) fn sources(&self) -> tcmon_names::Sources {
+        let path = |p: &std::path::PathBuf| (!p.as_os_str().is_empty()).then(|| p.clone());
+        tcmon_names::Sources {
+            tc_cls: self.tc_cls.clone(),
+            lqos_conf: self.lqos_conf.clone(),
+            queuing_structure: path(&self.queuing_structure),
+            shaped_devices: path(&self.shaped_devices),
+            libreqos_interfaces: match self.libreqos_interfaces.as_slice() {
+                [down, up] => Some((down.clone(), up.clone())),
+                _ => None,
+            },
+            map: self
+                .map
+                .iter()
+                .filter_map(|(k, v)| Some((k.parse().ok()?, v.clone())))
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -208,6 +262,7 @@ impl Config {
                 netns: None,
             }),
             sojourn: self.sojourn_mode(no_bpf),
+            names: Some(self.names.sources()),
         }
     }
 }
@@ -428,6 +483,16 @@ fn validate(cfg: &Config) -> Result<(), String> {
     if !(64..=16_777_216).contains(&cfg.sojourn.in_flight) {
         return Err("sojourn.in_flight must be between 64 and 16777216".into());
     }
+    if !matches!(cfg.names.libreqos_interfaces.len(), 0 | 2) {
+        return Err(
+            "names.libreqos_interfaces must be empty or name two interfaces: download, upload"
+                .into(),
+        );
+    }
+    for key in cfg.names.map.keys() {
+        key.parse::<tcmon_names::MapKey>()
+            .map_err(|e| format!("names.map: {e}"))?;
+    }
     if let Err(name) =
         tcmon_export::Groups::from_names(cfg.serve.metrics.iter().map(String::as_str))
     {
@@ -461,6 +526,35 @@ mod tests {
             format!("{:?}", tcmon_diag::Thresholds::default()),
             "config.toml documents the thresholds' defaults"
         );
+    }
+
+    #[test]
+    fn names_sources_from_the_config() {
+        let defaults = parse(include_str!("../config.toml")).unwrap();
+        assert_eq!(defaults.names.sources(), tcmon_names::Sources::default());
+        let cfg = parse(
+            "[names]\ntc_cls = []\nqueuing_structure = \"/srv/q.json\"\n\
+             libreqos_interfaces = [\"eth1\", \"eth0\"]\n\
+             [names.map]\n\"1:10\" = \"voice\"\n\"eth0 3:1a2f\" = \"Smith, 12 Oak St\"\n",
+        )
+        .unwrap();
+        let s = cfg.names.sources();
+        assert!(s.tc_cls.is_empty());
+        assert_eq!(
+            s.queuing_structure.as_deref(),
+            Some(Path::new("/srv/q.json"))
+        );
+        assert_eq!(s.shaped_devices, None);
+        assert_eq!(s.libreqos_interfaces, Some(("eth1".into(), "eth0".into())));
+        assert_eq!(s.map.len(), 2);
+        assert_eq!(
+            parse("[names]\nmap = { \"eth0\" = \"x\" }\n").unwrap_err(),
+            "line 2: names.map: [names.map] key \"eth0\" is not a class (\"1:10\", \"eth0 1:10\") \
+             or an address prefix (\"10.0.0.0/24\", \"2001:db8::/48\", \"192.0.2.7\")"
+        );
+        assert!(parse("[names]\nlibreqos_interfaces = [\"eth1\"]\n")
+            .unwrap_err()
+            .starts_with("line 2: names.libreqos_interfaces must be empty"));
     }
 
     /// Every `[section]` and `[section] key` that packaging's comments and the docs name is one

@@ -52,11 +52,17 @@ pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
             }
             None => collector.poll()?,
         };
+        let names = tcmon_names::Loader::load(cfg.names.sources());
+        let names = names.names();
         if args.json {
-            serde_json::to_writer(&mut out, &snap)?;
+            // the text says them after the tree; JSON has no place for them
+            for w in names.warnings() {
+                eprintln!("warning: {w}");
+            }
+            tcmon_render::write_snapshot_json(&mut out, &snap, names)?;
             out.write_all(b"\n")?;
         } else {
-            out.write_all(tcmon_render::tree(&snap).as_bytes())?;
+            out.write_all(tcmon_render::tree_named(&snap, names).as_bytes())?;
         }
         out.flush()?;
         // The process ends here: freeing tens of thousands of objects one by one would only

@@ -267,6 +267,7 @@ mod tests {
                 "check" => fields::<tcmon_diag::Thresholds>(),
                 "serve" => fields::<config::ServeConfig>(),
                 "sojourn" => fields::<config::SojournConfig>(),
+                "names" => fields::<config::NamesConfig>(),
                 other => panic!("[{other}]: name its type here"),
             };
             assert!(!keys.is_empty(), "[{section}] has no keys");

@@ -273,6 +273,7 @@ impl Rendered {
             polls_changed_while_read_total: s.changed_while_read_total,
             groups: self.groups,
             version: env!("CARGO_PKG_VERSION"),
+            names: &s.names,
         }
     }
 
@@ -291,7 +292,13 @@ impl Rendered {
             Doc::Metrics(format) => self.with_scratch(|scratch| {
                 tcmon_export::render_to_reusing(&self.input(), format, w, scratch)
             }),
-            Doc::Snapshot => json(&*s.snapshot, w),
+            Doc::Snapshot => {
+                // names joined as `dump --json` joins them
+                let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
+                tcmon_render::write_snapshot_json(&mut w, &s.snapshot, &s.names)?;
+                w.write_all(b"\n")?;
+                w.flush()
+            }
             Doc::Findings => json(
                 &tcmon_diag::CheckReport {
                     status: s.status,
@@ -430,7 +437,7 @@ impl App {
         match req.uri().path() {
             "/api/v1/classify" => {
                 let s = Arc::clone(&self.states.borrow());
-                match crate::classify::from_query(&s.snapshot, req.uri().query().unwrap_or("")) {
+                match crate::classify::from_query(&s.snapshot, &s.names, req.uri().query().unwrap_or("")) {
                     Ok(c) => match serde_json::to_vec(&c) {
                         Ok(body) => ok("application/json", body.into()),
                         Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),

@@ -231,13 +231,54 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
         findings: &bare_finding[..],
         plan: tcmon_diag::fix_plans(&bare_finding, tcmon_diag::Scope::default()),
     };
+    // every class named, as LibreQoS names its circuits: the fields names add
+    let names = now
+        .interfaces
+        .iter()
+        .fold(tcmon_names::Names::default(), |n, i| {
+            i.classes.iter().fold(n, |n, c| {
+                n.with(
+                    Some(&i.name),
+                    c.handle,
+                    tcmon_names::Entry {
+                        name: format!("circuit {}", c.handle),
+                        kind: tcmon_names::Kind::Circuit,
+                        circuit_id: Some(c.handle.0.to_string()),
+                        parent_node: Some("AP_A".into()),
+                        devices: Vec::new(),
+                        ips: Vec::new(),
+                    },
+                )
+            })
+        });
+    let mut named_dump = Vec::new();
+    tcmon_render::write_snapshot_json(&mut named_dump, &now, &names).expect("serializable");
+    let named_dump: Value = serde_json::from_slice(&named_dump).expect("JSON");
+    let named_report = crate::check::named_json(
+        &crate::check::WithLoad {
+            report: tcmon_diag::CheckReport {
+                status: report.status,
+                findings: report.findings,
+                plan: tcmon_diag::fix_plans(&findings, tcmon_diag::Scope::default()),
+            },
+            load: None,
+        },
+        &findings,
+        &names,
+    )
+    .expect("serializable");
     let classified = [
-        "dev=v0&dst=10.9.0.2&proto=tcp&dport=443",
-        "dev=v0&dst=10.1.1.1",
-        "dev=mq0&dst=10.1.1.1",
-        "dev=prio&dst=10.1.1.1",
+        ("dev=v0&dst=10.9.0.2&proto=tcp&dport=443", false),
+        ("dev=v0&dst=10.1.1.1", false),
+        ("dev=mq0&dst=10.1.1.1", false),
+        ("dev=prio&dst=10.1.1.1", false),
+        ("dev=v0&dst=10.9.0.2&proto=tcp&dport=443", true),
     ]
-    .map(|q| json(&crate::classify::from_query(&now, q).expect(q)));
+    .map(|(q, named)| {
+        let none = tcmon_names::Names::default();
+        let n = if named { &names } else { &none };
+        json(&crate::classify::from_query(&now, n, q).expect(q))
+    });
     vec![
         (
             "`tcmon dump --json`, `/api/v1/snapshot`",
@@ -245,7 +286,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
              them. `sojourn` is in `/api/v1/snapshot` and in `tcmon dump --json --sojourn DUR` \
              only. A kind's options and extended statistics are an object under the kind's \
              name (`htb`, `fq_codel`, ...).",
-            vec![json(&now), json(&bare), json(&off)],
+            vec![json(&now), json(&bare), json(&off), named_dump],
         ),
         (
             "`tcmon dump --interval DUR --json`",
@@ -260,7 +301,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
             "The diagnosis. `check --load` adds `load`, the report of `tcmon probe --json`. \
              When tcmon cannot read the tree, `check --json` prints \
              `{\"status\": \"unknown\", \"findings\": [], \"error\": \"...\"}`.",
-            vec![json(&report), json(&bare_report)],
+            vec![json(&report), json(&bare_report), named_report],
         ),
         (
             "`tcmon classify --json`, `/api/v1/classify`",

@@ -42,6 +42,8 @@ pub struct AgentOptions {
     pub probes: Option<ContinuousOptions>,
     /// The queueing delay of real packets, measured in the kernel (eBPF), or why not.
     pub sojourn: SojournMode,
+    /// Where the names of classes come from; `None`: no names.
+    pub names: Option<tcmon_names::Sources>,
 }
 
 impl Default for AgentOptions {
@@ -55,6 +57,7 @@ impl Default for AgentOptions {
             history_len: 180,
             probes: None,
             sojourn: SojournMode::Measure(tcmon_sojourn::Options::default()),
+            names: None,
         }
     }
 }
@@ -94,6 +97,8 @@ pub struct State {
     /// The interface of the default route in the namespace read (the uplink), read with the
     /// link facts; `None` without one.
     pub default_route: Option<String>,
+    /// Names of classes, as the sources were at this poll (shared until one changes).
+    pub names: Arc<tcmon_names::Names>,
 }
 
 /// Wall time of each step of the last good poll, in nanoseconds: what `hz` and the figures of
@@ -221,6 +226,10 @@ impl Agent {
             .join()
             .unwrap_or_else(|_| Session::Off("loading the eBPF program panicked".into()));
         let continuous = start_probes(&opts)?;
+        let names = opts
+            .names
+            .clone()
+            .map_or_else(tcmon_names::Loader::none, tcmon_names::Loader::load);
         let history = Arc::new(Mutex::new(History::new(opts.history_len)));
         let mut poller = Poller {
             collector,
@@ -246,6 +255,7 @@ impl Agent {
             continuous,
             config_findings: None,
             sojourn,
+            names,
         };
         let state = poller.step(first);
         let (tx, rx) = watch::channel(Arc::new(state));
@@ -334,6 +344,8 @@ struct Poller {
     /// thousands of findings that stay the same from poll to poll.
     config_findings: Option<(u64, Arc<Vec<Finding>>)>,
     sojourn: Session,
+    /// Read again when a source changed: one stat per source and poll.
+    names: tcmon_names::Loader,
 }
 
 impl Poller {
@@ -559,6 +571,7 @@ impl Poller {
         }
         steps.history_ns = took();
         self.retired = self.prev.replace(Arc::clone(&snap));
+        self.names.refresh();
         State {
             status: findings.status(),
             snapshot: snap,
@@ -576,6 +589,7 @@ impl Poller {
             overruns_total: self.overruns_total,
             paused: self.paused,
             default_route: self.default_route.clone(),
+            names: Arc::clone(self.names.names()),
         }
     }
 }

@@ -90,6 +90,7 @@ fn bench(c: &mut Criterion) {
         polls_changed_while_read_total: 0,
         groups: Groups::all(),
         version: "0.1.0",
+        names: &tcmon_names::Names::default(),
     };
     let mut g = c.benchmark_group("render_10k_classes");
     g.sample_size(20);

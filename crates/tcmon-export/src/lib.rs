@@ -52,6 +52,8 @@ pub struct Input<'a> {
     pub groups: Groups,
     /// `tcmon_build_info{version}`.
     pub version: &'a str,
+    /// Names of classes, for `tcmon_class_info`.
+    pub names: &'a tcmon_names::Names,
 }
 
 /// Which per-object metric groups `/metrics` carries (`[serve] metrics`): on a tree of
@@ -270,6 +272,7 @@ fn encode<'w>(mut e: Encoder<'w>, input: &Input<'_>, scratch: &mut Scratch) -> E
         sojourn_status(&mut e, s, &base);
     }
     tree(&mut e, input.snapshot, &base, input.groups, scratch);
+    class_names(&mut e, input.snapshot, input.names, &base);
     findings(&mut e, input.findings, &base);
     probes(&mut e, input.probes, &base);
     e
@@ -1382,6 +1385,47 @@ fn kinds(e: &mut Encoder, qdiscs: &[(&str, &Qdisc)]) {
     for (f, get) in &DUALPI2 {
         e.family(f, &dualpi2, |x| get(x));
     }
+}
+
+pub(crate) const CLASS_INFO_LABELS: [&str; 5] =
+    ["device", "handle", "name", "circuit_id", "parent_node"];
+const CLASS_INFO: Family = Family {
+    name: "tcmon_class",
+    ty: Type::Info,
+    unit: None,
+    help: "The name of a class from the operator's files ([names] in the config), with its \
+           circuit ID and parent node where known (empty when not): join it to a class's series \
+           on device and handle. The value is always 1.",
+};
+
+/// One info series per named class, in tree order: the per-class series keep their labels.
+fn class_names(e: &mut Encoder, s: &Snapshot, names: &tcmon_names::Names, base: &str) {
+    if names.is_empty() {
+        return;
+    }
+    let mut items: Vec<(String, ())> = Vec::new();
+    for i in &s.interfaces {
+        for c in &i.classes {
+            let Some(n) = names.lookup(&i.name, c.handle) else {
+                continue;
+            };
+            let mut l = base.to_owned();
+            let handle = c.handle.to_string();
+            let values = [
+                &*i.name,
+                &handle,
+                &n.name,
+                n.circuit_id.as_deref().unwrap_or(""),
+                n.parent_node.as_deref().unwrap_or(""),
+            ];
+            for (k, v) in CLASS_INFO_LABELS.into_iter().zip(values) {
+                label(&mut l, k, v);
+            }
+            items.push((l, ()));
+        }
+    }
+    e.reserve(room(&items, 1));
+    e.family(&CLASS_INFO, &items, |()| Some(Value::Int(1)));
 }
 
 pub(crate) const FINDING_LABELS: [&str; 4] = ["code", "severity", "device", "object"];

@@ -8,11 +8,12 @@ use std::fmt::Write as _;
 
 use crate::encode::{Family, Type};
 use crate::{
-    htb_class_group, stats_group, BUILD, BUILD_LABELS, CAKE, CAKE_TIN, CHAIN_LABELS, DUALPI2,
-    FILTER_CHAIN, FINDING, FINDING_LABELS, FINDING_OBJECTS, FQ_CODEL, HTB_CLASS, HTB_DIRECT,
-    OBJECT_LABELS, POLLS, POLLS_CHANGED, POLL_CHANGED, POLL_DURATION, POLL_ERRORS, POLL_INTERVAL,
-    POLL_OVERRUNS, POLL_TIME, PROBE, PROBE_RTT, SOJOURN_CLASS, SOJOURN_ENABLED, SOJOURN_INFO,
-    SOJOURN_INFO_LABELS, SOJOURN_QDISC, SOJOURN_RUNNING, STATS, TARGET_LABELS, TBF, TIN_LABEL,
+    htb_class_group, stats_group, BUILD, BUILD_LABELS, CAKE, CAKE_TIN, CHAIN_LABELS, CLASS_INFO,
+    CLASS_INFO_LABELS, DUALPI2, FILTER_CHAIN, FINDING, FINDING_LABELS, FINDING_OBJECTS, FQ_CODEL,
+    HTB_CLASS, HTB_DIRECT, OBJECT_LABELS, POLLS, POLLS_CHANGED, POLL_CHANGED, POLL_DURATION,
+    POLL_ERRORS, POLL_INTERVAL, POLL_OVERRUNS, POLL_TIME, PROBE, PROBE_RTT, SOJOURN_CLASS,
+    SOJOURN_ENABLED, SOJOURN_INFO, SOJOURN_INFO_LABELS, SOJOURN_QDISC, SOJOURN_RUNNING, STATS,
+    TARGET_LABELS, TBF, TIN_LABEL,
 };
 
 const POLLER: &str = "The poller";
@@ -20,6 +21,7 @@ const SOJOURN: &str = "Queueing delay measured from packets (eBPF)";
 const TREE: &str = "Qdiscs and classes";
 const KINDS: &str = "tbf, fq_codel and cake";
 const FILTERS: &str = "Filters";
+const NAMES: &str = "Names of classes";
 const FINDINGS: &str = "Findings";
 const PROBES: &str = "Probes";
 
@@ -98,6 +100,7 @@ pub(crate) fn families() -> Vec<Declared> {
         Some("class_sojourn"),
         SOJOURN,
     ));
+    v.push(d(CLASS_INFO, &CLASS_INFO_LABELS, None, NAMES));
     v.push(d(FINDING, &FINDING_LABELS, None, FINDINGS));
     v.push(d(FINDING_OBJECTS, &FINDING_LABELS, None, FINDINGS));
     v.push(d(PROBE_RTT, &TARGET_LABELS, None, PROBES));

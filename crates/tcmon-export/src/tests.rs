@@ -320,8 +320,31 @@ fn input<'a>(s: &'a Snapshot, findings: &'a Findings, probes: &'a [TargetStatus]
         polls_changed_while_read_total: 0,
         groups: Groups::all(),
         version: "0.1.0",
+        names: &NAMES,
     }
 }
+
+/// Names of two of the fixture's classes: a circuit with a name to escape, and a `tc_cls` one.
+static NAMES: std::sync::LazyLock<tcmon_names::Names> = std::sync::LazyLock::new(|| {
+    tcmon_names::Names::default()
+        .with(
+            Some("veth0"),
+            Handle::new(1, 0x10),
+            tcmon_names::Entry {
+                name: "Smith, 12 \"Oak\" St".into(),
+                kind: tcmon_names::Kind::Circuit,
+                circuit_id: Some("10001".into()),
+                parent_node: Some("AP_A".into()),
+                devices: Vec::new(),
+                ips: Vec::new(),
+            },
+        )
+        .with(
+            None,
+            Handle::new(1, 1),
+            tcmon_names::Entry::class("uplink".into()),
+        )
+});
 
 fn render_fixture(format: Format) -> String {
     let (s, findings, probes) = fixture();
@@ -412,6 +435,28 @@ fn labels_are_escaped_and_netns_is_set() {
     assert!(text.contains("tcmon_cake_tin_sent_bytes_total{netns=\"lab\",device=\"wan\\\"0\",kind=\"cake\",handle=\"8001:\",parent=\"root\",tin=\"Best Effort\"} 2000"));
 }
 
+/// Names are one info series per named class, joinable on device and handle; the class's own
+/// series keep their labels.
+#[test]
+fn named_classes_have_an_info_series() {
+    let text = render_fixture(Format::OpenMetrics);
+    let info: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("tcmon_class_info"))
+        .collect();
+    assert_eq!(
+        info,
+        [
+            r#"tcmon_class_info{netns="lab",device="veth0",handle="1:1",name="uplink",circuit_id="",parent_node=""} 1"#,
+            r#"tcmon_class_info{netns="lab",device="veth0",handle="1:10",name="Smith, 12 \"Oak\" St",circuit_id="10001",parent_node="AP_A"} 1"#,
+        ]
+    );
+    assert!(text.contains("# TYPE tcmon_class info\n"));
+    assert!(text.contains(
+        r#"tcmon_class_bytes_total{netns="lab",device="veth0",kind="htb",handle="1:10",parent="1:1"} "#
+    ));
+}
+
 #[test]
 fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
     let (mut s, _, _) = fixture();
@@ -429,6 +474,7 @@ fn a_bare_tree_without_netns_or_extras_has_only_the_core_families() {
             polls_changed_while_read_total: 0,
             groups: Groups::all(),
             version: "0.1.0",
+            names: &tcmon_names::Names::default(),
         },
         Format::Prometheus,
     ))
@@ -569,7 +615,11 @@ fn groups_choose_the_per_object_families() {
     // the leaf TBF's own families stay
     assert_eq!(count(&default, "tcmon_tbf_rate_bytes_per_second{"), 1);
     let none = text(Groups::from_names([]).unwrap());
-    assert_eq!(count(&none, "tcmon_class_"), 0);
+    // only the names' info series, which no group switches
+    assert_eq!(
+        count(&none, "tcmon_class_"),
+        count(&none, "tcmon_class_info{")
+    );
     assert_eq!(count(&none, "tcmon_tbf_"), 0);
     assert_eq!(count(&default, "tcmon_dualpi2_l4s_packets_total{"), 1);
     assert_eq!(count(&none, "tcmon_dualpi2_"), 0);

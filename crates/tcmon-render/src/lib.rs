@@ -1,6 +1,7 @@
 //! Views of snapshots for the command line: pure functions from state to text.
 //!
-//! - [`tree`]: the `tcmon dump` tree, in units people use;
+//! - [`tree`]: the `tcmon dump` tree, in units people use ([`tree_named`] with names of
+//!   classes, [`write_snapshot_json`] its JSON);
 //! - [`rates_table`] / [`RateSample`]: `tcmon dump --interval` as text or one JSON object per line;
 //! - [`walk`]: the tree order of an interface's objects, shared with the TUI.
 
@@ -13,6 +14,7 @@ use tcmon_core::model::{
 };
 use tcmon_core::rates::{ObjectRates, Rates};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
+use tcmon_names::{Entry, Kind, Names};
 
 mod tc_text;
 mod walk;
@@ -22,6 +24,11 @@ pub use walk::{walk, Node, Obj, MAX_DEPTH};
 /// The readable tree of every interface: qdiscs, their classes, leaf qdiscs under their
 /// classes, and filters.
 pub fn tree(snap: &Snapshot) -> String {
+    tree_named(snap, &Names::default())
+}
+
+/// [`tree`] with each named class's name after its handle.
+pub fn tree_named(snap: &Snapshot, names: &Names) -> String {
     let mut out = String::new();
     if let Some(ns) = &snap.netns {
         let _ = writeln!(out, "netns {ns}");
@@ -30,7 +37,7 @@ pub fn tree(snap: &Snapshot) -> String {
         if n > 0 {
             out.push('\n');
         }
-        interface_tree(&mut out, iface);
+        interface_tree(&mut out, iface, names);
     }
     if let Some(m) = &snap.sojourn {
         sojourn(&mut out, m);
@@ -38,7 +45,55 @@ pub fn tree(snap: &Snapshot) -> String {
     for w in &snap.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
+    for w in names.warnings() {
+        let _ = writeln!(out, "warning: {w}");
+    }
     out
+}
+
+/// The snapshot as `dump --json` writes it, each named class with its `name` (and
+/// `circuit_id`, `parent_node` where known).
+pub fn write_snapshot_json<W: std::io::Write>(
+    w: W,
+    snap: &Snapshot,
+    names: &Names,
+) -> serde_json::Result<()> {
+    if names.is_empty() {
+        return serde_json::to_writer(w, snap);
+    }
+    let mut v = serde_json::to_value(snap)?;
+    let ifaces = v.get_mut("interfaces").and_then(Value::as_array_mut);
+    for (iface, json) in snap.interfaces.iter().zip(ifaces.into_iter().flatten()) {
+        let classes = json.get_mut("classes").and_then(Value::as_array_mut);
+        // serialized in the model's order
+        for (c, cj) in iface.classes.iter().zip(classes.into_iter().flatten()) {
+            let (Some(e), Some(obj)) = (names.lookup(&iface.name, c.handle), cj.as_object_mut())
+            else {
+                continue;
+            };
+            obj.insert("name".into(), e.name.clone().into());
+            if let Some(id) = &e.circuit_id {
+                obj.insert("circuit_id".into(), id.clone().into());
+            }
+            if let Some(p) = &e.parent_node {
+                obj.insert("parent_node".into(), p.clone().into());
+            }
+        }
+    }
+    serde_json::to_writer(w, &v)
+}
+
+/// A class's name as the tree shows it after the handle: ` 'voice'`, ` circuit 'Smith'
+/// (id 10001)`, ` node 'AP_A'`.
+fn name_words(e: &Entry) -> String {
+    match e.kind {
+        Kind::Class => format!(" '{}'", e.name),
+        Kind::Node => format!(" node '{}'", e.name),
+        Kind::Circuit => match &e.circuit_id {
+            Some(id) => format!(" circuit '{}' (id {id})", e.name),
+            None => format!(" circuit '{}'", e.name),
+        },
+    }
 }
 
 /// The measured queueing delay, one line per measured object, in tree order.
@@ -92,7 +147,7 @@ fn sojourn(out: &mut String, m: &tcmon_core::sojourn::Sojourn) {
     }
 }
 
-fn interface_tree(out: &mut String, iface: &Interface) {
+fn interface_tree(out: &mut String, iface: &Interface, names: &Names) {
     let _ = write!(
         out,
         "{} (ifindex {}, mtu {}, txqueuelen {}, {}",
@@ -125,7 +180,10 @@ fn interface_tree(out: &mut String, iface: &Interface) {
     for node in walk(iface) {
         match node.obj {
             Obj::Qdisc(i) => qdisc_lines(out, iface, &iface.qdiscs[i], node.depth + 1),
-            Obj::Class(i) => class_lines(out, &iface.classes[i], node.depth + 1),
+            Obj::Class(i) => {
+                let c = &iface.classes[i];
+                class_lines(out, c, names.lookup(&iface.name, c.handle), node.depth + 1);
+            }
         }
     }
     if !iface.filter_chains.is_empty() {
@@ -260,9 +318,13 @@ fn qdisc_lines(out: &mut String, iface: &Interface, q: &Qdisc, depth: usize) {
     undecoded_line(out, &q.undecoded, depth + 1);
 }
 
-fn class_lines(out: &mut String, c: &Class, depth: usize) {
+fn class_lines(out: &mut String, c: &Class, name: Option<&Entry>, depth: usize) {
     let p = pad(depth);
-    let _ = write!(out, "{p}class {} {} parent {}", c.kind, c.handle, c.parent);
+    let _ = write!(out, "{p}class {} {}", c.kind, c.handle);
+    if let Some(e) = name {
+        out.push_str(&name_words(e));
+    }
+    let _ = write!(out, " parent {}", c.parent);
     match &c.detail {
         Some(ClassDetail::Htb(h)) => {
             let _ = write!(

@@ -192,6 +192,92 @@ fn tree_of_a_shaped_link() {
     insta::assert_snapshot!(tree(&snapshot(Instant::now(), 1)));
 }
 
+fn names() -> tcmon_names::Names {
+    tcmon_names::Names::default()
+        .with(
+            None,
+            Handle::new(1, 0x10),
+            tcmon_names::Entry::class("voice".into()),
+        )
+        .with(
+            Some("eth1"),
+            Handle::new(1, 0x20),
+            tcmon_names::Entry {
+                name: "Smith, 12 Oak St".into(),
+                kind: tcmon_names::Kind::Circuit,
+                circuit_id: Some("10001".into()),
+                parent_node: Some("AP_A".into()),
+                devices: vec!["smith-cpe".into()],
+                ips: vec!["100.64.0.1".into()],
+            },
+        )
+        // another interface's class of the same handle keeps no name
+        .with(
+            Some("eth0"),
+            Handle::new(1, 1),
+            tcmon_names::Entry::class("wrong".into()),
+        )
+}
+
+#[test]
+fn named_classes_in_the_tree_and_json() {
+    let snap = snapshot(Instant::now(), 1);
+    let text = super::tree_named(&snap, &names());
+    let line = |h: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(&format!("class htb {h} ")))
+            .unwrap_or_else(|| panic!("no class {h} in\n{text}"))
+            .trim_start()
+            .to_owned()
+    };
+    assert!(
+        line("1:10").starts_with("class htb 1:10 'voice' parent 1:1"),
+        "{text}"
+    );
+    assert!(
+        line("1:20").starts_with("class htb 1:20 circuit 'Smith, 12 Oak St' (id 10001) parent 1:1"),
+        "{text}"
+    );
+    assert!(
+        line("1:1").starts_with("class htb 1:1 parent root"),
+        "{text}"
+    );
+    // without names, the tree is the one it always was
+    assert_eq!(
+        super::tree_named(&snap, &tcmon_names::Names::default()),
+        tree(&snap)
+    );
+
+    let mut out = Vec::new();
+    super::write_snapshot_json(&mut out, &snap, &names()).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let classes = v["interfaces"][1]["classes"].as_array().unwrap();
+    let of = |h: &str| {
+        classes
+            .iter()
+            .find(|c| c["handle"] == h)
+            .unwrap_or_else(|| panic!("{h}"))
+    };
+    assert_eq!(of("1:10")["name"], "voice");
+    assert_eq!(of("1:10").get("circuit_id"), None);
+    assert_eq!(of("1:20")["name"], "Smith, 12 Oak St");
+    assert_eq!(of("1:20")["circuit_id"], "10001");
+    assert_eq!(of("1:20")["parent_node"], "AP_A");
+    assert_eq!(of("1:1").get("name"), None);
+    // the rest is the snapshot's own JSON
+    let mut plain = serde_json::to_value(&snap).unwrap();
+    for c in plain["interfaces"][1]["classes"].as_array_mut().unwrap() {
+        if let Some(o) = of(c["handle"].as_str().unwrap()).as_object() {
+            for k in ["name", "circuit_id", "parent_node"] {
+                if let Some(x) = o.get(k) {
+                    c[k] = x.clone();
+                }
+            }
+        }
+    }
+    assert_eq!(v, plain);
+}
+
 #[test]
 fn rates_as_table_and_json_line() {
     let t0 = Instant::now();

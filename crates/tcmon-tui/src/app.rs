@@ -524,6 +524,7 @@ impl App {
             .unwrap_or(0);
         self.rows = visible_rows(
             iface,
+            &self.state.names,
             self.state.rates.as_deref(),
             &self.folded,
             &self.filter.to_lowercase(),
@@ -696,9 +697,12 @@ fn backlog_bytes(iface: &Interface, obj: Obj) -> u64 {
 }
 
 /// The tree of `iface` as rows: siblings in `sort` order, folded subtrees hidden, and with a
-/// filter only the matches and their ancestors (folds are ignored then, so no match hides).
+/// filter only the matches and their ancestors (folds are ignored then, so no match hides). The
+/// filter matches a handle, a kind, and a class's name, circuit ID, parent node, devices and
+/// addresses from `names`.
 pub fn visible_rows<S: std::hash::BuildHasher>(
     iface: &Interface,
+    names: &tcmon_names::Names,
     rates: Option<&tcmon_core::rates::Rates>,
     folded: &HashSet<ObjectKey, S>,
     filter_lower: &str,
@@ -755,6 +759,10 @@ pub fn visible_rows<S: std::hash::BuildHasher>(
                 let (h, kind) = handle_kind(iface, node.obj);
                 h.write_tc(&mut [0; 16]).contains(filter_lower)
                     || kind.to_lowercase().contains(filter_lower)
+                    || (matches!(node.obj, Obj::Class(_))
+                        && names
+                            .lookup(&iface.name, h)
+                            .is_some_and(|e| e.matches(filter_lower)))
             })
             .collect();
         // Preorder puts children after parents: backwards, a match reaches every ancestor.

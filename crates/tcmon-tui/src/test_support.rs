@@ -314,6 +314,27 @@ pub fn state(
         paused: false,
         steps: tcmon_agent::Steps::default(),
         default_route: None,
+        names: Arc::default(),
+    })
+}
+
+/// `st` with names of classes: eth1's 1:10 as a LibreQoS circuit.
+pub fn with_names(st: &State) -> Arc<State> {
+    let names = tcmon_names::Names::default().with(
+        Some("eth1"),
+        Handle::new(1, 0x10),
+        tcmon_names::Entry {
+            name: "Smith, 12 Oak St".into(),
+            kind: tcmon_names::Kind::Circuit,
+            circuit_id: Some("10001".into()),
+            parent_node: Some("AP_A".into()),
+            devices: vec!["smith-cpe".into()],
+            ips: vec!["100.64.0.1".into(), "fdd7:b724:0:100::/56".into()],
+        },
+    );
+    Arc::new(State {
+        names: Arc::new(names),
+        ..st.clone()
     })
 }
 
@@ -336,6 +357,7 @@ pub fn first_state(snap: Snapshot) -> Arc<State> {
         paused: false,
         steps: tcmon_agent::Steps::default(),
         default_route: None,
+        names: Arc::default(),
     })
 }
 

@@ -21,6 +21,8 @@ use crate::keys::{self, Command, Context};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Col {
+    /// The class's name from the names' sources: only while names are loaded.
+    Name,
     Kind,
     Rate,
     Bar,
@@ -33,7 +35,8 @@ enum Col {
 }
 
 /// (column, header, width), in screen order.
-const COLS: [(Col, &str, usize); 9] = [
+const COLS: [(Col, &str, usize); 10] = [
+    (Col::Name, "NAME", 20),
     (Col::Kind, "KIND", 10),
     (Col::Rate, "RATE/s", 9),
     (Col::Bar, "OF RATE|CEIL", 14),
@@ -47,8 +50,10 @@ const COLS: [(Col, &str, usize); 9] = [
 
 /// Which columns stay as the terminal narrows, most important first. The queue and the delay
 /// it adds are what a shaped link is diagnosed by; the bar only pictures the rate.
-const PRIORITY: [Col; 9] = [
+const PRIORITY: [Col; 10] = [
     Col::Rate,
+    // what operators know a class by, when they named it
+    Col::Name,
     Col::Kind,
     Col::Backlog,
     Col::Bar,
@@ -59,10 +64,13 @@ const PRIORITY: [Col; 9] = [
     Col::LendBorrow,
 ];
 
-fn columns_for(width: usize) -> Vec<(Col, &'static str, usize)> {
+fn columns_for(width: usize, named: bool) -> Vec<(Col, &'static str, usize)> {
     let mut used = 0;
     let mut chosen = Vec::new();
     for col in PRIORITY {
+        if col == Col::Name && !named {
+            continue;
+        }
         let (_, _, w) = COLS
             .iter()
             .find(|c| c.0 == col)
@@ -143,11 +151,12 @@ pub(super) fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> 
     // Objects a warning or critical finding names get a `!` after their handle.
     let flag_of = |r: &Row| app.flag_of(handle_of(iface, r));
     let name_w = app.handle_width().clamp(8, 24);
-    let cols = columns_for((inner.width as usize).saturating_sub(name_w + 1));
+    let named = !app.state().names.is_empty();
+    let cols = columns_for((inner.width as usize).saturating_sub(name_w + 1), named);
     let mut head = format!("{:<name_w$}", "HANDLE");
     for (col, h, w) in &cols {
         // Aligned as the cells below: kinds are text, the rest numbers.
-        let _ = if *col == Col::Kind {
+        let _ = if matches!(col, Col::Kind | Col::Name) {
             write!(head, " {h:<w$}")
         } else {
             write!(head, " {h:>w$}")
@@ -172,7 +181,12 @@ pub(super) fn tree_pane(f: &mut Frame<'_>, app: &App, t: &Theme, area: Rect) -> 
 /// Columns the tree pane needs for every column of its widest handle, borders included (as
 /// [`tree_pane`] and [`columns_for`] count them).
 pub(super) fn full_width(app: &App) -> u16 {
-    let cols: usize = COLS.iter().map(|c| c.2 + 1).sum();
+    let named = !app.state().names.is_empty();
+    let cols: usize = COLS
+        .iter()
+        .filter(|c| named || c.0 != Col::Name)
+        .map(|c| c.2 + 1)
+        .sum();
     u16::try_from(app.handle_width().clamp(8, 24) + 1 + cols + 2).unwrap_or(u16::MAX)
 }
 
@@ -225,6 +239,8 @@ pub(super) struct Obs<'a> {
     /// runs and has this object: a class, or a classless qdisc. Not an HTB root: what is
     /// measured there is its direct queue only, not the tree under it.
     pub(super) measured: Option<&'a ObjectSojourn>,
+    /// The class's name, when the names' sources give one.
+    pub(super) name: Option<&'a str>,
 }
 
 /// The measurement of `handle`'s own queue in this poll's snapshot, if any.
@@ -261,6 +277,7 @@ pub(super) fn observe<'a>(app: &'a App, iface: &'a Interface, row: &Row) -> Obs<
                 class: None,
                 no_counters: q.kind == NO_COUNTERS,
                 counters_of: None,
+                name: None,
                 measured: if q.kind == "htb" {
                     None
                 } else {
@@ -284,6 +301,11 @@ pub(super) fn observe<'a>(app: &'a App, iface: &'a Interface, row: &Row) -> Obs<
                 no_counters: false,
                 counters_of: None,
                 measured: measured_of(app, iface, ObjectType::Class, c.handle),
+                name: app
+                    .state()
+                    .names
+                    .lookup(&iface.name, c.handle)
+                    .map(|e| e.name.as_str()),
             };
             if let Some(q) = counters_owner(iface, c) {
                 o.stats = &q.stats;
@@ -332,6 +354,7 @@ fn cell(t: &Theme, o: &Obs<'_>, col: Col, w: usize) -> (String, Style) {
     let per_sec = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), fmt_count);
     let htb = o.class.and_then(Class::htb).filter(|h| h.has_xstats);
     match col {
+        Col::Name => (fit(o.name.unwrap_or(""), w, false), Style::new()),
         Col::Kind => (fit(o.kind, w, false), t.dim()),
         Col::Rate => (
             fit(
@@ -482,7 +505,7 @@ mod tests {
 
     #[test]
     fn columns_drop_by_priority_and_keep_screen_order() {
-        let names = |w| -> Vec<&str> { columns_for(w).iter().map(|c| c.1).collect() };
+        let names = |w| -> Vec<&str> { columns_for(w, false).iter().map(|c| c.1).collect() };
         assert_eq!(names(10), ["RATE/s"]);
         assert_eq!(names(40), ["KIND", "RATE/s", "BACKLOG ~DELAY"]);
         assert_eq!(
@@ -495,7 +518,10 @@ mod tests {
                 "DROPS/s"
             ]
         );
-        assert_eq!(names(500).len(), COLS.len());
+        assert_eq!(names(500).len(), COLS.len() - 1, "no NAME without names");
+        let with_names = |w| -> Vec<&str> { columns_for(w, true).iter().map(|c| c.1).collect() };
+        assert_eq!(with_names(40), ["NAME", "RATE/s", "DROPS/s"]);
+        assert_eq!(with_names(500).len(), COLS.len());
     }
 
     #[test]
@@ -524,6 +550,7 @@ mod tests {
                 no_counters: false,
                 counters_of: None,
                 measured: None,
+                name: None,
             };
             cell(&t, &o, Col::Backlog, 14).0
         };
@@ -561,6 +588,7 @@ mod tests {
                 no_counters: false,
                 counters_of: None,
                 measured: Some(&m),
+                name: None,
             };
             cell(&t, &o, Col::Backlog, 14).0
         };

@@ -152,6 +152,33 @@ fn filter_by_handle_or_kind_keeps_ancestors_and_takes_every_key() {
     assert_eq!(handles(&a).len(), 7);
 }
 
+/// With names loaded, `/` matches a class's name, circuit ID and addresses too.
+#[test]
+fn filter_by_name_circuit_id_or_address() {
+    let mut a = App::new(
+        common::with_names(&shaped_state(false)),
+        "host".into(),
+        true,
+    );
+    for text in [
+        "oak",
+        "10001",
+        "100.64.0.1",
+        "fdd7:b724",
+        "smith-cpe",
+        "ap_a",
+    ] {
+        let mut keys = vec![ch('/')];
+        keys.extend(text.chars().map(ch));
+        press(&mut a, &keys);
+        assert_eq!(handles(&a), ["1:", "1:1", "1:10"], "{text}");
+        press(&mut a, &[key(KeyCode::Esc)]);
+        assert_eq!(a.filter(), "");
+    }
+    press(&mut a, &[ch('/'), ch('z'), ch('z')]);
+    assert_eq!(handles(&a), Vec::<String>::new());
+}
+
 #[test]
 fn a_filter_shows_matches_inside_folded_subtrees() {
     let mut a = app();

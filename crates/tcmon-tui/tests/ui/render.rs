@@ -77,6 +77,22 @@ fn filter_prompt_80x24() {
     insta::assert_snapshot!(screen(&mut a, 80, 24));
 }
 
+/// With names loaded the tree has a NAME column (and without, none: the other frames).
+#[test]
+fn names_column_200x50() {
+    let mut a = App::new(
+        common::with_names(&shaped_state(false)),
+        "router1".into(),
+        true,
+    );
+    insta::assert_snapshot!(screen(&mut a, 200, 50));
+    let text = screen(&mut a, 200, 50);
+    let head = text.lines().find(|l| l.contains("HANDLE")).unwrap();
+    assert!(head.contains("NAME"), "{head}");
+    let row = text.lines().find(|l| l.contains("1:10")).unwrap();
+    assert!(row.contains("Smith, 12 Oak St"), "{row}");
+}
+
 #[test]
 fn empty_host_80x24() {
     let mut a = App::new(

@@ -104,8 +104,11 @@ impl Filter {
         if let Some(f) = &self.flower {
             parts.extend(f.matches.iter().cloned());
         }
-        if let Some(m) = self.fw_mask {
-            parts.push(format!("mark 0x{:x}/0x{m:x}", self.handle_raw));
+        // the mask only where it is not the default, all bits (as f_fw.c prints `handle`)
+        match self.fw_mask {
+            Some(u32::MAX) => parts.push(format!("mark 0x{:x}", self.handle_raw)),
+            Some(m) => parts.push(format!("mark 0x{:x}/0x{m:x}", self.handle_raw)),
+            None => {}
         }
         if let Some(b) = &self.bpf {
             parts.push(b.to_string());

@@ -1018,6 +1018,8 @@ mod tests {
         // no TCA_FW_MASK: the kernel's default, all bits
         let f = filter_msg("fw", Some(&[nla(TCA_FW_CLASSID, &u32s(&[0x0001_0003]))]));
         assert_eq!(f.fw_mask, Some(u32::MAX));
+        // which tc does not print (f_fw.c: `handle 0x1`, no mask)
+        assert_eq!(f.match_text(), "mark 0x1");
         let f = filter_msg("fw", None);
         assert_eq!(f.fw_mask, Some(u32::MAX), "a rule without options");
     }

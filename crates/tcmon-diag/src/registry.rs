@@ -429,7 +429,8 @@ macro_rules! findings {
                  the mean packet of the qdisc it is attached to (for a class, its qdisc), its \
                  bytes / packets counters (mean_packet_bytes, packets_seen), when the \
                  configuration is read; a full-size packet (MTU + 14, size table applied) when \
-                 it has carried none, and the message says so. (The counters count a GSO \
+                 it has carried fewer than 100 (a tree just built has carried only the link's \
+                 own chatter, such as neighbour discovery), and the message says so. (The counters count a GSO \
                  packet's segments, which are classified once: with local TCP the mean is \
                  smaller than what is classified, and the share an upper bound.) The shaper's \
                  rate = its fastest top class ceil (for filters on a class: the narrowest ceil \

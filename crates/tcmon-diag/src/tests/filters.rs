@@ -219,9 +219,31 @@ fn the_walk_is_graded_by_its_share_of_a_cpu_at_the_shaper_rate() {
         "{}",
         f.message
     );
+    // a tree checked right after it was built: 6 packets of neighbour discovery are too few
+    // for a mean (they would make the walk take 7 CPUs)
+    let f = long(carried(seed(50 * MBIT), 6 * 86, 6)).unwrap();
+    assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+    assert_eq!(f.evidence["mean_packet_bytes"], 1514);
+    assert_eq!(f.evidence["packets_seen"], 0);
+    assert!(
+        f.message.contains(
+            "in 1,514-byte packets (only 6 packets seen yet, too few for a mean: full-size \
+             packets assumed)"
+        ),
+        "{}",
+        f.message
+    );
+    // from 100 packets on, their mean
+    let f = long(carried(seed(50 * MBIT), 100 * 600, 100)).unwrap();
+    assert_eq!(f.evidence["mean_packet_bytes"], 600);
     // a 32-bit packet counter that wrapped says more than a full-size packet: assumed
-    let f = long(carried(seed(50 * MBIT), 1u64 << 40, 7)).unwrap();
+    let f = long(carried(seed(50 * MBIT), 1u64 << 40, 7_000)).unwrap();
     assert_eq!(f.evidence["mean_packet_bytes"], 1514, "{}", f.message);
+    assert!(
+        f.message.contains("as a 32-bit packet counter"),
+        "{}",
+        f.message
+    );
     assert_eq!(f.evidence["packets_seen"], 0);
     // at 1 Gbit, 82,563 full-size packets/s: 8.26 CPUs
     let f = long(seed(1000 * MBIT)).unwrap();

@@ -246,6 +246,28 @@ impl Harm {
         s
     }
 
+    /// A finding on the chain's parent, graded and weighted by this cost.
+    fn finding(
+        &self,
+        c: &Ctx<'_>,
+        ch: &FilterChain,
+        code: Code,
+        message: String,
+        evidence: crate::Evidence,
+        fix: Vec<Fix>,
+    ) -> Finding {
+        Finding {
+            severity: self.severity(c),
+            interface: c.iface.name.clone(),
+            object: ch.parent.to_string(),
+            message,
+            evidence,
+            fix,
+            weight: self.cpu_share().unwrap_or(0.0),
+            ..Finding::new(code)
+        }
+    }
+
     /// The evidence of the cost.
     fn evidence(&self, e: &mut crate::Evidence) {
         e.insert("rules_tried", json!(self.rules_tried));
@@ -358,16 +380,7 @@ fn finding(
             ch.kind
         ))],
     };
-    let f = Finding {
-        severity: harm.severity(c),
-        interface: c.iface.name.clone(),
-        object: ch.parent.to_string(),
-        message,
-        evidence,
-        fix,
-        weight: harm.cpu_share().unwrap_or(0.0),
-        ..Finding::new(Code::FilterChainLong)
-    };
+    let f = harm.finding(c, ch, Code::FilterChainLong, message, evidence, fix);
     (f, replaced)
 }
 
@@ -557,16 +570,7 @@ fn unreachable(
             })
             .collect()
     };
-    Finding {
-        severity: harm.severity(c),
-        interface: c.iface.name.clone(),
-        object: ch.parent.to_string(),
-        message,
-        evidence,
-        fix,
-        weight: harm.cpu_share().unwrap_or(0.0),
-        ..Finding::new(Code::FilterRulesUnreachable)
-    }
+    harm.finding(c, ch, Code::FilterRulesUnreachable, message, evidence, fix)
 }
 
 /// How tc names a chain's place: `parent 1:` (or clsact's `ingress`/`egress`), and ` chain N`

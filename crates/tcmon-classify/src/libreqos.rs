@@ -99,6 +99,61 @@ pub fn by_map(
     Ok(c)
 }
 
+/// Where `pkt` goes on `dev` when LibreQoS's map has no class for it: its program leaves
+/// `skb->priority` as it is (0 here) and the packet on the TX queue of the CPU it runs on, so
+/// under `mq` each queue's qdisc is replayed from there (LibreQoS's HTBs send it to their
+/// default class); without `mq`, the root is.
+pub fn unmapped(
+    snap: &Snapshot,
+    dev: &str,
+    pkt: &Packet,
+    step: ClassifyStep,
+) -> Result<Classification, ClassifyError> {
+    let iface = snap
+        .interfaces
+        .iter()
+        .find(|i| i.name == dev)
+        .ok_or_else(|| ClassifyError::NoSuchInterface(dev.to_owned()))?;
+    let root = iface.qdiscs.iter().find(|q| q.parent == Handle::ROOT);
+    let mut classifier = Classifier::new(snap);
+    let mut at = |q: Handle| classifier.at_tx_qdisc(iface.ifindex, q, pkt, 0);
+    let mut c = match root {
+        Some(r) if r.kind == "mq" => {
+            let mut under: Vec<(Handle, Handle)> = iface
+                .qdiscs
+                .iter()
+                .filter(|q| q.parent.major() == r.handle.major() && q.parent.minor() != 0)
+                .map(|q| (q.parent, q.handle))
+                .collect();
+            under.sort_unstable();
+            Classification {
+                class: None,
+                interface: dev.to_owned(),
+                qdisc: Some(r.handle),
+                outcome: ClassifyOutcome::PerQueue,
+                path: vec![ClassifyStep {
+                    interface: dev.to_owned(),
+                    at: format!("qdisc mq {}", r.handle),
+                    text: "the TX queue is the one LibreQoS's program picks for the CPU it runs on"
+                        .into(),
+                }],
+                queues: under.into_iter().filter_map(|(_, q)| at(q)).collect(),
+            }
+        }
+        Some(r) => at(r.handle).ok_or_else(|| ClassifyError::NoSuchInterface(dev.to_owned()))?,
+        None => Classification {
+            class: None,
+            interface: dev.to_owned(),
+            qdisc: None,
+            outcome: ClassifyOutcome::Qdisc,
+            path: Vec::new(),
+            queues: Vec::new(),
+        },
+    };
+    c.path.insert(0, step);
+    Ok(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1205,6 +1205,13 @@ fn libreqos_map_answer_is_replayed_from_its_htb() {
         crate::libreqos::by_map(&s, "nope", &p, h("2:1a2f"), map_step()),
         Err(ClassifyError::NoSuchInterface("nope".into()))
     );
+
+    // not in the map: each queue's HTB, priority 0, its default class
+    let c = crate::libreqos::unmapped(&s, "lqdown", &p, map_step()).unwrap();
+    assert_eq!(c.outcome, ClassifyOutcome::PerQueue, "{}", path(&c));
+    assert_eq!(c.path[0], map_step());
+    let got: Vec<Option<Handle>> = c.queues.iter().map(|q| q.class).collect();
+    assert_eq!(got, [Some(h("1:2")), Some(h("2:2"))], "{}", path(&c));
 }
 
 /// The eBPF measurement keys each flow by `skb->priority` as the TX queue's qdisc saw it: on

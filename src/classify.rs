@@ -320,9 +320,9 @@ pub(crate) fn answer_for(
         }
         other => {
             let why = if other.is_some() {
-                "is in LibreQoS's map without a class"
+                "is in it without a class"
             } else {
-                "is not in LibreQoS's map"
+                "is not in it"
             };
             let step = ClassifyStep {
                 interface: dev.to_owned(),

@@ -10,10 +10,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use tcmon_classify::libreqos::Direction;
 use tcmon_classify::{classify, Classification, ClassifyOutcome, ClassifyStep, Packet};
-use tcmon_sojourn::libreqos::{IpMap, Mapping};
 use tcmon_core::Snapshot;
 use tcmon_names::Names;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
+use tcmon_sojourn::libreqos::{IpMap, Mapping};
 
 use crate::tui::UsageError;
 use crate::{config, ClassifyArgs};
@@ -185,7 +185,14 @@ pub(crate) fn run(args: &ClassifyArgs) -> Result<ExitCode> {
     for w in names.warnings() {
         eprintln!("tcmon: warning: {w}");
     }
-    let a = answer_for(&snap, names, &cfg.names.libreqos_map, dev, &pkt, args.ingress)?;
+    let a = answer_for(
+        &snap,
+        names,
+        &cfg.names.libreqos_map,
+        dev,
+        &pkt,
+        args.ingress,
+    )?;
     let mut out = std::io::stdout().lock();
     if args.json {
         // one line, as check --json and dump --json print
@@ -327,7 +334,9 @@ pub(crate) fn answer_for(
             let step = ClassifyStep {
                 interface: dev.to_owned(),
                 at,
-                text: format!("{address} {why}{stick}: its TC program leaves skb priority as it is"),
+                text: format!(
+                    "{address} {why}{stick}: its TC program leaves skb priority as it is"
+                ),
             };
             tcmon_classify::libreqos::unmapped(snap, dev, pkt, step)
         }
@@ -361,7 +370,7 @@ pub(crate) fn answer_text(a: &Answer, names: &Names) -> String {
     }
     let last = last.strip_prefix("=> ").unwrap_or(last);
     match (&w.mapping, w.address, &a.classification.outcome) {
-        (_, _, ClassifyOutcome::Undetermined { .. }) => {
+        (_, _, ClassifyOutcome::Undetermined { .. }) | (None, None, _) => {
             let _ = writeln!(s, "=> {last}");
         }
         (Some(m), ..) => {
@@ -374,9 +383,6 @@ pub(crate) fn answer_text(a: &Answer, names: &Names) -> String {
         }
         (None, Some(addr), _) => {
             let _ = writeln!(s, "=> {addr} is not in LibreQoS's map: {last}");
-        }
-        (None, None, _) => {
-            let _ = writeln!(s, "=> {last}");
         }
     }
     s
@@ -757,10 +763,22 @@ mod tests {
         let (_, snap) = crate::reference::json::polls();
         let e = format!(
             "{:#}",
-            from_query(&snap, &Names::default(), Path::new(""), "dev=v0&dst=10.9.0.2&dprot=53").unwrap_err()
+            from_query(
+                &snap,
+                &Names::default(),
+                Path::new(""),
+                "dev=v0&dst=10.9.0.2&dprot=53"
+            )
+            .unwrap_err()
         );
         assert!(e.contains("'dprot'") && e.contains("dport="), "{e}");
-        assert!(from_query(&snap, &Names::default(), Path::new(""), "dev=v0&dst=10.9.0.2&dport=53").is_ok());
+        assert!(from_query(
+            &snap,
+            &Names::default(),
+            Path::new(""),
+            "dev=v0&dst=10.9.0.2&dport=53"
+        )
+        .is_ok());
         // bad values say what would do, in plain words
         for (q, says) in [
             (
@@ -772,7 +790,10 @@ mod tests {
                 "destination '10.9.0' is not an IP address",
             ),
         ] {
-            let e = format!("{:#}", from_query(&snap, &Names::default(), Path::new(""), q).unwrap_err());
+            let e = format!(
+                "{:#}",
+                from_query(&snap, &Names::default(), Path::new(""), q).unwrap_err()
+            );
             assert_eq!(e, says);
         }
     }
@@ -783,7 +804,13 @@ mod tests {
     fn the_api_speaks_its_own_words_and_leaves_out_what_is_not_there() {
         let (_, snap) = crate::reference::json::polls();
         // nl0's first rule matches on the destination port
-        let v = from_query(&snap, &Names::default(), Path::new(""), "dev=nl0&dst=10.7.0.5&proto=udp").unwrap();
+        let v = from_query(
+            &snap,
+            &Names::default(),
+            Path::new(""),
+            "dev=nl0&dst=10.7.0.5&proto=udp",
+        )
+        .unwrap();
         let text = v.to_string();
         assert!(v["outcome"].get("undetermined").is_some(), "{text}");
         assert!(text.contains("give dport="), "{text}");
@@ -809,7 +836,13 @@ mod tests {
             "{cli}"
         );
         // a class determined is there
-        let v = from_query(&snap, &Names::default(), Path::new(""), "dev=v0&dst=10.9.0.2&proto=tcp").unwrap();
+        let v = from_query(
+            &snap,
+            &Names::default(),
+            Path::new(""),
+            "dev=v0&dst=10.9.0.2&proto=tcp",
+        )
+        .unwrap();
         assert!(v["class"].is_string(), "{v}");
     }
 }

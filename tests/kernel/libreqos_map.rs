@@ -87,7 +87,13 @@ const BPF_MAP_TYPE_LPM_TRIE: u32 = 11;
 const BPF_F_NO_PREALLOC: u32 = 1;
 
 /// A map created and pinned at `path`; its descriptor closed (the pin keeps it).
-fn pinned_map(path: &Path, map_type: u32, key_size: u32, value_size: u32, entries: &[(Vec<u8>, Vec<u8>)]) {
+fn pinned_map(
+    path: &Path,
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    entries: &[(Vec<u8>, Vec<u8>)],
+) {
     let fd = bpf(
         0, // BPF_MAP_CREATE
         &MapCreate {
@@ -102,7 +108,11 @@ fn pinned_map(path: &Path, map_type: u32, key_size: u32, value_size: u32, entrie
             },
         },
     );
-    assert!(fd >= 0, "BPF_MAP_CREATE: {}", std::io::Error::last_os_error());
+    assert!(
+        fd >= 0,
+        "BPF_MAP_CREATE: {}",
+        std::io::Error::last_os_error()
+    );
     for (k, v) in entries {
         assert_eq!((k.len(), v.len()), (key_size as usize, value_size as usize));
         let rc = bpf(
@@ -115,7 +125,12 @@ fn pinned_map(path: &Path, map_type: u32, key_size: u32, value_size: u32, entrie
                 flags: 0,
             },
         );
-        assert_eq!(rc, 0, "BPF_MAP_UPDATE_ELEM: {}", std::io::Error::last_os_error());
+        assert_eq!(
+            rc,
+            0,
+            "BPF_MAP_UPDATE_ELEM: {}",
+            std::io::Error::last_os_error()
+        );
     }
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     let rc = bpf(
@@ -175,17 +190,25 @@ fn libreqos_tree(ns: &Netns, down: &str, up: &str) {
         };
         tc(format!("qdisc replace dev {dev} root handle 7fff: mq"));
         for q in 1..=2 {
-            tc(format!("qdisc add dev {dev} parent 7fff:{q} handle {q}: htb default 2"));
-            tc(format!("class add dev {dev} parent {q}: classid {q}:1 htb rate 1gbit"));
+            tc(format!(
+                "qdisc add dev {dev} parent 7fff:{q} handle {q}: htb default 2"
+            ));
+            tc(format!(
+                "class add dev {dev} parent {q}: classid {q}:1 htb rate 1gbit"
+            ));
             tc(format!(
                 "class add dev {dev} parent {q}:1 classid {q}:2 htb rate 250mbit ceil 999mbit prio 5"
             ));
-            tc(format!("class add dev {dev} parent {q}:1 classid {q}:3 htb rate 500mbit"));
+            tc(format!(
+                "class add dev {dev} parent {q}:1 classid {q}:3 htb rate 500mbit"
+            ));
             for minor in ["1a2f", "1a30"] {
                 tc(format!(
                     "class add dev {dev} parent {q}:3 classid {q}:{minor} htb rate 1mbit ceil 100mbit prio 3"
                 ));
-                tc(format!("qdisc add dev {dev} parent {q}:{minor} pfifo limit 100"));
+                tc(format!(
+                    "qdisc add dev {dev} parent {q}:{minor} pfifo limit 100"
+                ));
             }
         }
     }
@@ -307,15 +330,28 @@ fn classify_answers_from_libreqos_map() {
     assert_eq!(rc, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["libreqos"]["in_map"], false, "{v}");
-    let defaults: Vec<&Value> = v["queues"].as_array().unwrap().iter().map(|q| &q["class"]).collect();
+    let defaults: Vec<&Value> = v["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| &q["class"])
+        .collect();
     // queues 3 and 4 keep the kernel's own classless qdiscs
     assert_eq!(
         defaults,
-        [&Value::from("1:2"), &Value::from("2:2"), &Value::Null, &Value::Null],
+        [
+            &Value::from("1:2"),
+            &Value::from("2:2"),
+            &Value::Null,
+            &Value::Null
+        ],
         "{v}"
     );
     let (_, text, _) = classify(&config, &ns, &["100.64.9.9", "--dev", down]);
-    assert!(text.contains("=> 100.64.9.9 is not in LibreQoS's map: "), "{text}");
+    assert!(
+        text.contains("=> 100.64.9.9 is not in LibreQoS's map: "),
+        "{text}"
+    );
 
     // upload without a source: what to give, as for any field the answer needs
     let (rc, text, _) = classify(&config, &ns, &["8.8.8.8", "--dev", up]);
@@ -361,7 +397,10 @@ fn classify_says_why_libreqos_map_cannot_be_read() {
         ),
         (
             hash.clone(),
-            format!("{} is a Hash map, not the LPM trie LibreQoS's is", hash.display()),
+            format!(
+                "{} is a Hash map, not the LPM trie LibreQoS's is",
+                hash.display()
+            ),
         ),
         (
             small.clone(),
@@ -383,7 +422,9 @@ fn classify_says_why_libreqos_map_cannot_be_read() {
         let (rc, text, err) = classify(&config, &ns, &["100.64.0.1", "--dev", down]);
         assert_eq!(rc, 0, "{err}{text}");
         assert!(
-            text.starts_with(&format!("LibreQoS's map: {says}; the filters replayed instead\n")),
+            text.starts_with(&format!(
+                "LibreQoS's map: {says}; the filters replayed instead\n"
+            )),
             "{text}"
         );
         // today's answer: mq's queues, each HTB's default

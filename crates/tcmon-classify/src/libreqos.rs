@@ -173,10 +173,7 @@ mod tests {
     #[test]
     fn the_side_decides_which_address_is_looked_up() {
         let ifaces = ("lqdown", "lqup");
-        assert_eq!(
-            Direction::of("lqdown", ifaces),
-            Some(Direction::Download)
-        );
+        assert_eq!(Direction::of("lqdown", ifaces), Some(Direction::Download));
         assert_eq!(Direction::of("lqup", ifaces), Some(Direction::Upload));
         assert_eq!(Direction::of("eth9", ifaces), None);
         assert_eq!(
@@ -194,8 +191,10 @@ mod tests {
         );
         assert_eq!(
             Direction::Upload.subscriber(&pkt(None, "8.8.8.8"), "lqup"),
-            Err("LibreQoS looks the packet's source up on lqup (its upload interface): give --src"
-                .into())
+            Err(
+                "LibreQoS looks the packet's source up on lqup (its upload interface): give --src"
+                    .into()
+            )
         );
     }
 }

@@ -1150,7 +1150,10 @@ proptest! {
 /// bpf filter at clsact egress, as LibreQoS attaches its TC program (the offline replay cannot
 /// run it).
 fn libreqos_tree() -> Snapshot {
-    let mut qdiscs = vec![qdisc("7fff:", "root", "mq"), qdisc("ffff:", "ffff:fff1", "clsact")];
+    let mut qdiscs = vec![
+        qdisc("7fff:", "root", "mq"),
+        qdisc("ffff:", "ffff:fff1", "clsact"),
+    ];
     let mut classes = Vec::new();
     for q in 1..=2u16 {
         qdiscs.push(htb(&format!("{q}:"), &format!("7fff:{q}"), 2));
@@ -1193,7 +1196,10 @@ fn libreqos_map_answer_is_replayed_from_its_htb() {
     let c = crate::libreqos::by_map(&s, "lqdown", &p, h("2:1a2f"), map_step()).unwrap();
     assert_class(&c, "2:1a2f");
     assert_eq!(c.path[0], map_step());
-    assert_path(&c, "skb priority 2:1a2f selects leaf class 2:1a2f (no filters)");
+    assert_path(
+        &c,
+        "skb priority 2:1a2f selects leaf class 2:1a2f (no filters)",
+    );
 
     let c = crate::libreqos::by_map(&s, "lqdown", &p, h("9:1a2f"), map_step()).unwrap();
     assert!(
@@ -1238,8 +1244,9 @@ fn libreqos_flows_are_attributed_to_the_class_the_map_gave() {
         }
     };
     let mapped = h("2:1a2f");
-    let by_map = crate::libreqos::by_map(&s, "lqdown", &tcp([100, 64, 0, 1], 443), mapped, map_step())
-        .unwrap();
+    let by_map =
+        crate::libreqos::by_map(&s, "lqdown", &tcp([100, 64, 0, 1], 443), mapped, map_step())
+            .unwrap();
     let flows = [
         flow(0, "2:", [100, 64, 0, 1], mapped.0),
         flow(1, "1:", [100, 64, 9, 9], 0),
@@ -1248,6 +1255,12 @@ fn libreqos_flows_are_attributed_to_the_class_the_map_gave() {
     let class = got.get(5, ObjectType::Class, mapped).unwrap();
     assert_eq!(Some(class.handle), by_map.class);
     assert_eq!(class.window.count(), 1);
-    assert_eq!(got.get(5, ObjectType::Class, h("1:2")).unwrap().window.count(), 1);
+    assert_eq!(
+        got.get(5, ObjectType::Class, h("1:2"))
+            .unwrap()
+            .window
+            .count(),
+        1
+    );
     assert_eq!(got.unattributed_window, 0);
 }

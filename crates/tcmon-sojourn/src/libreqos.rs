@@ -98,7 +98,9 @@ impl IpMap {
                 return Err(if on_bpffs(dir).unwrap_or(false) {
                     MapError::NotPinned { path: owned() }
                 } else {
-                    MapError::NoBpffs { dir: dir.to_owned() }
+                    MapError::NoBpffs {
+                        dir: dir.to_owned(),
+                    }
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
@@ -297,7 +299,8 @@ mod tests {
         assert_eq!(
             key("100.64.0.1".parse().unwrap()),
             [
-                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // 96 bits of ff
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                0xff, // 96 bits of ff
                 100, 64, 0, 1, // the IPv4 address, network order
             ]
         );
@@ -357,7 +360,10 @@ mod tests {
         let file = dir.join("a-file");
         std::fs::write(&file, "not a map").unwrap();
         let e = IpMap::open(&file).unwrap_err();
-        assert_eq!(e.to_string(), format!("{} is not on a bpffs", file.display()));
+        assert_eq!(
+            e.to_string(),
+            format!("{} is not on a bpffs", file.display())
+        );
         let _ = std::fs::remove_dir_all(&dir);
         let e = MapError::Sizes {
             path: PIN.into(),

@@ -438,3 +438,51 @@ fn classify_says_why_libreqos_map_cannot_be_read() {
         );
     }
 }
+
+/// Without root the pinned map (mode 0600, root's) cannot be opened: said as a matter of
+/// privilege, and the filters replayed. Run as `nobody` on the host's loopback, which an
+/// unprivileged process can read the tree of.
+#[test]
+fn classify_without_root_says_the_map_needs_it() {
+    if skip_unless_root("classify_without_root_says_the_map_needs_it") {
+        return;
+    }
+    let fs = Bpffs::mount("noroot");
+    let map = fs.path("map_ip_to_cpu_and_tc");
+    pinned_map(&map, BPF_MAP_TYPE_LPM_TRIE, 20, 24, &libreqos_entries());
+    let f = Files::new("lqmapnoroot");
+    let config = f.write(
+        "config.toml",
+        &format!(
+            "[names]\ntc_cls = []\nlqos_conf = \"\"\nlibreqos_interfaces = [\"lo\", \"lo\"]\n\
+             libreqos_map = \"{}\"\n",
+            map.display()
+        ),
+    );
+    let o = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            env!("CARGO_BIN_EXE_tcmon"),
+            "--config",
+            &config,
+            "classify",
+            "--dev",
+            "lo",
+            "100.64.0.1",
+        ])
+        .output()
+        .unwrap();
+    let text = common::stdout(&o);
+    assert!(o.status.success(), "{}{text}", common::stderr(&o));
+    assert!(
+        text.starts_with(&format!(
+            "LibreQoS's map: reading {} needs root (CAP_BPF, or CAP_SYS_ADMIN): ",
+            map.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("; the filters replayed instead\n"), "{text}");
+}

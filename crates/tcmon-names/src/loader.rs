@@ -208,6 +208,13 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
         }
     }
 
+    // the config's interfaces say LibreQoS is there without its lqos.conf too
+    if names.libreqos.is_none() && src.libreqos_interfaces.is_some() {
+        names.libreqos = Some(crate::LibreQos {
+            interfaces: src.libreqos_interfaces.clone(),
+        });
+    }
+
     for (key, name) in &src.map {
         match key {
             MapKey::Class { device, handle } => {

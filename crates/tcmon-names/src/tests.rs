@@ -315,4 +315,15 @@ fn libreqos_is_there_when_its_conf_is() {
         configured.names().libreqos().unwrap().interfaces,
         Some(("lqdown".into(), "lqup".into()))
     );
+    // and with no lqos.conf at all ("")
+    let no_conf = Loader::load(Sources {
+        tc_cls: Vec::new(),
+        lqos_conf: PathBuf::new(),
+        libreqos_interfaces: Some(("lqdown".into(), "lqup".into())),
+        ..Sources::default()
+    });
+    assert_eq!(
+        no_conf.names().libreqos().unwrap().interfaces,
+        Some(("lqdown".into(), "lqup".into()))
+    );
 }

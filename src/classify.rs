@@ -235,6 +235,8 @@ pub(crate) struct LibreQosWord {
     /// `None` with no reason: the address is not in the map (or in it without a class).
     mapping: Option<Mapping>,
     unavailable: Option<String>,
+    /// One interface for both ways: the side is the one whose address was found.
+    on_a_stick: bool,
 }
 
 /// `pkt` on `dev`, answered from LibreQoS's map on LibreQoS's interfaces (lqos.conf read, or
@@ -267,6 +269,7 @@ pub(crate) fn answer_for(
         address: None,
         mapping: None,
         unavailable: None,
+        on_a_stick: false,
     };
     let Some((down, up)) = lq.and_then(|l| l.interfaces.as_ref()) else {
         word.unavailable = Some(
@@ -298,44 +301,87 @@ pub(crate) fn answer_for(
         }
     };
     word.address = Some(address);
-    let found = match IpMap::open(map).and_then(|m| m.lookup(address)) {
-        Ok(found) => found,
+    let unreadable = |word: &mut LibreQosWord, e: tcmon_sojourn::libreqos::MapError| {
+        word.unavailable = Some(format!("{e}; the filters replayed instead"));
+    };
+    let ipmap = match IpMap::open(map) {
+        Ok(m) => m,
         Err(e) => {
-            word.unavailable = Some(format!("{e}; the filters replayed instead"));
+            unreadable(&mut word, e);
             return replay(Some(word));
         }
     };
-    let stick = if direction == Direction::OnAStick {
-        " (on a stick: looked up by the destination, as a download)"
-    } else {
-        ""
+    let mut found = match ipmap.lookup(address) {
+        Ok(found) => found.filter(|m| m.class.0 != 0),
+        Err(e) => {
+            unreadable(&mut word, e);
+            return replay(Some(word));
+        }
     };
+    let mut side = String::new();
+    let mut class = found.map(|m| m.class);
+    if direction == Direction::OnAStick {
+        word.on_a_stick = true;
+        side = " (on a stick: the destination, as a download)".into();
+        // not a subscriber's destination: the source's, as an upload
+        if let (None, Some(src)) = (found, pkt.src) {
+            let up = match ipmap.lookup(src) {
+                Ok(m) => m.filter(|m| m.class.0 != 0),
+                Err(e) => {
+                    unreadable(&mut word, e);
+                    return replay(Some(word));
+                }
+            };
+            if let Some(m) = up {
+                let Some(offset) = tcmon_classify::libreqos::stick_offset(snap, dev) else {
+                    word.unavailable = Some(format!(
+                        "{src} is in the map (class {}), but {dev} does not have LibreQoS's \
+                         layout on a stick (an even number of HTBs under mq), so its upload \
+                         class is not known; the filters replayed instead",
+                        m.class
+                    ));
+                    return replay(Some(word));
+                };
+                word.address = Some(src);
+                word.direction = Some(Direction::Upload);
+                class = tcmon_classify::libreqos::upload_on_a_stick(m.class, offset);
+                side = format!(
+                    " (on a stick: the source, as an upload: major + LibreQoS's stick offset \
+                     {offset}, half the HTBs under mq)"
+                );
+                found = Some(Mapping {
+                    cpu: m.cpu + u32::from(offset),
+                    ..m
+                });
+            }
+        }
+        if word.direction == Some(Direction::OnAStick) {
+            word.direction = Some(Direction::Download);
+        }
+    }
     let at = "LibreQoS's map".to_owned();
-    let classification = match found {
-        Some(m) if m.class.0 != 0 => {
-            word.mapping = Some(m);
+    let shown = word.address.unwrap_or(address);
+    let classification = match (found, class) {
+        (Some(m), Some(class)) => {
+            word.mapping = Some(Mapping { class, ..m });
             let step = ClassifyStep {
                 interface: dev.to_owned(),
                 at,
                 text: format!(
-                    "{address} -> class {} on CPU {}{stick}: LibreQoS's TC program sets skb \
-                     priority {0}",
-                    m.class, m.cpu
+                    "{shown} -> class {class} on CPU {}{side}: LibreQoS's TC program sets skb \
+                     priority {class}",
+                    m.cpu
                 ),
             };
-            tcmon_classify::libreqos::by_map(snap, dev, pkt, m.class, step)
+            tcmon_classify::libreqos::by_map(snap, dev, pkt, class, step)
         }
-        other => {
-            let why = if other.is_some() {
-                "is in it without a class"
-            } else {
-                "is not in it"
-            };
+        _ => {
             let step = ClassifyStep {
                 interface: dev.to_owned(),
                 at,
                 text: format!(
-                    "{address} {why}{stick}: its TC program leaves skb priority as it is"
+                    "{shown} has no class in it{side}: its TC program leaves skb priority as \
+                     it is"
                 ),
             };
             tcmon_classify::libreqos::unmapped(snap, dev, pkt, step)
@@ -376,8 +422,9 @@ pub(crate) fn answer_text(a: &Answer, names: &Names) -> String {
         (Some(m), ..) => {
             let _ = writeln!(
                 s,
-                "=> {last}; LibreQoS's map: {}, CPU {}",
+                "=> {last}; LibreQoS's map: {}{}, CPU {}",
                 w.direction.map_or("", Direction::as_str),
+                if w.on_a_stick { " on a stick" } else { "" },
                 m.cpu
             );
         }
@@ -398,6 +445,9 @@ pub(crate) fn answer_json(a: &Answer, names: &Names) -> serde_json::Value {
         l.insert("map".into(), w.map.display().to_string().into());
         if let Some(d) = w.direction {
             l.insert("direction".into(), d.as_str().into());
+        }
+        if w.on_a_stick {
+            l.insert("on_a_stick".into(), true.into());
         }
         if let Some(addr) = w.address {
             l.insert("address".into(), addr.to_string().into());

@@ -176,20 +176,34 @@ fn libreqos_entries() -> Vec<(Vec<u8>, Vec<u8>)> {
 /// queues 1 and 2 (`default 2`), top class `Q:1`, default `Q:2`, site `Q:3`, circuits
 /// `Q:1a2f` and `Q:1a30` (pfifo leaves: the host has no cake or fq_codel).
 fn libreqos_tree(ns: &Netns, down: &str, up: &str) {
+    veth4(ns, down, up);
+    for dev in [down, up] {
+        htbs(ns, dev, 1..=2);
+    }
+}
+
+/// A veth pair with 4 TX queues each, up.
+fn veth4(ns: &Netns, a: &str, b: &str) {
     let q4 = ["numtxqueues", "4", "numrxqueues", "4"];
-    let mut args = vec!["link", "add", down];
+    let mut args = vec!["link", "add", a];
     args.extend(q4);
-    args.extend(["type", "veth", "peer", "name", up]);
+    args.extend(["type", "veth", "peer", "name", b]);
     args.extend(q4);
     ns.ip(&args).unwrap();
-    for dev in [down, up] {
+    for dev in [a, b] {
         ns.ip(&["link", "set", dev, "up"]).unwrap();
+    }
+}
+
+/// mq `7fff:` on `dev` and LibreQoS's HTB under each of `queues`.
+fn htbs(ns: &Netns, dev: &str, queues: std::ops::RangeInclusive<u32>) {
+    {
         let tc = |cmd: String| {
             let words: Vec<&str> = cmd.split_whitespace().collect();
             ns.tc(&words).unwrap();
         };
         tc(format!("qdisc replace dev {dev} root handle 7fff: mq"));
-        for q in 1..=2 {
+        for q in queues {
             tc(format!(
                 "qdisc add dev {dev} parent 7fff:{q} handle {q}: htb default 2"
             ));
@@ -214,35 +228,71 @@ fn libreqos_tree(ns: &Netns, down: &str, up: &str) {
     }
 }
 
-fn circuit(id: &str, name: &str, class: &str, ip: &str) -> String {
+fn circuit(id: &str, name: &str, class: &str, up_class: &str, ip: &str) -> String {
     format!(
         r#"{{"circuitID": "{id}", "circuitName": "{name}", "ParentNode": "AP_A",
              "devices": [{{"deviceID": "{id}-1", "deviceName": "{id}-cpe", "mac": "",
                           "ipv4s": ["{ip}"], "ipv6s": [], "comment": ""}}],
-             "classid": "{class}", "up_classid": "{class}", "comment": ""}}"#
+             "classid": "{class}", "up_classid": "{up_class}", "comment": ""}}"#
     )
 }
 
-/// lqos.conf (a bridge: download on `down`, upload on `up`), the structure naming the
-/// circuits, and a config pointing at both and at `map`.
+/// lqos.conf (a bridge: download on `down`, upload on `up`; a single interface when they are
+/// the same), the structure naming the circuits, and a config pointing at both and at `map`.
 fn sources(f: &Files, down: &str, up: &str, map: &Path) -> String {
+    let ifaces = if down == up {
+        format!("[single_interface]\ninterface = \"{down}\"\ninternet_vlan = 2\nnetwork_vlan = 3\n")
+    } else {
+        format!(
+            "[bridge]\nuse_xdp_bridge = true\nto_internet = \"{up}\"\nto_network = \"{down}\"\n"
+        )
+    };
     let conf = f.write(
         "lqos.conf",
         &format!(
             "version = \"1.5\"\nlqos_directory = \"{src}\"\nstate_directory = \"{state}\"\n\
-             [bridge]\nuse_xdp_bridge = true\nto_internet = \"{up}\"\nto_network = \"{down}\"\n",
+             {ifaces}",
             src = f.0.join("src").display(),
             state = f.0.join("state").display(),
         ),
     );
+    // on a stick the upload classes are 2 majors up (4 HTBs: 2 down, 2 up)
+    let up_major = |class: &str| {
+        if down == up {
+            let (maj, min) = class.split_once(':').unwrap();
+            let m = u32::from_str_radix(maj.trim_start_matches("0x"), 16).unwrap() + 2;
+            format!("{m:#x}:{min}")
+        } else {
+            class.to_owned()
+        }
+    };
     f.write(
         "state/shaping/queuingStructure.json",
         &format!(
-            r#"{{"Network": {{"AP_A": {{"classid": "0x1:0x3", "up_classid": "0x1:0x3",
+            r#"{{"Network": {{"AP_A": {{"classid": "0x1:0x3", "up_classid": "{}",
                 "children": {{}}, "circuits": [{}, {}, {}]}}}}}}"#,
-            circuit("10001", "Smith, 12 Oak St", "0x1:0x1a2f", "100.64.0.1"),
-            circuit("10002", "Jones", "0x2:0x1a30", "100.64.1.0/24"),
-            circuit("10003", "Lee", "0x2:0x1a2f", "2001:db8:7::/64"),
+            up_major("0x1:0x3"),
+            circuit(
+                "10001",
+                "Smith, 12 Oak St",
+                "0x1:0x1a2f",
+                &up_major("0x1:0x1a2f"),
+                "100.64.0.1"
+            ),
+            circuit(
+                "10002",
+                "Jones",
+                "0x2:0x1a30",
+                &up_major("0x2:0x1a30"),
+                "100.64.1.0/24"
+            ),
+            circuit(
+                "10003",
+                "Lee",
+                "0x2:0x1a2f",
+                &up_major("0x2:0x1a2f"),
+                "2001:db8:7::/64"
+            ),
         ),
     );
     f.write(
@@ -485,4 +535,61 @@ fn classify_without_root_says_the_map_needs_it() {
         "{text}"
     );
     assert!(text.contains("; the filters replayed instead\n"), "{text}");
+}
+
+/// On a single interface LibreQoS's program tells the sides by VLAN: a subscriber's
+/// destination is a download in the map's class; a subscriber's source an upload, the class's
+/// major moved by the stick offset (half the HTBs under mq: download HTBs on queues 1-2,
+/// upload on 3-4), and its CPU too.
+#[test]
+fn classify_on_a_stick_moves_the_upload_class_by_the_offset() {
+    if skip_unless_root("classify_on_a_stick_moves_the_upload_class_by_the_offset") {
+        return;
+    }
+    let ns = Netns::create("lqstick").unwrap();
+    veth4(&ns, "stick0", "core0");
+    htbs(&ns, "stick0", 1..=4);
+    let fs = Bpffs::mount("stick");
+    let map = fs.path("map_ip_to_cpu_and_tc");
+    pinned_map(&map, BPF_MAP_TYPE_LPM_TRIE, 20, 24, &libreqos_entries());
+    let f = Files::new("lqstick");
+    let config = sources(&f, "stick0", "stick0", &map);
+    for (args, class, name, cpu, side) in [
+        (vec!["100.64.1.77"], "2:1a30", "Jones", 1, "download"),
+        (
+            vec!["8.8.8.8", "--src", "100.64.1.5"],
+            "4:1a30",
+            "Jones",
+            3,
+            "upload",
+        ),
+        (
+            vec!["8.8.8.8", "--src", "100.64.0.1"],
+            "3:1a2f",
+            "Smith, 12 Oak St",
+            2,
+            "upload",
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--dev", "stick0", "--json"]);
+        let (rc, out, err) = classify(&config, &ns, &all);
+        assert_eq!(rc, 0, "{args:?}: {err}{out}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["class"], class, "{args:?}: {v}");
+        assert_eq!(v["name"], name, "{args:?}: {v}");
+        assert_eq!(v["libreqos"]["cpu"], cpu, "{v}");
+        assert_eq!(v["libreqos"]["direction"], side, "{v}");
+        assert_eq!(v["libreqos"]["on_a_stick"], true, "{v}");
+    }
+    let (_, text, _) = classify(
+        &config,
+        &ns,
+        &["8.8.8.8", "--src", "100.64.1.5", "--dev", "stick0"],
+    );
+    assert!(
+        text.contains("stick offset 2, half the HTBs under mq")
+            && text.ends_with("; LibreQoS's map: upload on a stick, CPU 3\n"),
+        "{text}"
+    );
 }

@@ -8,7 +8,8 @@
 //! subscribers (`to_network`, download) the destination, on the one facing the internet
 //! (`to_internet`, upload) the source. On a single interface ("on a stick") LibreQoS tells the
 //! directions apart by VLAN, which a packet description does not carry: the destination is
-//! looked up, as for a download.
+//! looked up first, as for a download, then the source, as for an upload (its class moved by
+//! [`stick_offset`]).
 
 use std::net::IpAddr;
 
@@ -26,7 +27,8 @@ pub enum Direction {
     Download,
     /// Facing the internet: upload classes, the source is looked up.
     Upload,
-    /// One interface for both ways, told apart by VLAN: looked up as a download.
+    /// One interface for both ways, told apart by VLAN: the destination looked up as for a
+    /// download, then the source as for an upload.
     OnAStick,
 }
 
@@ -97,6 +99,34 @@ pub fn by_map(
         });
     c.path.insert(0, step);
     Ok(c)
+}
+
+/// LibreQoS's stick offset on `dev`, from its layout: on a single interface its bakery puts
+/// the download HTBs on TX queues `1..=Q` under `mq` and the upload ones on `Q+1..=2Q`, and its
+/// program adds `Q` to an upload class's major (and to the CPU). `None` unless the tree has
+/// that shape (an even, non-zero number of HTBs under an `mq` root).
+pub fn stick_offset(snap: &Snapshot, dev: &str) -> Option<u16> {
+    let iface = snap.interfaces.iter().find(|i| i.name == dev)?;
+    let root = iface
+        .qdiscs
+        .iter()
+        .find(|q| q.parent == Handle::ROOT && q.kind == "mq")?;
+    let htbs = iface
+        .qdiscs
+        .iter()
+        .filter(|q| q.kind == "htb" && q.parent.major() == root.handle.major())
+        .count();
+    (htbs > 0 && htbs % 2 == 0)
+        .then(|| u16::try_from(htbs / 2).ok())
+        .flatten()
+}
+
+/// The upload class on a stick: the map's class with its major moved by the offset.
+pub fn upload_on_a_stick(class: Handle, offset: u16) -> Option<Handle> {
+    Some(Handle::new(
+        class.major().checked_add(offset)?,
+        class.minor(),
+    ))
 }
 
 /// Where `pkt` goes on `dev` when LibreQoS's map has no class for it: its program leaves

@@ -1212,6 +1212,18 @@ fn libreqos_map_answer_is_replayed_from_its_htb() {
         Err(ClassifyError::NoSuchInterface("nope".into()))
     );
 
+    // on a stick, this layout's upload HTB is the second of two: offset 1
+    assert_eq!(crate::libreqos::stick_offset(&s, "lqdown"), Some(1));
+    assert_eq!(
+        crate::libreqos::upload_on_a_stick(h("1:1a2f"), 1),
+        Some(h("2:1a2f"))
+    );
+    assert_eq!(crate::libreqos::upload_on_a_stick(h("ffff:1"), 1), None);
+    assert_eq!(
+        crate::libreqos::stick_offset(&shaper(Vec::new()), "eth0"),
+        None
+    );
+
     // not in the map: each queue's HTB, priority 0, its default class
     let c = crate::libreqos::unmapped(&s, "lqdown", &p, map_step()).unwrap();
     assert_eq!(c.outcome, ClassifyOutcome::PerQueue, "{}", path(&c));

@@ -100,7 +100,7 @@ fn pinned_map(
             map_type,
             key_size,
             value_size,
-            max_entries: 1024,
+            max_entries: 128_000, // LibreQoS's IP_HASH_ENTRIES_MAX
             map_flags: if map_type == BPF_MAP_TYPE_LPM_TRIE {
                 BPF_F_NO_PREALLOC
             } else {

@@ -4,13 +4,16 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use tcmon_classify::{classify, Classification, ClassifyOutcome, Packet};
+use tcmon_classify::libreqos::Direction;
+use tcmon_classify::{classify, Classification, ClassifyOutcome, ClassifyStep, Packet};
 use tcmon_core::Snapshot;
 use tcmon_names::Names;
 use tcmon_netlink::{Collector, CollectorOptions, FilterMode};
+use tcmon_sojourn::libreqos::{IpMap, Mapping};
 
 use crate::tui::UsageError;
 use crate::{config, ClassifyArgs};
@@ -177,22 +180,30 @@ pub(crate) fn run(args: &ClassifyArgs) -> Result<ExitCode> {
         }
         .into());
     }
-    let c = classify_in(&snap, dev, &pkt, args.ingress)?;
     let names = tcmon_names::Loader::load(cfg.names.sources());
     let names = names.names();
     for w in names.warnings() {
         eprintln!("tcmon: warning: {w}");
     }
+    let a = answer_for(
+        &snap,
+        names,
+        &cfg.names.libreqos_map,
+        dev,
+        &pkt,
+        args.ingress,
+    )?;
     let mut out = std::io::stdout().lock();
     if args.json {
         // one line, as check --json and dump --json print
-        serde_json::to_writer(&mut out, &json(&c, names))?;
+        serde_json::to_writer(&mut out, &answer_json(&a, names))?;
         out.write_all(b"\n")?;
     } else {
-        out.write_all(text(&c, names).as_bytes())?;
+        out.write_all(answer_text(&a, names).as_bytes())?;
     }
     out.flush()?;
-    Ok(if undetermined(&c) {
+    let c = &a.classification;
+    Ok(if undetermined(c) {
         ExitCode::from(EXIT_UNDETERMINED)
     } else {
         ExitCode::SUCCESS
@@ -206,6 +217,266 @@ pub(crate) fn classify_in(
     ingress: bool,
 ) -> Result<Classification> {
     classify(snap, dev, pkt, ingress).with_context(|| format!("classify on {dev}"))
+}
+
+/// A classification, and what LibreQoS's own classifier said on the way.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) classification: Classification,
+    pub(crate) libreqos: Option<LibreQosWord>,
+}
+
+/// What LibreQoS's map said of the packet's subscriber address, or why it said nothing.
+#[derive(Debug)]
+pub(crate) struct LibreQosWord {
+    map: PathBuf,
+    direction: Option<Direction>,
+    address: Option<IpAddr>,
+    /// `None` with no reason: the address is not in the map (or in it without a class).
+    mapping: Option<Mapping>,
+    unavailable: Option<String>,
+    /// One interface for both ways: the side is the one whose address was found.
+    on_a_stick: bool,
+}
+
+/// `pkt` on `dev`, answered from LibreQoS's map on LibreQoS's interfaces (lqos.conf read, or
+/// the map pinned), else, or when the map cannot be read (said why), by replaying the filters.
+pub(crate) fn answer_for(
+    snap: &Snapshot,
+    names: &Names,
+    map: &Path,
+    dev: &str,
+    pkt: &Packet,
+    ingress: bool,
+) -> Result<Answer> {
+    let replay = |libreqos| -> Result<Answer> {
+        Ok(Answer {
+            classification: classify_in(snap, dev, pkt, ingress)?,
+            libreqos,
+        })
+    };
+    // LibreQoS classifies on egress; "" turns the map off
+    if ingress || map.as_os_str().is_empty() {
+        return replay(None);
+    }
+    let lq = names.libreqos();
+    if lq.is_none() && std::fs::symlink_metadata(map).is_err() {
+        return replay(None);
+    }
+    let mut word = LibreQosWord {
+        map: map.to_owned(),
+        direction: None,
+        address: None,
+        mapping: None,
+        unavailable: None,
+        on_a_stick: false,
+    };
+    let Some((down, up)) = lq.and_then(|l| l.interfaces.as_ref()) else {
+        word.unavailable = Some(
+            "LibreQoS's interfaces are not known (lqos.conf names none, nor [names] \
+             libreqos_interfaces): its map was not asked"
+                .into(),
+        );
+        return replay(Some(word));
+    };
+    // another interface than LibreQoS's: its filters decide
+    let Some(direction) = Direction::of(dev, (down, up)) else {
+        return replay(None);
+    };
+    word.direction = Some(direction);
+    let address = match direction.subscriber(pkt, dev) {
+        Ok(a) => a,
+        Err(why) => {
+            return Ok(Answer {
+                classification: Classification {
+                    class: None,
+                    interface: dev.to_owned(),
+                    qdisc: None,
+                    outcome: ClassifyOutcome::Undetermined { reason: why },
+                    path: Vec::new(),
+                    queues: Vec::new(),
+                },
+                libreqos: Some(word),
+            })
+        }
+    };
+    word.address = Some(address);
+    let unreadable = |word: &mut LibreQosWord, e: tcmon_sojourn::libreqos::MapError| {
+        word.unavailable = Some(format!("{e}; the filters replayed instead"));
+    };
+    let ipmap = match IpMap::open(map) {
+        Ok(m) => m,
+        Err(e) => {
+            unreadable(&mut word, e);
+            return replay(Some(word));
+        }
+    };
+    let mut found = match ipmap.lookup(address) {
+        Ok(found) => found.filter(|m| m.class.0 != 0),
+        Err(e) => {
+            unreadable(&mut word, e);
+            return replay(Some(word));
+        }
+    };
+    let mut side = String::new();
+    let mut class = found.map(|m| m.class);
+    if direction == Direction::OnAStick {
+        word.on_a_stick = true;
+        side = " (on a stick: the destination, as a download)".into();
+        // not a subscriber's destination: the source's, as an upload
+        if let (None, Some(src)) = (found, pkt.src) {
+            let up = match ipmap.lookup(src) {
+                Ok(m) => m.filter(|m| m.class.0 != 0),
+                Err(e) => {
+                    unreadable(&mut word, e);
+                    return replay(Some(word));
+                }
+            };
+            if let Some(m) = up {
+                let Some(offset) = tcmon_classify::libreqos::stick_offset(snap, dev) else {
+                    word.unavailable = Some(format!(
+                        "{src} is in the map (class {}), but {dev} does not have LibreQoS's \
+                         layout on a stick (an even number of HTBs under mq), so its upload \
+                         class is not known; the filters replayed instead",
+                        m.class
+                    ));
+                    return replay(Some(word));
+                };
+                word.address = Some(src);
+                word.direction = Some(Direction::Upload);
+                class = tcmon_classify::libreqos::upload_on_a_stick(m.class, offset);
+                side = format!(
+                    " (on a stick: the source, as an upload: major + LibreQoS's stick offset \
+                     {offset}, half the HTBs under mq)"
+                );
+                found = Some(Mapping {
+                    cpu: m.cpu + u32::from(offset),
+                    ..m
+                });
+            }
+        }
+        if word.direction == Some(Direction::OnAStick) {
+            word.direction = Some(Direction::Download);
+        }
+    }
+    let at = "LibreQoS's map".to_owned();
+    let shown = word.address.unwrap_or(address);
+    let classification = match (found, class) {
+        (Some(m), Some(class)) => {
+            word.mapping = Some(Mapping { class, ..m });
+            let step = ClassifyStep {
+                interface: dev.to_owned(),
+                at,
+                text: format!(
+                    "{shown} -> class {class} on CPU {}{side}: LibreQoS's TC program sets skb \
+                     priority {class}",
+                    m.cpu
+                ),
+            };
+            tcmon_classify::libreqos::by_map(snap, dev, pkt, class, step)
+        }
+        _ => {
+            let step = ClassifyStep {
+                interface: dev.to_owned(),
+                at,
+                text: format!(
+                    "{shown} has no class in it{side}: its TC program leaves skb priority as \
+                     it is"
+                ),
+            };
+            tcmon_classify::libreqos::unmapped(snap, dev, pkt, step)
+        }
+    }
+    .with_context(|| format!("classify on {dev}"))?;
+    Ok(Answer {
+        classification,
+        libreqos: Some(word),
+    })
+}
+
+/// The answer's text: why LibreQoS's map was not read, if it was not, then [`text`]; the
+/// map's CPU beside the class, or that the address is not in the map.
+pub(crate) fn answer_text(a: &Answer, names: &Names) -> String {
+    let mut s = String::new();
+    let Some(w) = &a.libreqos else {
+        return text(&a.classification, names);
+    };
+    if let Some(why) = &w.unavailable {
+        let _ = writeln!(s, "LibreQoS's map: {why}");
+        s.push_str(&text(&a.classification, names));
+        return s;
+    }
+    let body = text(&a.classification, names);
+    let (head, last) = body
+        .trim_end()
+        .rsplit_once('\n')
+        .map_or(("", body.trim_end()), |(h, l)| (h, l));
+    if !head.is_empty() {
+        let _ = writeln!(s, "{head}");
+    }
+    let last = last.strip_prefix("=> ").unwrap_or(last);
+    match (&w.mapping, w.address, &a.classification.outcome) {
+        (_, _, ClassifyOutcome::Undetermined { .. }) | (None, None, _) => {
+            let _ = writeln!(s, "=> {last}");
+        }
+        (Some(m), ..) => {
+            let _ = writeln!(
+                s,
+                "=> {last}; LibreQoS's map: {}{}, CPU {}",
+                w.direction.map_or("", Direction::as_str),
+                if w.on_a_stick { " on a stick" } else { "" },
+                m.cpu
+            );
+        }
+        (None, Some(addr), _) => {
+            let _ = writeln!(s, "=> {addr} is not in LibreQoS's map: {last}");
+        }
+    }
+    s
+}
+
+/// [`json`], and `libreqos`: the map, the side, the address looked up and what the map holds
+/// for it (`cpu`, `class`, the circuit's and device's hashes), `in_map: false`, or
+/// `unavailable` with the reason.
+pub(crate) fn answer_json(a: &Answer, names: &Names) -> serde_json::Value {
+    let mut v = json(&a.classification, names);
+    if let (Some(w), Some(o)) = (&a.libreqos, v.as_object_mut()) {
+        let mut l = serde_json::Map::new();
+        l.insert("map".into(), w.map.display().to_string().into());
+        if let Some(d) = w.direction {
+            l.insert("direction".into(), d.as_str().into());
+        }
+        if w.on_a_stick {
+            l.insert("on_a_stick".into(), true.into());
+        }
+        if let Some(addr) = w.address {
+            l.insert("address".into(), addr.to_string().into());
+        }
+        match (&w.unavailable, &w.mapping) {
+            (Some(why), _) => {
+                l.insert("unavailable".into(), why.clone().into());
+            }
+            (None, Some(m)) => {
+                l.insert("in_map".into(), true.into());
+                l.insert("class".into(), m.class.to_string().into());
+                l.insert("cpu".into(), m.cpu.into());
+                l.insert(
+                    "circuit_hash".into(),
+                    format!("{:#018x}", m.circuit_hash).into(),
+                );
+                l.insert(
+                    "device_hash".into(),
+                    format!("{:#018x}", m.device_hash).into(),
+                );
+            }
+            (None, None) if w.address.is_some() => {
+                l.insert("in_map".into(), false.into());
+            }
+            (None, None) => {}
+        }
+        o.insert("libreqos".into(), l.into());
+    }
+    v
 }
 
 fn undetermined(c: &Classification) -> bool {
@@ -294,7 +565,12 @@ const PARAMS: &[&str] = &[
 /// `/api/v1/classify?dev=v0&dst=10.7.0.5&proto=tcp&dport=443[&src=..][&sport=..][&tos=..]
 /// [&mark=..][&ingress=1]`: the JSON of `tcmon classify --json`, on the last poll, with the
 /// API's words (`dport=`) where an undetermined answer says what to give.
-pub(crate) fn from_query(snap: &Snapshot, names: &Names, query: &str) -> Result<serde_json::Value> {
+pub(crate) fn from_query(
+    snap: &Snapshot,
+    names: &Names,
+    libreqos_map: &Path,
+    query: &str,
+) -> Result<serde_json::Value> {
     let pairs = query_pairs(query);
     // A misspelt parameter would otherwise leave its field unknown and the answer undetermined.
     if let Some((k, _)) = pairs.iter().find(|(k, _)| !PARAMS.contains(&k.as_str())) {
@@ -328,8 +604,8 @@ pub(crate) fn from_query(snap: &Snapshot, names: &Names, query: &str) -> Result<
         mark: get("mark"),
     };
     let ingress = matches!(get("ingress"), Some("1" | "true" | "yes"));
-    let c = classify_in(snap, dev, &spec.packet()?, ingress)?;
-    let mut v = json(&c, names);
+    let a = answer_for(snap, names, libreqos_map, dev, &spec.packet()?, ingress)?;
+    let mut v = answer_json(&a, names);
     in_api_words(&mut v);
     Ok(v)
 }
@@ -537,10 +813,22 @@ mod tests {
         let (_, snap) = crate::reference::json::polls();
         let e = format!(
             "{:#}",
-            from_query(&snap, &Names::default(), "dev=v0&dst=10.9.0.2&dprot=53").unwrap_err()
+            from_query(
+                &snap,
+                &Names::default(),
+                Path::new(""),
+                "dev=v0&dst=10.9.0.2&dprot=53"
+            )
+            .unwrap_err()
         );
         assert!(e.contains("'dprot'") && e.contains("dport="), "{e}");
-        assert!(from_query(&snap, &Names::default(), "dev=v0&dst=10.9.0.2&dport=53").is_ok());
+        assert!(from_query(
+            &snap,
+            &Names::default(),
+            Path::new(""),
+            "dev=v0&dst=10.9.0.2&dport=53"
+        )
+        .is_ok());
         // bad values say what would do, in plain words
         for (q, says) in [
             (
@@ -552,7 +840,10 @@ mod tests {
                 "destination '10.9.0' is not an IP address",
             ),
         ] {
-            let e = format!("{:#}", from_query(&snap, &Names::default(), q).unwrap_err());
+            let e = format!(
+                "{:#}",
+                from_query(&snap, &Names::default(), Path::new(""), q).unwrap_err()
+            );
             assert_eq!(e, says);
         }
     }
@@ -563,7 +854,13 @@ mod tests {
     fn the_api_speaks_its_own_words_and_leaves_out_what_is_not_there() {
         let (_, snap) = crate::reference::json::polls();
         // nl0's first rule matches on the destination port
-        let v = from_query(&snap, &Names::default(), "dev=nl0&dst=10.7.0.5&proto=udp").unwrap();
+        let v = from_query(
+            &snap,
+            &Names::default(),
+            Path::new(""),
+            "dev=nl0&dst=10.7.0.5&proto=udp",
+        )
+        .unwrap();
         let text = v.to_string();
         assert!(v["outcome"].get("undetermined").is_some(), "{text}");
         assert!(text.contains("give dport="), "{text}");
@@ -589,7 +886,13 @@ mod tests {
             "{cli}"
         );
         // a class determined is there
-        let v = from_query(&snap, &Names::default(), "dev=v0&dst=10.9.0.2&proto=tcp").unwrap();
+        let v = from_query(
+            &snap,
+            &Names::default(),
+            Path::new(""),
+            "dev=v0&dst=10.9.0.2&proto=tcp",
+        )
+        .unwrap();
         assert!(v["class"].is_string(), "{v}");
     }
 }

@@ -37,6 +37,9 @@ pub(crate) struct NamesConfig {
     pub(crate) shaped_devices: std::path::PathBuf,
     /// LibreQoS's download and upload interfaces, none for lqos.conf's.
     pub(crate) libreqos_interfaces: Vec<String>,
+    /// Where LibreQoS pins its map of addresses to classes ("" for none): `classify` answers
+    /// from it.
+    pub(crate) libreqos_map: std::path::PathBuf,
     /// Class or address prefix -> name (keys checked when the config is loaded).
     pub(crate) map: std::collections::BTreeMap<String, String>,
 }
@@ -50,6 +53,7 @@ impl Default for NamesConfig {
             queuing_structure: std::path::PathBuf::new(),
             shaped_devices: std::path::PathBuf::new(),
             libreqos_interfaces: Vec::new(),
+            libreqos_map: tcmon_sojourn::libreqos::PIN.into(),
             map: std::collections::BTreeMap::new(),
         }
     }

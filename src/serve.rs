@@ -88,7 +88,11 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
             "tcmon serve: listening on http://{addr}/metrics (polling every {})",
             humantime::format_duration(interval)
         );
-        let app = Arc::new(App::new(&agent, cfg.serve.groups()));
+        let app = Arc::new(App::new(
+            &agent,
+            cfg.serve.groups(),
+            cfg.names.libreqos_map.clone(),
+        ));
         // On each poll, let go of the last one's renderings and state at once rather than at
         // the next request: between scrapes only one poll's worth is held.
         let mut states = agent.subscribe();
@@ -340,10 +344,12 @@ struct App {
     groups: tcmon_export::Groups,
     current: Mutex<Arc<Rendered>>,
     across: Arc<Across>,
+    /// LibreQoS's map, which `/api/v1/classify` opens at each request (it may be pinned later).
+    libreqos_map: std::path::PathBuf,
 }
 
 impl App {
-    fn new(agent: &Agent, groups: tcmon_export::Groups) -> App {
+    fn new(agent: &Agent, groups: tcmon_export::Groups, libreqos_map: std::path::PathBuf) -> App {
         let across = Arc::new(Across::default());
         App {
             current: Mutex::new(Arc::new(Rendered::new(
@@ -354,6 +360,7 @@ impl App {
             groups,
             states: agent.subscribe(),
             across,
+            libreqos_map,
         }
     }
 
@@ -437,7 +444,12 @@ impl App {
         match req.uri().path() {
             "/api/v1/classify" => {
                 let s = Arc::clone(&self.states.borrow());
-                match crate::classify::from_query(&s.snapshot, &s.names, req.uri().query().unwrap_or("")) {
+                match crate::classify::from_query(
+                    &s.snapshot,
+                    &s.names,
+                    &self.libreqos_map,
+                    req.uri().query().unwrap_or(""),
+                ) {
                     Ok(c) => match serde_json::to_vec(&c) {
                         Ok(body) => ok("application/json", body.into()),
                         Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),

@@ -277,7 +277,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
     .map(|(q, named)| {
         let none = tcmon_names::Names::default();
         let n = if named { &names } else { &none };
-        json(&crate::classify::from_query(&now, n, q).expect(q))
+        json(&crate::classify::from_query(&now, n, std::path::Path::new(""), q).expect(q))
     });
     vec![
         (

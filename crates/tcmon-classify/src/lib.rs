@@ -25,6 +25,7 @@
 //! [`Snapshot`]: tcmon_core::Snapshot
 
 pub mod classification;
+pub mod libreqos;
 pub mod packet;
 pub mod sojourn;
 mod walk;

@@ -1144,3 +1144,135 @@ proptest! {
         prop_assert!(!c.path.is_empty());
     }
 }
+
+/// LibreQoS's layout on `lqdown` (ifindex 5): `mq 7fff:`, an HTB per queue (`default 2`), each
+/// with its top class `Q:1`, default `Q:2`, a site `Q:3` and circuits `Q:1a2f`, `Q:1a30`; and a
+/// bpf filter at clsact egress, as LibreQoS attaches its TC program (the offline replay cannot
+/// run it).
+fn libreqos_tree() -> Snapshot {
+    let mut qdiscs = vec![
+        qdisc("7fff:", "root", "mq"),
+        qdisc("ffff:", "ffff:fff1", "clsact"),
+    ];
+    let mut classes = Vec::new();
+    for q in 1..=2u16 {
+        qdiscs.push(htb(&format!("{q}:"), &format!("7fff:{q}"), 2));
+        classes.push(class(&format!("7fff:{q}"), "7fff:"));
+        classes.push(class(&format!("{q}:1"), "root"));
+        classes.push(class(&format!("{q}:2"), &format!("{q}:1")));
+        classes.push(class(&format!("{q}:3"), &format!("{q}:1")));
+        for minor in ["1a2f", "1a30"] {
+            classes.push(class(&format!("{q}:{minor}"), &format!("{q}:3")));
+        }
+    }
+    let mut bpf = Filter::new(h("ffff:fff3"), 1, "all", "bpf");
+    bpf.handle_raw = 1;
+    bpf.bpf = Some(BpfFilter {
+        name: Some("lqos_kern.o:[tc]".into()),
+        direct_action: true,
+        ..BpfFilter::default()
+    });
+    snap(vec![iface("lqdown", 5, qdiscs, classes, vec![bpf])])
+}
+
+fn map_step() -> crate::ClassifyStep {
+    crate::ClassifyStep {
+        interface: "lqdown".into(),
+        at: "LibreQoS's map".into(),
+        text: "100.64.0.1 -> 2:1a2f".into(),
+    }
+}
+
+/// The map's class is where the packet goes, from the HTB of its major, whatever the
+/// clsact bpf filter the replay cannot run; a class whose HTB is missing is said so.
+#[test]
+fn libreqos_map_answer_is_replayed_from_its_htb() {
+    let s = libreqos_tree();
+    let p = tcp([100, 64, 0, 1], 443);
+    // offline, LibreQoS's program is a verdict the replay cannot compute
+    let offline = classify(&s, "lqdown", &p, false).unwrap();
+    assert!(reason(&offline).contains("bpf"), "{}", path(&offline));
+
+    let c = crate::libreqos::by_map(&s, "lqdown", &p, h("2:1a2f"), map_step()).unwrap();
+    assert_class(&c, "2:1a2f");
+    assert_eq!(c.path[0], map_step());
+    assert_path(
+        &c,
+        "skb priority 2:1a2f selects leaf class 2:1a2f (no filters)",
+    );
+
+    let c = crate::libreqos::by_map(&s, "lqdown", &p, h("9:1a2f"), map_step()).unwrap();
+    assert!(
+        reason(&c).contains("LibreQoS's map gives class 9:1a2f, but lqdown has no qdisc 9:"),
+        "{}",
+        path(&c)
+    );
+    assert_eq!(
+        crate::libreqos::by_map(&s, "nope", &p, h("2:1a2f"), map_step()),
+        Err(ClassifyError::NoSuchInterface("nope".into()))
+    );
+
+    // on a stick, this layout's upload HTB is the second of two: offset 1
+    assert_eq!(crate::libreqos::stick_offset(&s, "lqdown"), Some(1));
+    assert_eq!(
+        crate::libreqos::upload_on_a_stick(h("1:1a2f"), 1),
+        Some(h("2:1a2f"))
+    );
+    assert_eq!(crate::libreqos::upload_on_a_stick(h("ffff:1"), 1), None);
+    assert_eq!(
+        crate::libreqos::stick_offset(&shaper(Vec::new()), "eth0"),
+        None
+    );
+
+    // not in the map: each queue's HTB, priority 0, its default class
+    let c = crate::libreqos::unmapped(&s, "lqdown", &p, map_step()).unwrap();
+    assert_eq!(c.outcome, ClassifyOutcome::PerQueue, "{}", path(&c));
+    assert_eq!(c.path[0], map_step());
+    let got: Vec<Option<Handle>> = c.queues.iter().map(|q| q.class).collect();
+    assert_eq!(got, [Some(h("1:2")), Some(h("2:2"))], "{}", path(&c));
+}
+
+/// The eBPF measurement keys each flow by `skb->priority` as the TX queue's qdisc saw it: on
+/// LibreQoS that is the map's class, set by its TC program before the root. The attribution
+/// therefore puts the flow in the map's class (the same as `by_map`), with no map look-up of
+/// its own; a flow LibreQoS left alone (priority 0: not in its map) goes to the HTB's default.
+#[test]
+fn libreqos_flows_are_attributed_to_the_class_the_map_gave() {
+    use crate::sojourn::{Attributor, FlowSample, ReadingMeta};
+    use tcmon_core::rates::ObjectType;
+    use tcmon_core::sojourn::Histogram;
+    let s = libreqos_tree();
+    let flow = |slot: u32, qdisc: &str, dst: [u8; 4], priority: u32| {
+        let mut window = Histogram::default();
+        window.record(1_000_000);
+        FlowSample {
+            slot,
+            ifindex: 5,
+            qdisc: h(qdisc),
+            packet: Some(tcp(dst, 443)),
+            priority,
+            window,
+            window_max_ns: Some(1_000_000),
+        }
+    };
+    let mapped = h("2:1a2f");
+    let by_map =
+        crate::libreqos::by_map(&s, "lqdown", &tcp([100, 64, 0, 1], 443), mapped, map_step())
+            .unwrap();
+    let flows = [
+        flow(0, "2:", [100, 64, 0, 1], mapped.0),
+        flow(1, "1:", [100, 64, 9, 9], 0),
+    ];
+    let got = Attributor::default().attribute(&s, 1, &flows, ReadingMeta::default());
+    let class = got.get(5, ObjectType::Class, mapped).unwrap();
+    assert_eq!(Some(class.handle), by_map.class);
+    assert_eq!(class.window.count(), 1);
+    assert_eq!(
+        got.get(5, ObjectType::Class, h("1:2"))
+            .unwrap()
+            .window
+            .count(),
+        1
+    );
+    assert_eq!(got.unattributed_window, 0);
+}

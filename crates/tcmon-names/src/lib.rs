@@ -111,6 +111,16 @@ pub struct Names {
     any_device: FxHashMap<Handle, Arc<Entry>>,
     prefixes: Vec<(IpAddr, u8, String)>,
     warnings: Vec<SourceError>,
+    libreqos: Option<LibreQos>,
+}
+
+/// What the names' sources say of LibreQoS on this host, for views that answer in its terms
+/// (`classify` on its map).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibreQos {
+    /// `(download, upload)`: `to_network` and `to_internet`, or the single interface twice;
+    /// `None` when lqos.conf names none.
+    pub interfaces: Option<(String, String)>,
 }
 
 impl Names {
@@ -140,6 +150,11 @@ impl Names {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0 && self.prefixes.is_empty()
+    }
+
+    /// LibreQoS, when its lqos.conf was read (or the config names its interfaces).
+    pub fn libreqos(&self) -> Option<&LibreQos> {
+        self.libreqos.as_ref()
     }
 
     /// What could not be read, in the order the sources were read.

@@ -157,7 +157,9 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
 
     if !src.lqos_conf.as_os_str().is_empty() {
         watch(&src.lqos_conf);
-        let mut conf = match read(&src.lqos_conf, false, &mut names.warnings) {
+        let text = read(&src.lqos_conf, false, &mut names.warnings);
+        let found = text.is_some() || src.libreqos_interfaces.is_some();
+        let mut conf = match text {
             Some(text) => Conf::parse(&src.lqos_conf, &text).unwrap_or_else(|e| {
                 names.warnings.push(e);
                 Conf::default()
@@ -166,6 +168,11 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
         };
         if let Some(i) = &src.libreqos_interfaces {
             conf.interfaces = Some(i.clone());
+        }
+        if found {
+            names.libreqos = Some(crate::LibreQos {
+                interfaces: conf.interfaces.clone(),
+            });
         }
         let structure = match &src.queuing_structure {
             Some(p) => Some((p.clone(), true)),
@@ -199,6 +206,13 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
                 libreqos::load(&mut names, &path, text, &conf, &csv);
             }
         }
+    }
+
+    // the config's interfaces say LibreQoS is there without its lqos.conf too
+    if names.libreqos.is_none() && src.libreqos_interfaces.is_some() {
+        names.libreqos = Some(crate::LibreQos {
+            interfaces: src.libreqos_interfaces.clone(),
+        });
     }
 
     for (key, name) in &src.map {

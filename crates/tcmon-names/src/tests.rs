@@ -286,3 +286,44 @@ fn a_file_the_config_names_and_that_is_missing_is_a_warning() {
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].contains("nope.json"), "{w:?}");
 }
+
+/// LibreQoS is there when its lqos.conf was read (or the config names its interfaces), with
+/// the interfaces it says: `classify` asks LibreQoS's map on those only.
+#[test]
+fn libreqos_is_there_when_its_conf_is() {
+    let d = Dir::new("lqpresent");
+    let l = Loader::load(libreqos(&d));
+    assert_eq!(
+        l.names().libreqos(),
+        Some(&crate::LibreQos {
+            interfaces: Some(("eth1".into(), "eth0".into()))
+        })
+    );
+    let absent = Loader::load(Sources {
+        tc_cls: Vec::new(),
+        lqos_conf: d.0.join("no-lqos.conf"),
+        ..Sources::default()
+    });
+    assert_eq!(absent.names().libreqos(), None);
+    let configured = Loader::load(Sources {
+        tc_cls: Vec::new(),
+        lqos_conf: d.0.join("no-lqos.conf"),
+        libreqos_interfaces: Some(("lqdown".into(), "lqup".into())),
+        ..Sources::default()
+    });
+    assert_eq!(
+        configured.names().libreqos().unwrap().interfaces,
+        Some(("lqdown".into(), "lqup".into()))
+    );
+    // and with no lqos.conf at all ("")
+    let no_conf = Loader::load(Sources {
+        tc_cls: Vec::new(),
+        lqos_conf: PathBuf::new(),
+        libreqos_interfaces: Some(("lqdown".into(), "lqup".into())),
+        ..Sources::default()
+    });
+    assert_eq!(
+        no_conf.names().libreqos().unwrap().interfaces,
+        Some(("lqdown".into(), "lqup".into()))
+    );
+}

@@ -24,6 +24,7 @@ use tcmon_core::sojourn::{BOUNDS_NS, BUCKETS};
 
 #[cfg(any(tcmon_bpf, test))]
 mod flow;
+pub mod libreqos;
 #[cfg(tcmon_bpf)]
 mod load;
 mod session;

@@ -153,6 +153,9 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     drop(sojourn);
     let rates = Rates::between(&before, &now);
     let links = facts::links(&now, collector.link_names(), args.target.netns.as_deref());
+    // names, and the managers that own the trees, as the files are after the window
+    let loader = tcmon_names::Loader::load(cfg.name_sources(args.target.netns.as_deref()));
+    let owners = std::sync::Arc::clone(loader.owners());
     let facts = Facts {
         snapshot: &now,
         before: Some(&before),
@@ -160,6 +163,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         links: &links,
         htb_hysteresis: facts::htb_hysteresis(),
         fq_codel_available: facts::fq_codel_available(),
+        owners: &owners,
     };
     let mut findings = diagnose(&facts, &cfg.check);
     let load = match (load, args.load) {
@@ -177,8 +181,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     let scope = Scope {
         policy: args.policy,
     };
-    let names = tcmon_names::Loader::load(cfg.names.sources());
-    let names = names.names();
+    let names = loader.names();
     for w in names.warnings() {
         eprintln!("tcmon: warning: {w}");
     }

@@ -82,7 +82,67 @@ pub fn fix_plans<'a>(
             }
         }
     }
+    reloads_last(&mut plans);
     plans
+}
+
+/// A manager's reload after every edit of its configuration: each reload moves to the end of
+/// the last plan that has it (the IFB's tree and its interface's are one reload), with the
+/// findings of every plan that needed it. Linear in the steps.
+fn reloads_last(plans: &mut [FixPlan]) {
+    // a reload with no edit of its manager's configuration in any plan (the edit changes
+    // policy, and the plan is without it) would only rebuild the same tree
+    let edited: Vec<(Option<&str>, tcmon_core::owner::Manager)> = plans
+        .iter()
+        .flat_map(|p| &p.steps)
+        .filter_map(|st| match &st.fix.action {
+            crate::Action::Manager(m) if !st.fix.is_reload() => {
+                Some((st.fix.netns.as_deref(), m.manager))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut last: HashMap<Fix, usize> = HashMap::default();
+    for (p, plan) in plans.iter().enumerate() {
+        for st in plan.steps.iter().filter(|st| st.fix.is_reload()) {
+            last.insert(st.fix.clone(), p);
+        }
+    }
+    last.retain(|f, _| match &f.action {
+        crate::Action::Manager(m) => edited.contains(&(f.netns.as_deref(), m.manager)),
+        _ => true,
+    });
+    if last.is_empty() {
+        return;
+    }
+    let mut moved: HashMap<Fix, ScriptStep> = HashMap::default();
+    for plan in plans.iter_mut() {
+        let (reloads, rest): (Vec<ScriptStep>, Vec<ScriptStep>) = std::mem::take(&mut plan.steps)
+            .into_iter()
+            .partition(|st| st.fix.is_reload());
+        plan.steps = rest;
+        for st in reloads {
+            match moved.get_mut(&st.fix) {
+                Some(m) => {
+                    for f in st.findings {
+                        if !m.findings.contains(&f) {
+                            m.findings.push(f);
+                        }
+                    }
+                }
+                None => {
+                    moved.insert(st.fix.clone(), st);
+                }
+            }
+        }
+    }
+    let mut order: Vec<(usize, Fix)> = last.into_iter().map(|(f, p)| (p, f)).collect();
+    order.sort_by_key(|(p, f)| (*p, f.to_string()));
+    for (p, fix) in order {
+        if let Some(st) = moved.remove(&fix) {
+            plans[p].steps.push(st);
+        }
+    }
 }
 
 /// The plans as a POSIX shell script under `set -e`: each interface's unconditional `tc` steps

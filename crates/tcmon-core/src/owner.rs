@@ -133,6 +133,21 @@ impl Owner {
     }
 }
 
+impl Owner {
+    /// [`Owner::summary`] and where its configuration is: `sqm-scripts (simple.qos),
+    /// /etc/sqm/wan0.iface.conf` (`/etc/config/sqm section wan` on OpenWrt). What every face
+    /// says of an owned interface.
+    pub fn heading(&self) -> String {
+        match &self.config {
+            Some(c) => match &c.section {
+                Some(sec) => format!("{}, {} section {sec}", self.summary(), c.path.display()),
+                None => format!("{}, {}", self.summary(), c.path.display()),
+            },
+            None => self.summary(),
+        }
+    }
+}
+
 /// The owners of the trees of one namespace, by interface name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Owners {

@@ -46,8 +46,9 @@ pub(crate) fn translate(owners: &Owners, iface: &Interface, findings: &mut [Find
         return;
     };
     for f in findings {
-        let (raw, other): (Vec<Fix>, Vec<Fix>) =
-            std::mem::take(&mut f.fix).into_iter().partition(|x| undone(owners, iface, x));
+        let (raw, other): (Vec<Fix>, Vec<Fix>) = std::mem::take(&mut f.fix)
+            .into_iter()
+            .partition(|x| undone(owners, iface, x));
         if raw.is_empty() {
             f.fix = other;
             continue;

@@ -63,8 +63,14 @@ fn sqm_on_linux_owns_the_interface_and_its_ifb_and_names_simple_qos() {
     let d = Dir::new("linux");
     let etc = d.0.join("etc");
     let run = d.0.join("run/sqm");
-    d.write("etc/sqm/wan0.iface.conf", "SCRIPT=simple.qos\nUPLINK=20000\n");
-    d.write("run/sqm/wan0.state", &state("wan0", "simple.qos", "pfifo", "50000"));
+    d.write(
+        "etc/sqm/wan0.iface.conf",
+        "SCRIPT=simple.qos\nUPLINK=20000\n",
+    );
+    d.write(
+        "run/sqm/wan0.state",
+        &state("wan0", "simple.qos", "pfifo", "50000"),
+    );
     let l = Loader::load(sources(&etc, &run, None));
     let o = l.owners();
     assert_eq!(o.len(), 2);
@@ -77,7 +83,10 @@ fn sqm_on_linux_owns_the_interface_and_its_ifb_and_names_simple_qos() {
     assert_eq!(conf.format, ConfigFormat::ShellVars);
     assert_eq!(conf.path, etc.join("sqm/wan0.iface.conf"));
     let ifb = o.get("ifb4wan0").unwrap();
-    assert_eq!((ifb.direction, ifb.managed.as_str()), (Direction::Ingress, "wan0"));
+    assert_eq!(
+        (ifb.direction, ifb.managed.as_str()),
+        (Direction::Ingress, "wan0")
+    );
     let n = l.names();
     let name = |dev, minor| n.lookup(dev, Handle::new(1, minor)).map(|e| e.name.clone());
     assert_eq!(name("wan0", 0x11).as_deref(), Some("priority"));
@@ -126,8 +135,14 @@ fn sqm_on_openwrt_is_configured_in_uci_by_section() {
          \toption download '85000'\n\toption upload '10000'\n\toption qdisc 'cake'\n\
          \toption script 'piece_of_cake.qos'\n\nconfig queue\n\toption interface 'eth2'\n",
     );
-    d.write("var/run/sqm/eth1.state", &state("eth1", "piece_of_cake.qos", "cake", "85000"));
-    d.write("var/run/sqm/eth2.state", &state("eth2", "simple.qos", "fq_codel", "0"));
+    d.write(
+        "var/run/sqm/eth1.state",
+        &state("eth1", "piece_of_cake.qos", "cake", "85000"),
+    );
+    d.write(
+        "var/run/sqm/eth2.state",
+        &state("eth2", "simple.qos", "fq_codel", "0"),
+    );
     let l = Loader::load(sources(&etc, &run, None));
     let o = l.owners();
     let c = o.get("eth1").unwrap().config.clone().unwrap();
@@ -154,7 +169,10 @@ fn in_a_namespace_its_own_etc_entry_wins_and_state_dir_comes_from_sqm_conf() {
             state_dir.display()
         ),
     );
-    d.write("elsewhere/wan0.state", &state("wan0", "simple.qos", "fq_codel", "50000"));
+    d.write(
+        "elsewhere/wan0.state",
+        &state("wan0", "simple.qos", "fq_codel", "50000"),
+    );
     // a long name: the IFB's is cut to 15 bytes, as ifb_name does
     d.write(
         "elsewhere/enp0s31f6.state",
@@ -180,7 +198,10 @@ fn malformed_state_is_skipped_with_a_warning_never_a_panic() {
     let d = Dir::new("bad");
     let etc = d.0.join("etc");
     let run = d.0.join("run/sqm");
-    d.write("run/sqm/x.state", "IFACE=\"\"\n\u{0}garbage\n=\n\"unterminated");
+    d.write(
+        "run/sqm/x.state",
+        "IFACE=\"\"\n\u{0}garbage\n=\n\"unterminated",
+    );
     d.write("run/sqm/y.state", "IFACE=\"y\nSCRIPT=");
     let l = Loader::load(sources(&etc, &run, None));
     assert!(l.owners().get("x").is_none());

@@ -114,14 +114,14 @@ fn the_header_names_the_trees_manager() {
         )
     };
     let st = shaped_state(false);
-    let owned = Arc::new(tcmon_agent::State {
+    let state_owned = Arc::new(tcmon_agent::State {
         owners: Arc::new(Owners::new([
             owner("eth1", Direction::Egress),
             owner("ifb4eth1", Direction::Ingress),
         ])),
         ..(*st).clone()
     });
-    let mut a = App::new(owned, "router1".into(), true);
+    let mut a = App::new(state_owned, "router1".into(), true);
     let wide = screen(&mut a, 200, 50);
     let head = wide.lines().next().unwrap();
     assert!(head.contains("  sqm-scripts eth1,ifb4eth1"), "{head}");

@@ -14,6 +14,7 @@ mod dump_vs_tc;
 mod filters;
 mod lab;
 mod names;
+mod owners;
 mod probe_lab;
 mod serve;
 mod serve_prometheus;

@@ -453,7 +453,7 @@ fn settle(
     if out.iter().any(|f| !f.changes.is_empty()) {
         target::resolve(iface, &mut out, facts.snapshot.tick);
     }
-    managers::translate(facts.owners, iface, &mut out);
+    managers::translate(facts.owners, iface, &mut out, netns);
     for f in &mut out {
         f.run_in(netns);
     }

@@ -39,12 +39,46 @@ fn terms(owner: &Owner, iface: &Interface, finding: &Finding, raw: &[&Fix]) -> T
     }
 }
 
+/// The manager's way to put fq_codel (the `alternative_fix` of a FIFO's findings) under its
+/// classes: its steps, or `None` where it has none.
+fn aqm_alternative(owner: &Owner) -> Option<Vec<Fix>> {
+    match owner.manager {
+        Manager::SqmScripts => sqm::aqm_alternative(owner),
+        Manager::LibreQos | Manager::CakeAutorate => None,
+    }
+}
+
 /// Rewrites the steps of `iface`'s findings when a manager owns its tree: the manager's steps
-/// first, then the steps it does not undo, then the raw ones it does as comments.
-pub(crate) fn translate(owners: &Owners, iface: &Interface, findings: &mut [Finding]) {
+/// first, then the steps it does not undo, then the raw ones it does as comments. A raw
+/// `alternative_fix` in the evidence becomes the manager's too.
+pub(crate) fn translate(
+    owners: &Owners,
+    iface: &Interface,
+    findings: &mut [Finding],
+    netns: Option<&std::sync::Arc<str>>,
+) {
     let Some(owner) = owners.get(&iface.name) else {
         return;
     };
+    for f in findings.iter_mut() {
+        if f.evidence.get("alternative_fix").is_some() {
+            let alt = aqm_alternative(owner).map_or_else(
+                || format!("none that lasts: {} rebuilds this tree", owner.manager),
+                |steps| {
+                    steps
+                        .into_iter()
+                        .map(|mut x| {
+                            x.netns = netns.cloned();
+                            x.to_string()
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" && ")
+                },
+            );
+            f.evidence
+                .insert("alternative_fix", serde_json::Value::String(alt));
+        }
+    }
     for f in findings {
         let (raw, other): (Vec<Fix>, Vec<Fix>) = std::mem::take(&mut f.fix)
             .into_iter()

@@ -67,6 +67,14 @@ pub(super) fn terms(owner: &Owner, _iface: &Interface, _finding: &Finding, raw: 
     ))
 }
 
+/// fq_codel under every class: `QDISC=fq_codel` (simple.qos gives each leaf `$QDISC`).
+pub(super) fn aqm_alternative(owner: &Owner) -> Option<Vec<Fix>> {
+    match edit(owner, "QDISC", "fq_codel".into()) {
+        Terms::Steps(s) => Some(s),
+        Terms::NoKnob(_) => None,
+    }
+}
+
 /// Sets `key` to `value` in the owner's configuration, then reloads: the commands of its
 /// platform. Values are sqm's words and numbers; one with other characters is quoted.
 fn edit(owner: &Owner, key: &str, value: String) -> Terms {

@@ -71,7 +71,17 @@ fn a_shorter_fifo_is_elimit_then_a_reload_and_the_raw_steps_are_comments() {
         "wan0",
         vec![fifo("wan0", 0x11, 27), fifo("wan0", 0x12, 82), eth.clone()],
     )];
-    translate(&owners, &iface("wan0"), &mut f);
+    f[0].evidence.insert(
+        "alternative_fix",
+        "tc qdisc replace dev wan0 parent 1:11 fq_codel".into(),
+    );
+    translate(&owners, &iface("wan0"), &mut f, None);
+    // fq_codel in sqm's terms too
+    let alt = f[0].evidence["alternative_fix"].as_str().unwrap();
+    assert!(
+        alt.contains("QDISC=fq_codel") && alt.ends_with(" && sqm reload wan0"),
+        "{alt}"
+    );
     let fix = &f[0].fix;
     assert_eq!(fix.len(), 5, "{fix:#?}");
     let Action::Manager(m) = &fix[0].action else {
@@ -112,7 +122,7 @@ fn in_a_namespace_and_on_openwrt_and_for_the_ifb() {
         owner(Direction::Ingress, ConfigFormat::Uci),
     )]);
     let mut f = [deep("ifb4wan0", vec![fifo("ifb4wan0", 0x10, 40)])];
-    translate(&owners, &iface("ifb4wan0"), &mut f);
+    translate(&owners, &iface("ifb4wan0"), &mut f, None);
     for x in &mut f[0].fix {
         x.netns = Some("lab".into());
     }
@@ -134,10 +144,10 @@ fn without_a_knob_advice_says_so_and_a_tree_nobody_owns_is_untouched() {
     )]);
     let quantum = Fix::tc("class change dev wan0 classid 1:11 htb quantum 1514");
     let mut f = [deep("wan0", vec![quantum.clone()])];
-    translate(&owners, &iface("wan0"), &mut f);
+    translate(&owners, &iface("wan0"), &mut f, None);
     assert!(matches!(&f[0].fix[0].action, Action::Advice(a) if a.contains("simple.qos")));
     assert_eq!(f[0].fix[1].undone_by, Some(Manager::SqmScripts));
     let mut g = [deep("eth1", vec![quantum.clone()])];
-    translate(&owners, &iface("eth1"), &mut g);
+    translate(&owners, &iface("eth1"), &mut g, None);
     assert_eq!(g[0].fix, [quantum]);
 }

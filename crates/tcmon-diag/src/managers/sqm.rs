@@ -6,8 +6,10 @@
 use tcmon_core::model::Interface;
 use tcmon_core::owner::{ConfigFormat, Direction, Manager, Owner};
 
+use tcmon_core::units::Handle;
+
 use super::{reload, set, Terms};
-use crate::{Finding, Fix};
+use crate::{Finding, Fix, Param};
 
 /// The UCI option OpenWrt's `run-openwrt.sh` reads into each variable (`config_get`); the
 /// variables it does not read have no option there.
@@ -40,7 +42,7 @@ pub(crate) fn uci_option(key: &str) -> Option<&'static str> {
     UCI_OPTIONS.iter().find(|(k, _)| *k == key).map(|(_, o)| *o)
 }
 
-pub(super) fn terms(owner: &Owner, _iface: &Interface, _finding: &Finding, raw: &[&Fix]) -> Terms {
+pub(super) fn terms(owner: &Owner, _iface: &Interface, finding: &Finding, raw: &[&Fix]) -> Terms {
     let dir = |e: &'static str, i: &'static str| match owner.direction {
         Direction::Egress => e,
         Direction::Ingress => i,
@@ -60,11 +62,82 @@ pub(super) fn terms(owner: &Owner, _iface: &Interface, _finding: &Finding, raw: 
              as the fix needs (QDISC=fq_codel gives every class an AQM instead)"
         ));
     }
+    if !finding.changes.is_empty() && raw.iter().all(|f| !f.changes.is_empty()) {
+        if let Some(t) = buckets(owner, finding, &dir) {
+            return t;
+        }
+    }
     Terms::NoKnob(format!(
         "sqm-scripts builds this part of the tree itself ({}), with no setting for what this \
          finding names",
         owner.setting("SCRIPT").unwrap_or("its script")
     ))
+}
+
+/// HTB buckets and quanta of simple.qos's classes: it sizes them as a duration at the link's
+/// rate (functions.sh `get_burst`: bytes = µs x kbit / 8000), one duration per direction
+/// (`ESHAPER_BURST_DUR_US`, `ESHAPER_QUANTUM_DUR_US`; `I...` on the IFB), burst and cburst
+/// alike, for the classes it gives `$BURST` (not the priority class) and every class's
+/// quantum. `None`: the finding's changes are not of those.
+fn buckets(
+    owner: &Owner,
+    finding: &Finding,
+    dir: &dyn Fn(&'static str, &'static str) -> &'static str,
+) -> Option<Terms> {
+    if owner.setting("SCRIPT") != Some("simple.qos") {
+        return None;
+    }
+    let kbit: u64 = owner
+        .setting(dir("UPLINK", "DOWNLINK"))
+        .and_then(|v| v.parse().ok())
+        .filter(|k| *k > 0)?;
+    let one_tier =
+        owner.direction == Direction::Ingress && owner.setting("IGNORE_DSCP_INGRESS") == Some("1");
+    let h = |m| Handle::new(1, m);
+    let (with_burst, all): (Vec<Handle>, Vec<Handle>) = if one_tier {
+        (vec![h(1), h(0x10)], vec![h(1), h(0x10)])
+    } else {
+        (
+            vec![h(1), h(0x12), h(0x13)],
+            vec![h(1), h(0x11), h(0x12), h(0x13)],
+        )
+    };
+    let ch = &finding.changes;
+    let us = |bytes: u64| (u128::from(bytes) * 8000).div_ceil(u128::from(kbit));
+    if ch
+        .iter()
+        .all(|c| matches!(c.field, Param::Burst | Param::Cburst))
+    {
+        if let Some(c) = ch.iter().find(|c| !with_burst.contains(&c.class)) {
+            return Some(Terms::NoKnob(format!(
+                "simple.qos gives {} HTB's default bucket, with no setting of its own",
+                c.class
+            )));
+        }
+        let want = ch.iter().map(|c| us(c.to)).max()?;
+        return Some(edit(
+            owner,
+            dir("ESHAPER_BURST_DUR_US", "ISHAPER_BURST_DUR_US"),
+            want.to_string(),
+        ));
+    }
+    if ch.iter().all(|c| c.field == Param::Quantum) && ch.iter().all(|c| all.contains(&c.class)) {
+        // one quantum for every class: the smallest asked for when all shrink, the largest
+        // when all grow
+        let want = if ch.iter().all(|c| c.to < c.from) {
+            ch.iter().map(|c| us(c.to)).min()?
+        } else if ch.iter().all(|c| c.to > c.from) {
+            ch.iter().map(|c| us(c.to)).max()?
+        } else {
+            return None;
+        };
+        return Some(edit(
+            owner,
+            dir("ESHAPER_QUANTUM_DUR_US", "ISHAPER_QUANTUM_DUR_US"),
+            want.to_string(),
+        ));
+    }
+    None
 }
 
 /// fq_codel under every class: `QDISC=fq_codel` (simple.qos gives each leaf `$QDISC`).

@@ -151,3 +151,55 @@ fn without_a_knob_advice_says_so_and_a_tree_nobody_owns_is_untouched() {
     translate(&owners, &iface("eth1"), &mut g, None);
     assert_eq!(g[0].fix, [quantum]);
 }
+
+#[test]
+fn buckets_are_a_duration_at_the_links_rate_and_the_priority_class_has_none() {
+    use crate::{Change, Param};
+    let mut o = (*owner(Direction::Egress, ConfigFormat::ShellVars)).clone();
+    o.settings.push(("UPLINK".into(), "20000".into()));
+    let owners = Owners::new([("wan0".to_owned(), Arc::new(o))]);
+    let change = |minor: u16, field, from, to| Change {
+        class: Handle::new(1, minor),
+        field,
+        from,
+        to,
+        severity: None,
+    };
+    let step = |changes: Vec<Change>| {
+        let mut x = Fix::tc("class change dev wan0 classid 1:12 htb ...");
+        x.changes.clone_from(&changes);
+        let mut f = deep("wan0", vec![x]);
+        f.changes = changes;
+        f
+    };
+    // 2,500 B is 1 ms at 20 Mbit; 5,001 B rounds up to 2,001 µs
+    let mut f = [step(vec![
+        change(0x12, Param::Burst, 1600, 2500),
+        change(0x13, Param::Cburst, 1600, 5001),
+    ])];
+    translate(&owners, &iface("wan0"), &mut f, None);
+    let Action::Manager(m) = &f[0].fix[0].action else {
+        panic!("{:#?}", f[0].fix)
+    };
+    assert_eq!(
+        m.what,
+        ManagerAction::Set {
+            key: "ESHAPER_BURST_DUR_US".into(),
+            from: None,
+            to: "2001".into()
+        }
+    );
+    let mut q = [step(vec![change(0x11, Param::Quantum, 60000, 2500)])];
+    translate(&owners, &iface("wan0"), &mut q, None);
+    assert!(
+        q[0].fix[0]
+            .to_string()
+            .contains("ESHAPER_QUANTUM_DUR_US=1000"),
+        "{}",
+        q[0].fix[0]
+    );
+    // simple.qos gives 1:11 no burst
+    let mut p = [step(vec![change(0x11, Param::Burst, 1600, 2500)])];
+    translate(&owners, &iface("wan0"), &mut p, None);
+    assert!(matches!(&p[0].fix[0].action, Action::Advice(a) if a.contains("1:11")));
+}

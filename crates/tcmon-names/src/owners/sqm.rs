@@ -46,11 +46,9 @@ pub(super) fn detect(
     // OpenWrt keeps the configuration in UCI
     let release = src.etc_entry("openwrt_release", w);
     let uci_path = src.etc.join("config").join("sqm");
-    let uci = if release.exists() || src.etc_entry("config/sqm", w).exists() {
-        Some(
-            read(&src.etc_entry("config/sqm", w), warnings)
-                .map_or_else(Vec::new, |t| parse_uci(&t)),
-        )
+    let uci_file = src.etc_entry("config/sqm", w);
+    let uci = if release.exists() || uci_file.exists() {
+        Some(read(&uci_file, warnings).map_or_else(Vec::new, |t| parse_uci(&t)))
     } else {
         None
     };

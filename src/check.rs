@@ -153,6 +153,9 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     drop(sojourn);
     let rates = Rates::between(&before, &now);
     let links = facts::links(&now, collector.link_names(), args.target.netns.as_deref());
+    // names, and the managers that own the trees, as the files are after the window
+    let loader = tcmon_names::Loader::load(cfg.name_sources(args.target.netns.as_deref()));
+    let owners = std::sync::Arc::clone(loader.owners());
     let facts = Facts {
         snapshot: &now,
         before: Some(&before),
@@ -160,6 +163,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         links: &links,
         htb_hysteresis: facts::htb_hysteresis(),
         fq_codel_available: facts::fq_codel_available(),
+        owners: &owners,
     };
     let mut findings = diagnose(&facts, &cfg.check);
     let load = match (load, args.load) {
@@ -177,8 +181,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     let scope = Scope {
         policy: args.policy,
     };
-    let names = tcmon_names::Loader::load(cfg.names.sources());
-    let names = names.names();
+    let names = loader.names();
     for w in names.warnings() {
         eprintln!("tcmon: warning: {w}");
     }
@@ -204,7 +207,8 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         }
         writeln!(out)?;
     } else {
-        out.write_all(human(status, &findings, &now, load.as_ref(), args, names).as_bytes())?;
+        let text = human(status, &findings, &now, load.as_ref(), args, names, &owners);
+        out.write_all(text.as_bytes())?;
     }
     Ok(ExitCode::from(status.exit_code()))
 }
@@ -315,6 +319,7 @@ fn human(
     load: Option<&tcmon_probe::BloatReport>,
     args: &CheckArgs,
     names: &tcmon_names::Names,
+    owners: &tcmon_core::owner::Owners,
 ) -> String {
     let mut s = String::new();
     // the grade, whatever the findings: an OK says nothing of how good the test was
@@ -364,7 +369,11 @@ fn human(
     let mut hidden = 0;
     let mut policy_left = 0;
     for (iface, list) in by_iface {
-        let _ = writeln!(s, "\n{}", if iface.is_empty() { "host" } else { iface });
+        let _ = match owners.get(iface) {
+            // its fixes are in the manager's terms: say whose
+            Some(o) => writeln!(s, "\n{iface}  (owned by {})", o.heading()),
+            None => writeln!(s, "\n{}", if iface.is_empty() { "host" } else { iface }),
+        };
         for f in list {
             let head = format!(
                 "  {:<8} {} {}  ",
@@ -394,7 +403,9 @@ fn human(
             for x in f.fix.iter().take(shown) {
                 // what the plan runs, what it runs only with --policy, and what it leaves
                 // to the reader (an info finding's steps)
-                let label = if scope.holds(f, x) {
+                let label = if x.undone_by.is_some() {
+                    "raw"
+                } else if scope.holds(f, x) {
                     "fix"
                 } else if x.policy {
                     "policy"
@@ -516,6 +527,7 @@ mod tests {
             Some(&report),
             &check_args(),
             &tcmon_names::Names::default(),
+            &tcmon_core::owner::NONE,
         );
         assert_eq!(
             out,
@@ -530,6 +542,7 @@ mod tests {
             Some(&report),
             &check_args(),
             &tcmon_names::Names::default(),
+            &tcmon_core::owner::NONE,
         );
         assert!(
             out.starts_with("OK: 0 critical, 0 warnings, 1 info\nlatency increase under load: "),
@@ -565,6 +578,7 @@ mod tests {
             None,
             &check_args(),
             &tcmon_names::Names::default(),
+            &tcmon_core::owner::NONE,
         );
         for want in [
             "fix: tc -n lab qdisc replace dev r1 parent 1:10 handle 10: pfifo limit 8",
@@ -604,6 +618,7 @@ mod tests {
             None,
             &check_args(),
             &names,
+            &tcmon_core::owner::NONE,
         );
         assert!(
             out.contains("WARNING  queue-too-deep circuit 'Smith, 12 Oak St' (1:10)  "),
@@ -649,6 +664,7 @@ mod tests {
             None,
             &check_args(),
             &tcmon_names::Names::default(),
+            &tcmon_core::owner::NONE,
         );
         // a command in the evidence is never broken across lines
         assert!(out.contains(alt), "{out}");
@@ -679,6 +695,7 @@ mod tests {
             None,
             &args,
             &tcmon_names::Names::default(),
+            &tcmon_core::owner::NONE,
         );
         let at = |s: &str| {
             out.find(s)

@@ -23,6 +23,39 @@ pub(crate) struct Config {
     pub(crate) sojourn: SojournConfig,
     /// Where the names of classes come from.
     pub(crate) names: NamesConfig,
+    /// The managers that own trees.
+    pub(crate) managers: ManagersConfig,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct ManagersConfig {
+    pub(crate) detect: bool,
+    pub(crate) etc: std::path::PathBuf,
+    pub(crate) sqm_state_dirs: Vec<std::path::PathBuf>,
+}
+
+impl Default for ManagersConfig {
+    fn default() -> Self {
+        let s = tcmon_names::OwnerSources::default();
+        ManagersConfig {
+            detect: s.detect,
+            etc: s.etc,
+            sqm_state_dirs: s.sqm_state_dirs,
+        }
+    }
+}
+
+impl ManagersConfig {
+    /// Where the managers of the trees of `netns` keep their files.
+    pub(crate) fn sources(&self, netns: Option<&str>) -> tcmon_names::OwnerSources {
+        tcmon_names::OwnerSources {
+            detect: self.detect,
+            netns: netns.map(ToOwned::to_owned),
+            etc: self.etc.clone(),
+            sqm_state_dirs: self.sqm_state_dirs.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,6 +110,7 @@ impl NamesConfig {
                 .iter()
                 .filter_map(|(k, v)| Some((k.parse().ok()?, v.clone())))
                 .collect(),
+            owners: tcmon_names::OwnerSources::default(),
         }
     }
 }
@@ -106,6 +140,14 @@ impl Default for SojournConfig {
 }
 
 impl Config {
+    /// The sources of names and of the trees' owners, for the trees of `netns`.
+    pub(crate) fn name_sources(&self, netns: Option<&str>) -> tcmon_names::Sources {
+        tcmon_names::Sources {
+            owners: self.managers.sources(netns),
+            ..self.names.sources()
+        }
+    }
+
     /// Whether and how to measure: `--no-bpf` and `[sojourn] enabled = false` turn it off,
     /// and say so as the reason.
     pub(crate) fn sojourn_mode(&self, no_bpf: bool) -> tcmon_sojourn::SojournMode {
@@ -266,7 +308,7 @@ impl Config {
                 netns: None,
             }),
             sojourn: self.sojourn_mode(no_bpf),
-            names: Some(self.names.sources()),
+            names: Some(self.name_sources(None)),
         }
     }
 }

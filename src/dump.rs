@@ -52,17 +52,17 @@ pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
             }
             None => collector.poll()?,
         };
-        let names = tcmon_names::Loader::load(cfg.names.sources());
-        let names = names.names();
+        let loader = tcmon_names::Loader::load(cfg.name_sources(args.target.netns.as_deref()));
+        let (names, owners) = (loader.names(), loader.owners());
         if args.json {
             // the text says them after the tree; JSON has no place for them
             for w in names.warnings() {
                 eprintln!("warning: {w}");
             }
-            tcmon_render::write_snapshot_json(&mut out, &snap, names)?;
+            tcmon_render::write_snapshot_json_owned(&mut out, &snap, names, owners)?;
             out.write_all(b"\n")?;
         } else {
-            out.write_all(tcmon_render::tree_named(&snap, names).as_bytes())?;
+            out.write_all(tcmon_render::tree_owned(&snap, names, owners).as_bytes())?;
         }
         out.flush()?;
         // The process ends here: freeing tens of thousands of objects one by one would only

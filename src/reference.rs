@@ -268,6 +268,7 @@ mod tests {
                 "serve" => fields::<config::ServeConfig>(),
                 "sojourn" => fields::<config::SojournConfig>(),
                 "names" => fields::<config::NamesConfig>(),
+                "managers" => fields::<config::ManagersConfig>(),
                 other => panic!("[{other}]: name its type here"),
             };
             assert!(!keys.is_empty(), "[{section}] has no keys");

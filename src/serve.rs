@@ -299,7 +299,7 @@ impl Rendered {
             Doc::Snapshot => {
                 // names joined as `dump --json` joins them
                 let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
-                tcmon_render::write_snapshot_json(&mut w, &s.snapshot, &s.names)?;
+                tcmon_render::write_snapshot_json_owned(&mut w, &s.snapshot, &s.names, &s.owners)?;
                 w.write_all(b"\n")?;
                 w.flush()
             }

@@ -151,7 +151,7 @@ fn newest_test_binary(exe: &std::path::Path, name: &str) -> String {
 }
 
 /// The tests below, all run inside the VM by `vm_suite`.
-const VM_TESTS: usize = 7;
+const VM_TESTS: usize = 8;
 
 fn tcmon(args: &[&str]) -> std::process::Output {
     common::tcmon(args)

@@ -212,6 +212,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
         links: &links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(true),
+        owners: &tcmon_core::owner::NONE,
     };
     let findings = tcmon_diag::diagnose(&facts, &tcmon_diag::Thresholds::default());
     let report = tcmon_diag::CheckReport {

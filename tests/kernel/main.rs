@@ -15,6 +15,7 @@ mod filters;
 mod lab;
 mod libreqos_map;
 mod names;
+mod owners;
 mod probe_lab;
 mod serve;
 mod serve_prometheus;

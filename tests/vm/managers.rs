@@ -496,3 +496,228 @@ fn libreqos_tree_has_no_false_findings() {
         "objects compared"
     );
 }
+
+/// `tc -d` object lines as a map: the line without its `limit N` -> that limit.
+fn tc_objects_by_limit(text: &str) -> std::collections::BTreeMap<String, Option<String>> {
+    text.lines()
+        .filter(|l| l.starts_with("qdisc ") || l.starts_with("class "))
+        .map(|l| {
+            let mut words: Vec<&str> = l.split_whitespace().collect();
+            match words.iter().position(|w| *w == "limit") {
+                Some(i) if i + 1 < words.len() => {
+                    let limit = words.remove(i + 1).to_owned();
+                    words.remove(i);
+                    (words.join(" "), Some(limit))
+                }
+                _ => (words.join(" "), None),
+            }
+        })
+        .collect()
+}
+
+/// sqm-scripts' simple.qos with a mistake its own settings fix: `QDISC=pfifo`, whose leaves
+/// take sqm's global `LIMIT` of 1001 packets (1.8 s at the priority class's ceil of a 20 Mbit
+/// uplink). The namespace's `/etc/netns/NS/sqm` holds sqm's configuration, as `ip netns exec`
+/// binds it over `/etc/sqm` for sqm and for the fix's commands alike. `check --fix-script`
+/// prints sqm's own commands (`ELIMIT`, `ILIMIT` in `/etc/sqm/wan0.iface.conf`, one `sqm
+/// reload wan0`) and runs none of the raw tc; the script, run, makes sqm rebuild the tree;
+/// `tc -d` before and after differs only in the limits of the leaves the findings named; a
+/// second check finds no warning left and nothing new.
+#[test]
+#[ignore = "inside the VM: run by vm_suite (tests/vm/run)"]
+fn sqm_fix_script_is_sqms_own_and_converges() {
+    require_vm("sqm_fix_script_is_sqms_own_and_converges");
+    let t0 = Instant::now();
+    let wan = Wan::create("sqmfix", 1);
+    let ns = &wan.ns.name;
+    let dir = tempdir("sqm-fix");
+    let tcmon_bin = env!("CARGO_BIN_EXE_tcmon");
+    // sqm as installed: `sqm` on the PATH
+    std::fs::create_dir_all(format!("{dir}/bin")).unwrap();
+    std::fs::write(
+        format!("{dir}/bin/sqm"),
+        format!("#!/bin/sh\nexec sh {SQM}/platform/linux/sqm-bin \"$@\"\n"),
+    )
+    .unwrap();
+    let conf = "SCRIPT=simple.qos\nQDISC=pfifo\nUPLINK=20000\nDOWNLINK=50000\n\
+                LINKLAYER=ethernet\nOVERHEAD=34\n";
+    std::fs::write(format!("{dir}/conf"), conf).unwrap();
+    let sqm_conf = format!(
+        "SQM_LIB_DIR={SQM}/src\nSQM_STATE_DIR={dir}/state\n\
+         SQM_QDISC_STATE_DIR={dir}/state/available_qdiscs\n\
+         SQM_CHECK_QDISCS=\"fq_codel cake\"\nSQM_SYSLOG=0\n"
+    );
+    std::fs::write(format!("{dir}/sqm.conf"), sqm_conf).unwrap();
+    let tc_d = |tag: &str| {
+        format!(
+            "for d in wan0 ifb4wan0; do tc -n {ns} -d qdisc show dev $d; \
+             tc -n {ns} -d class show dev $d; done > {dir}/tc-{tag}.txt"
+        )
+    };
+    let check = format!("{tcmon_bin} check --netns {ns} --window 300ms");
+    // one mount namespace for all of it: /etc overlaid (the VM's is read-only), the machine's
+    // never written
+    let script = format!(
+        "set -e
+         export PATH={dir}/bin:$PATH
+         chmod +x {dir}/bin/sqm
+         mkdir {dir}/upper {dir}/work
+         mount -t overlay overlay -o lowerdir=/etc,upperdir={dir}/upper,workdir={dir}/work /etc
+         mkdir -p /etc/sqm /etc/netns/{ns}/sqm
+         cp {dir}/sqm.conf /etc/netns/{ns}/sqm/sqm.conf
+         cp {dir}/conf /etc/netns/{ns}/sqm/wan0.iface.conf
+         ip netns exec {ns} sqm start wan0 2> {dir}/start.err
+         test -f {dir}/state/wan0.state
+         {before}
+         {check} --json > {dir}/check1.json || true
+         {check} > {dir}/check1.txt || true
+         {tcmon_bin} dump --netns {ns} --dev wan0 > {dir}/dump.txt
+         {check} --fix-script > {dir}/fix.sh || true
+         sh -e {dir}/fix.sh > {dir}/fix.out 2>&1
+         cp /etc/netns/{ns}/sqm/wan0.iface.conf {dir}/conf-after
+         {after}
+         {check} --json > {dir}/check2.json || true",
+        before = tc_d("before"),
+        after = tc_d("after"),
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{}\n{}\nstart: {}\nfix.sh:\n{}\n{}",
+        out.status,
+        common::stderr(&out),
+        read("start.err"),
+        read("fix.sh"),
+        read("fix.out")
+    );
+    let fix = read("fix.sh");
+    let (check1, dump) = (read("check1.txt"), read("dump.txt"));
+    eprintln!("check:\n{check1}\nfix script:\n{fix}");
+    // who owns it, in the one-shot faces
+    let owner = "sqm-scripts (simple.qos), /etc/sqm/wan0.iface.conf";
+    assert!(
+        check1.contains(&format!("\nwan0  (owned by {owner})")),
+        "{check1}"
+    );
+    assert!(check1.contains("ingress of wan0"), "{check1}");
+    assert!(dump.contains(&format!("owned by {owner}")), "{dump}");
+    // simple.qos's roles, as names
+    assert!(dump.contains("1:11 'priority'"), "{dump}");
+    let first: Value = serde_json::from_str(&read("check1.json")).unwrap();
+    let deep: Vec<&Value> = first["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "queue-too-deep")
+        .collect();
+    let on = |dev: &str| deep.iter().any(|f| f["interface"] == dev);
+    assert!(on("wan0") && on("ifb4wan0"), "{first:#}");
+    // sqm's commands, run; the raw tc only as comments
+    let run: Vec<&str> = fix
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .collect();
+    assert_eq!(run.len(), 4, "{fix}");
+    assert_eq!(run[0], "set -e");
+    let in_ns = format!("ip netns exec {ns} sh -c");
+    assert!(run[1..3].iter().all(|l| l.starts_with(&in_ns)), "{fix}");
+    assert!(
+        run[1..3].iter().any(|l| l.contains("ELIMIT="))
+            && run[1..3].iter().any(|l| l.contains("ILIMIT=")),
+        "{fix}"
+    );
+    assert_eq!(run[3], format!("ip netns exec {ns} sqm reload wan0"));
+    assert!(
+        fix.contains("# until the next reload of sqm-scripts: tc -n"),
+        "{fix}"
+    );
+    // exactly those keys set in the configuration, nothing else
+    let after_conf = read("conf-after");
+    let added: Vec<&str> = after_conf
+        .lines()
+        .filter(|l| !conf.lines().any(|c| c == *l))
+        .collect();
+    assert_eq!(added.len(), 2, "{after_conf}");
+    assert!(
+        added.iter().any(|l| l.starts_with("ELIMIT="))
+            && added.iter().any(|l| l.starts_with("ILIMIT=")),
+        "{after_conf}"
+    );
+    assert!(conf.lines().all(|c| after_conf.lines().any(|l| l == c)));
+    // tc -d: the same objects; only pfifo leaves' limits changed, each one a finding named
+    let (before, after) = (
+        tc_objects_by_limit(&read("tc-before.txt")),
+        tc_objects_by_limit(&read("tc-after.txt")),
+    );
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>(),
+        "objects\n{}\n{}",
+        read("tc-before.txt"),
+        read("tc-after.txt")
+    );
+    let named: Vec<String> = deep
+        .iter()
+        .flat_map(|f| {
+            let objs = f["objects"].as_array().cloned().unwrap_or_default();
+            if objs.is_empty() {
+                vec![f["object"].as_str().unwrap().to_owned()]
+            } else {
+                objs.iter()
+                    .map(|o| o.as_str().unwrap().to_owned())
+                    .collect()
+            }
+        })
+        .collect();
+    let mut changed = 0;
+    for (k, v) in &before {
+        if after[k] != *v {
+            assert!(
+                k.starts_with("qdisc pfifo "),
+                "{k}: {v:?} -> {:?}",
+                after[k]
+            );
+            let handle = k.split_whitespace().nth(2).unwrap();
+            assert!(
+                named.iter().any(|n| n == handle),
+                "{k} not named in {named:?}"
+            );
+            changed += 1;
+        }
+    }
+    // wan0's three leaves and the IFB's one
+    assert_eq!(
+        changed,
+        4,
+        "{}\n{}",
+        read("tc-before.txt"),
+        read("tc-after.txt")
+    );
+    // nothing left, nothing new
+    let second: Value = serde_json::from_str(&read("check2.json")).unwrap();
+    let codes = |r: &Value| -> Vec<(String, String)> {
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["code"].to_string(), f["interface"].to_string()))
+            .collect()
+    };
+    for f in second["findings"].as_array().unwrap() {
+        assert_eq!(f["severity"], "info", "{f:#}");
+    }
+    for c in codes(&second) {
+        assert!(
+            codes(&first).contains(&c),
+            "new after the fix: {c:?}\n{second:#}"
+        );
+    }
+    eprintln!(
+        "sqm fix: {changed} leaves changed, {:.1} s in all",
+        t0.elapsed().as_secs_f64()
+    );
+}

@@ -99,6 +99,9 @@ pub struct State {
     pub default_route: Option<String>,
     /// Names of classes, as the sources were at this poll (shared until one changes).
     pub names: Arc<tcmon_names::Names>,
+    /// Who owns each interface's tree, as the findings' fixes were given (shared until a
+    /// manager's file changes).
+    pub owners: Arc<tcmon_core::owner::Owners>,
 }
 
 /// Wall time of each step of the last good poll, in nanoseconds: what `hz` and the figures of
@@ -229,7 +232,11 @@ impl Agent {
         let names = opts
             .names
             .clone()
-            .map_or_else(tcmon_names::Loader::none, tcmon_names::Loader::load);
+            .map_or_else(tcmon_names::Loader::none, |mut s| {
+                // the managers of the namespace polled
+                s.owners.netns.clone_from(&opts.netns);
+                tcmon_names::Loader::load(s)
+            });
         let history = Arc::new(Mutex::new(History::new(opts.history_len)));
         let mut poller = Poller {
             collector,
@@ -551,6 +558,7 @@ impl Poller {
             links: &self.links,
             htb_hysteresis: self.htb_hysteresis,
             fq_codel_available: self.fq_codel_available,
+            owners: self.names.owners(),
         };
         let generation = self.collector.config_generation();
         let config = match &self.config_findings {
@@ -571,7 +579,11 @@ impl Poller {
         }
         steps.history_ns = took();
         self.retired = self.prev.replace(Arc::clone(&snap));
-        self.names.refresh();
+        let owners = Arc::clone(self.names.owners());
+        if self.names.refresh() && !Arc::ptr_eq(&owners, self.names.owners()) {
+            // the fixes of the configuration's findings are in the owners' terms
+            self.config_findings = None;
+        }
         State {
             status: findings.status(),
             snapshot: snap,
@@ -590,6 +602,7 @@ impl Poller {
             paused: self.paused,
             default_route: self.default_route.clone(),
             names: Arc::clone(self.names.names()),
+            owners,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod filter;
 pub mod ident;
 pub mod model;
 pub mod object;
+pub mod owner;
 pub mod rates;
 pub mod raw;
 pub mod sched;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use tcmon_core::owner::Manager;
 use tcmon_core::units::Handle;
 
 use crate::Change;
@@ -28,6 +29,46 @@ pub enum Action {
     Host(String),
     /// Advice in words: nothing to run.
     Advice(String),
+    /// A step in the terms of the manager that owns the tree: an edit of its configuration or
+    /// its reload, run in the tree's namespace.
+    Manager(ManagerStep),
+}
+
+/// The FIFO a step puts under a class: its kind (`pfifo`, `bfifo`, ...) and limit (packets;
+/// bytes for `bfifo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct QueueChange {
+    pub class: Handle,
+    pub kind: &'static str,
+    pub limit: u64,
+}
+
+/// A step in a manager's own terms (`crate::managers` makes them).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ManagerStep {
+    pub manager: Manager,
+    pub what: ManagerAction,
+    /// The shell command (in the namespace the tree is in, `/etc` as `ip netns exec` shows
+    /// it): safe to paste and to pipe to `sh`.
+    pub command: String,
+}
+
+/// What a manager's step does, as data.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ManagerAction {
+    /// Sets one key of its configuration (and nothing else): `ELIMIT` of
+    /// `/etc/sqm/wan0.iface.conf`, `sqm.wan.elimit`.
+    Set {
+        key: String,
+        /// What the manager reports now, when it does.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        from: Option<String>,
+        to: String,
+    },
+    /// Makes the manager build the tree again from its configuration (`sqm reload wan0`). A
+    /// plan runs it once, after every edit of that manager's configuration.
+    Reload,
 }
 
 /// One step of a fix.
@@ -55,6 +96,14 @@ pub struct Fix {
     /// never in a plan, whatever the finding's severity.
     #[serde(skip)]
     pub advice: bool,
+    /// The leaf queue it puts in place, when it replaces one: what a manager's translation of
+    /// the step sets instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueChange>,
+    /// The manager that rebuilds the tree this raw step changes, undoing it at its next
+    /// reload: the step is shown as a comment after the manager's own, never run by a script.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undone_by: Option<Manager>,
 }
 
 impl Fix {
@@ -67,7 +116,18 @@ impl Fix {
             policy: false,
             changes: Vec::new(),
             advice: false,
+            queue: None,
+            undone_by: None,
         }
+    }
+
+    /// A step in `manager`'s terms.
+    pub fn manager(manager: Manager, what: ManagerAction, command: impl Into<String>) -> Fix {
+        Fix::new(Action::Manager(ManagerStep {
+            manager,
+            what,
+            command: command.into(),
+        }))
     }
 
     pub fn tc(args: impl Into<String>) -> Fix {
@@ -106,14 +166,25 @@ impl Fix {
         self
     }
 
-    /// Whether it runs something (advice does not).
+    /// Whether it runs something (advice does not, nor a raw step its manager undoes).
     pub fn is_command(&self) -> bool {
-        !matches!(self.action, Action::Advice(_))
+        !matches!(self.action, Action::Advice(_)) && self.undone_by.is_none()
     }
 
     /// Whether a script runs it as it is: a command with no condition to check.
     pub fn runs_unattended(&self) -> bool {
         self.is_command() && self.condition.is_none()
+    }
+
+    /// The manager's reload, which a plan runs once after that manager's edits.
+    pub fn is_reload(&self) -> bool {
+        matches!(
+            &self.action,
+            Action::Manager(ManagerStep {
+                what: ManagerAction::Reload,
+                ..
+            })
+        )
     }
 
     /// The command line without its condition: what a shell runs.
@@ -129,7 +200,9 @@ impl Fix {
             (Action::Sh(s), Some(n)) => {
                 format!("ip netns exec {n} sh -c '{}'", s.replace('\'', r"'\''"))
             }
+            (Action::Manager(m), Some(n)) => in_netns(n, &m.command),
             (Action::Sh(s) | Action::Host(s), _) => s.clone(),
+            (Action::Manager(m), None) => m.command.clone(),
             (Action::Advice(s), _) => format!("# {s}"),
         }
     }
@@ -137,15 +210,31 @@ impl Fix {
     /// `tc`'s arguments of a step that `tc -batch` can run with the others of its namespace.
     pub fn tc_args(&self) -> Option<&str> {
         match &self.action {
-            Action::Tc(a) if self.condition.is_none() => Some(a),
+            Action::Tc(a) if self.condition.is_none() && self.undone_by.is_none() => Some(a),
             _ => None,
         }
     }
 }
 
-/// The command as a person pastes it, with its condition as a trailing comment.
+/// `cmd` run inside namespace `n`: a plain command line as is, one with shell syntax in `sh -c`.
+fn in_netns(n: &str, cmd: &str) -> String {
+    let plain = cmd
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b" ./_-:=,+@".contains(&b));
+    if plain {
+        format!("ip netns exec {n} {cmd}")
+    } else {
+        format!("ip netns exec {n} sh -c '{}'", cmd.replace('\'', r"'\''"))
+    }
+}
+
+/// The command as a person pastes it, with its condition as a trailing comment; a raw step
+/// that its tree's manager undoes is a comment itself, saying so.
 impl fmt::Display for Fix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(m) = self.undone_by {
+            write!(f, "# until the next reload of {m}: ")?;
+        }
         f.write_str(&self.command())?;
         if let Some(c) = &self.condition {
             write!(f, "   # if {c}")?;

@@ -9,6 +9,7 @@
 //! else is `info`, with its numbers.
 
 mod fix;
+mod managers;
 mod merge;
 mod registry;
 mod rules;
@@ -24,10 +25,11 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use tcmon_core::model::{Interface, Snapshot};
+use tcmon_core::owner::Owners;
 use tcmon_core::rates::Rates;
 use tcmon_core::units::Handle;
 
-pub use fix::{Action, Fix};
+pub use fix::{Action, Fix, ManagerAction, ManagerStep, QueueChange};
 use merge::Sink;
 pub use merge::EXAMPLES;
 pub use registry::{explain, reference, Area, Code, Phase, Rule, RULES};
@@ -380,6 +382,9 @@ pub struct Facts<'a> {
     pub htb_hysteresis: Option<bool>,
     /// Whether this kernel can create fq_codel (module present or built in), when known.
     pub fq_codel_available: Option<bool>,
+    /// Who owns each interface's tree (`&tcmon_core::owner::NONE`: no manager known). A fix on
+    /// an owned tree is given in its manager's terms ([`managers`]).
+    pub owners: &'a Owners,
 }
 
 /// Runs every rule. Findings come sorted: worst first, then by interface, object and code.
@@ -400,7 +405,7 @@ pub fn diagnose_config(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
     for iface in &facts.snapshot.interfaces {
         let mut sink = Sink::new(Some(iface), &t.ignore);
         rules::run_config(&rules::Ctx::new(facts, iface, t, None), &mut sink);
-        out.extend(settle(iface, sink, facts.snapshot.tick, netns.as_ref()));
+        out.extend(settle(iface, sink, facts, netns.as_ref()));
     }
     let mut sink = Sink::new(None, &t.ignore);
     rules::run_host(facts, t, &mut sink);
@@ -426,7 +431,7 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
         let ctx = rules::Ctx::new(facts, iface, t, before_of(facts, iface));
         let mut sink = Sink::new(Some(iface), &t.ignore);
         rules::run_traffic(&ctx, &mut sink);
-        out.extend(settle(iface, sink, facts.snapshot.tick, netns.as_ref()));
+        out.extend(settle(iface, sink, facts, netns.as_ref()));
     }
     debug_assert!(out
         .iter()
@@ -436,18 +441,19 @@ pub fn diagnose_traffic(facts: &Facts<'_>, t: &Thresholds) -> Vec<Finding> {
 }
 
 /// One interface's findings as reported: merged per qdisc (by the sink), with the class
-/// commands made from the changes of the findings (one command per class), every step in the
-/// namespace the tree was read from.
+/// commands made from the changes of the findings (one command per class), in the terms of
+/// the manager that owns the tree, every step in the namespace the tree was read from.
 fn settle(
     iface: &Interface,
     sink: Sink<'_>,
-    tick: tcmon_core::units::TickLen,
+    facts: &Facts<'_>,
     netns: Option<&Arc<str>>,
 ) -> Vec<Finding> {
     let mut out = sink.finish();
     if out.iter().any(|f| !f.changes.is_empty()) {
-        target::resolve(iface, &mut out, tick);
+        target::resolve(iface, &mut out, facts.snapshot.tick);
     }
+    managers::translate(facts.owners, iface, &mut out, netns);
     for f in &mut out {
         f.run_in(netns);
     }

@@ -82,7 +82,69 @@ pub fn fix_plans<'a>(
             }
         }
     }
+    reloads_last(&mut plans);
     plans
+}
+
+/// A manager's reload after every edit of its configuration: each reload moves to the end of
+/// the last plan that has it (the IFB's tree and its interface's are one reload), with the
+/// findings of every plan that needed it. Linear in the steps.
+fn reloads_last(plans: &mut Vec<FixPlan>) {
+    // a reload with no edit of its manager's configuration in any plan (the edit changes
+    // policy, and the plan is without it) would only rebuild the same tree
+    let edited: Vec<(Option<&str>, tcmon_core::owner::Manager)> = plans
+        .iter()
+        .flat_map(|p| &p.steps)
+        .filter_map(|st| match &st.fix.action {
+            crate::Action::Manager(m) if !st.fix.is_reload() => {
+                Some((st.fix.netns.as_deref(), m.manager))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut last: HashMap<Fix, usize> = HashMap::default();
+    for (p, plan) in plans.iter().enumerate() {
+        for st in plan.steps.iter().filter(|st| st.fix.is_reload()) {
+            last.insert(st.fix.clone(), p);
+        }
+    }
+    if last.is_empty() {
+        return;
+    }
+    last.retain(|f, _| match &f.action {
+        crate::Action::Manager(m) => edited.contains(&(f.netns.as_deref(), m.manager)),
+        _ => true,
+    });
+    let mut moved: HashMap<Fix, ScriptStep> = HashMap::default();
+    for plan in plans.iter_mut() {
+        let (reloads, rest): (Vec<ScriptStep>, Vec<ScriptStep>) = std::mem::take(&mut plan.steps)
+            .into_iter()
+            .partition(|st| st.fix.is_reload());
+        plan.steps = rest;
+        for st in reloads {
+            match moved.get_mut(&st.fix) {
+                Some(m) => {
+                    for f in st.findings {
+                        if !m.findings.contains(&f) {
+                            m.findings.push(f);
+                        }
+                    }
+                }
+                None => {
+                    moved.insert(st.fix.clone(), st);
+                }
+            }
+        }
+    }
+    let mut order: Vec<(usize, Fix)> = last.into_iter().map(|(f, p)| (p, f)).collect();
+    order.sort_by_key(|(p, f)| (*p, f.to_string()));
+    for (p, fix) in order {
+        if let Some(st) = moved.remove(&fix) {
+            plans[p].steps.push(st);
+        }
+    }
+    // a plan that held only a dropped reload
+    plans.retain(|p| !p.steps.is_empty());
 }
 
 /// The plans as a POSIX shell script under `set -e`: each interface's unconditional `tc` steps
@@ -270,6 +332,66 @@ mod tests {
         assert!(sh.contains("\nip -n lab x\n"), "{sh}");
         assert!(sh.starts_with("#!/bin/sh\n"), "{sh}");
         assert!(sh.contains("in network namespace lab"), "{sh}");
+    }
+
+    /// A manager's reload runs once, after every edit of its configuration (the IFB's plan and
+    /// its interface's), and not at all when no edit is in the plan.
+    #[test]
+    fn a_managers_reload_runs_once_after_every_edit() {
+        use crate::fix::ManagerAction;
+        use tcmon_core::owner::Manager;
+        let set = |k: &str| {
+            Fix::manager(
+                Manager::SqmScripts,
+                ManagerAction::Set {
+                    key: k.into(),
+                    from: None,
+                    to: "1".into(),
+                },
+                format!("set {k}"),
+            )
+        };
+        let reload = Fix::manager(
+            Manager::SqmScripts,
+            ManagerAction::Reload,
+            "sqm reload wan0",
+        );
+        let w = Severity::Warning;
+        let findings = [
+            f(
+                "queue-too-deep",
+                w,
+                "wan0",
+                "1:",
+                vec![set("ELIMIT"), reload.clone()],
+            ),
+            f(
+                "queue-too-deep",
+                w,
+                "ifb4wan0",
+                "1:",
+                vec![set("ILIMIT"), reload.clone()],
+            ),
+        ];
+        let plans = fix_plans(&findings, Scope::default());
+        let cmds: Vec<Vec<&str>> = plans
+            .iter()
+            .map(|p| p.steps.iter().map(|s| s.command.as_str()).collect())
+            .collect();
+        assert_eq!(
+            cmds,
+            [vec!["set ELIMIT"], vec!["set ILIMIT", "sqm reload wan0"]]
+        );
+        assert_eq!(
+            plans[1].steps[1].findings,
+            ["queue-too-deep 1:"],
+            "each finding once"
+        );
+        // the edit changes policy and the plan is without it: no reload either
+        let mut policy = set("UPLINK");
+        policy.policy = true;
+        let only = [f("queue-too-deep", w, "wan0", "1:", vec![policy, reload])];
+        assert!(fix_plans(&only, Scope::default()).is_empty());
     }
 
     /// Advice in words and commands under a condition are comments of the script: `set -e`

@@ -185,6 +185,7 @@ fn cost(circuits: u32) -> (u64, u64, Duration, usize) {
         links: &links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(false),
+        owners: &tcmon_core::owner::NONE,
     };
     let t = Thresholds::default();
     // the topology is built once per snapshot, by whoever asks first: here, not in the count

@@ -17,10 +17,12 @@ mod csv;
 mod libreqos;
 mod loader;
 mod map;
+mod owners;
 mod tc_cls;
 
 pub use loader::{Loader, Sources};
 pub use map::{MapKey, ParseMapKeyError};
+pub use owners::OwnerSources;
 
 /// What a name names: the words a view puts before it (`circuit 'Smith' (3:1a2f)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

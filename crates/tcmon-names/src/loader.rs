@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use tcmon_core::owner::Owners;
+
 use crate::libreqos::Conf;
+use crate::owners::{self, OwnerSources, Watch};
 use crate::{csv, libreqos, tc_cls, Entry, MapKey, Names, SourceError};
 
 /// The sources of names. Each is optional: a file missing from its standard place is no
@@ -27,6 +30,9 @@ pub struct Sources {
     pub libreqos_interfaces: Option<(String, String)>,
     /// The config's own names, which win over the files'.
     pub map: Vec<(MapKey, String)>,
+    /// Where the managers that own trees keep their files (their fixed layouts give names
+    /// too).
+    pub owners: OwnerSources,
 }
 
 impl Default for Sources {
@@ -42,6 +48,7 @@ impl Default for Sources {
             shaped_devices: None,
             libreqos_interfaces: None,
             map: Vec::new(),
+            owners: OwnerSources::default(),
         }
     }
 }
@@ -71,6 +78,7 @@ pub struct Loader {
     /// change), and how each looked.
     watched: Vec<(PathBuf, Option<Stamp>)>,
     names: Arc<Names>,
+    owners: Arc<Owners>,
 }
 
 impl Loader {
@@ -80,6 +88,7 @@ impl Loader {
             sources,
             watched: Vec::new(),
             names: Arc::default(),
+            owners: Arc::default(),
         };
         l.reload();
         l
@@ -91,15 +100,22 @@ impl Loader {
             sources: Sources {
                 tc_cls: Vec::new(),
                 lqos_conf: PathBuf::new(),
+                owners: OwnerSources::none(),
                 ..Sources::default()
             },
             watched: Vec::new(),
             names: Arc::default(),
+            owners: Arc::default(),
         }
     }
 
     pub fn names(&self) -> &Arc<Names> {
         &self.names
+    }
+
+    /// Who owns each interface's tree, as the managers' files were at the last refresh.
+    pub fn owners(&self) -> &Arc<Owners> {
+        &self.owners
     }
 
     /// Stats each source (one `stat` per file) and reads them all again when one changed,
@@ -114,9 +130,12 @@ impl Loader {
 
     fn reload(&mut self) {
         // stamps first: a file written while it is read is read again at the next refresh
-        let (names, watched) = read_all(&self.sources);
+        let (names, owners, watched) = read_all(&self.sources);
         self.watched = watched;
         self.names = Arc::new(names);
+        if *self.owners != owners {
+            self.owners = Arc::new(owners);
+        }
     }
 }
 
@@ -135,7 +154,7 @@ fn read(path: &Path, explicit: bool, warnings: &mut Vec<SourceError>) -> Option<
     }
 }
 
-fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
+fn read_all(src: &Sources) -> (Names, Owners, Vec<(PathBuf, Option<Stamp>)>) {
     let mut names = Names::default();
     let mut watched = Vec::new();
     let mut watch = |p: &Path| watched.push((p.to_owned(), stamp(p)));
@@ -215,6 +234,16 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
         });
     }
 
+    // before the map, which wins over a layout's names
+    let mut warnings = Vec::new();
+    let owners = owners::detect(
+        &src.owners,
+        &mut Watch { add: &mut watch },
+        &mut names,
+        &mut warnings,
+    );
+    names.warnings.extend(warnings);
+
     for (key, name) in &src.map {
         match key {
             MapKey::Class { device, handle } => {
@@ -227,5 +256,5 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
             MapKey::Prefix { net, len } => names.prefixes.push((*net, *len, name.clone())),
         }
     }
-    (names, watched)
+    (names, owners, watched)
 }

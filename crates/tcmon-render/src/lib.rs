@@ -1,7 +1,8 @@
 //! Views of snapshots for the command line: pure functions from state to text.
 //!
 //! - [`tree`]: the `tcmon dump` tree, in units people use ([`tree_named`] with names of
-//!   classes, [`write_snapshot_json`] its JSON);
+//!   classes, [`tree_owned`] with the managers that own trees too, [`write_snapshot_json`]
+//!   and [`write_snapshot_json_owned`] its JSON);
 //! - [`rates_table`] / [`RateSample`]: `tcmon dump --interval` as text or one JSON object per line;
 //! - [`walk`]: the tree order of an interface's objects, shared with the TUI.
 
@@ -9,9 +10,12 @@ use std::fmt::Write;
 
 use serde::Serialize;
 use serde_json::Value;
+use std::sync::Arc;
 use tcmon_core::model::{
     Class, ClassDetail, Filter, Interface, Qdisc, QdiscDetail, Snapshot, Stats,
 };
+
+use tcmon_core::owner::{Owner, Owners};
 use tcmon_core::rates::{ObjectRates, Rates};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 use tcmon_names::{Entry, Kind, Names};
@@ -29,6 +33,11 @@ pub fn tree(snap: &Snapshot) -> String {
 
 /// [`tree`] with each named class's name after its handle.
 pub fn tree_named(snap: &Snapshot, names: &Names) -> String {
+    tree_owned(snap, names, &tcmon_core::owner::NONE)
+}
+
+/// [`tree_named`] with each owned interface's manager under its heading.
+pub fn tree_owned(snap: &Snapshot, names: &Names, owners: &Owners) -> String {
     let mut out = String::new();
     if let Some(ns) = &snap.netns {
         let _ = writeln!(out, "netns {ns}");
@@ -37,7 +46,7 @@ pub fn tree_named(snap: &Snapshot, names: &Names) -> String {
         if n > 0 {
             out.push('\n');
         }
-        interface_tree(&mut out, iface, names);
+        interface_tree(&mut out, iface, names, owners.get(&iface.name));
     }
     if let Some(m) = &snap.sojourn {
         sojourn(&mut out, m);
@@ -58,12 +67,26 @@ pub fn write_snapshot_json<W: std::io::Write>(
     snap: &Snapshot,
     names: &Names,
 ) -> serde_json::Result<()> {
-    if names.is_empty() {
+    write_snapshot_json_owned(w, snap, names, &tcmon_core::owner::NONE)
+}
+
+/// [`write_snapshot_json`] with each owned interface's `owner` (the manager, where its
+/// configuration is, the settings it reports).
+pub fn write_snapshot_json_owned<W: std::io::Write>(
+    w: W,
+    snap: &Snapshot,
+    names: &Names,
+    owners: &Owners,
+) -> serde_json::Result<()> {
+    if names.is_empty() && owners.is_empty() {
         return serde_json::to_writer(w, snap);
     }
     let mut v = serde_json::to_value(snap)?;
     let ifaces = v.get_mut("interfaces").and_then(Value::as_array_mut);
     for (iface, json) in snap.interfaces.iter().zip(ifaces.into_iter().flatten()) {
+        if let (Some(o), Some(obj)) = (owners.get(&iface.name), json.as_object_mut()) {
+            obj.insert("owner".into(), serde_json::to_value(&**o)?);
+        }
         let classes = json.get_mut("classes").and_then(Value::as_array_mut);
         // serialized in the model's order
         for (c, cj) in iface.classes.iter().zip(classes.into_iter().flatten()) {
@@ -81,6 +104,15 @@ pub fn write_snapshot_json<W: std::io::Write>(
         }
     }
     serde_json::to_writer(w, &v)
+}
+
+/// Who owns an interface's tree, under its heading.
+fn owner_line(out: &mut String, o: &Owner) {
+    let _ = writeln!(
+        out,
+        "  owned by {}: fixes are in its terms; a tc change lasts until its next reload",
+        o.heading()
+    );
 }
 
 /// A class's name as the tree shows it after the handle: ` 'voice'`, ` circuit 'Smith'
@@ -147,7 +179,7 @@ fn sojourn(out: &mut String, m: &tcmon_core::sojourn::Sojourn) {
     }
 }
 
-fn interface_tree(out: &mut String, iface: &Interface, names: &Names) {
+fn interface_tree(out: &mut String, iface: &Interface, names: &Names, owner: Option<&Arc<Owner>>) {
     let _ = write!(
         out,
         "{} (ifindex {}, mtu {}, txqueuelen {}, {}",
@@ -160,6 +192,9 @@ fn interface_tree(out: &mut String, iface: &Interface, names: &Names) {
         let _ = write!(out, ", {k}");
     }
     out.push_str(")\n");
+    if let Some(o) = owner {
+        owner_line(out, o);
+    }
     if !iface.shapes_ingress_of.is_empty() {
         let _ = writeln!(
             out,

@@ -315,6 +315,7 @@ pub fn state(
         steps: tcmon_agent::Steps::default(),
         default_route: None,
         names: Arc::default(),
+        owners: Arc::default(),
     })
 }
 
@@ -358,6 +359,7 @@ pub fn first_state(snap: Snapshot) -> Arc<State> {
         steps: tcmon_agent::Steps::default(),
         default_route: None,
         names: Arc::default(),
+        owners: Arc::default(),
     })
 }
 

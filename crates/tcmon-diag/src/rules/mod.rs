@@ -280,12 +280,9 @@ fn inside_tbf(iface: &Interface, q: &Qdisc) -> bool {
 fn shorter_queue(c: &Ctx<'_>, q: &Qdisc, class: Handle, drain_bytes_per_sec: u64) -> Vec<Fix> {
     let (kind, limit, _) = shortest_fifo(c, q, drain_bytes_per_sec);
     let handle = new_handle(c.iface, q, class, kind);
-    vec![replace_cmd(
-        c.iface,
-        class,
-        handle,
-        &format!("{kind} limit {limit}"),
-    )]
+    let mut fix = replace_cmd(c.iface, class, handle, &format!("{kind} limit {limit}"));
+    fix.queue = Some(crate::fix::QueueChange { class, kind, limit });
+    vec![fix]
 }
 
 /// The FIFO [`shorter_queue`] puts in place of `q`: its kind, its limit, and what it holds in

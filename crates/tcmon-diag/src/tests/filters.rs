@@ -275,6 +275,7 @@ fn the_walk_is_graded_by_its_share_of_a_cpu_at_the_shaper_rate() {
         links: &links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(false),
+        owners: &tcmon_core::owner::NONE,
     };
     let f = diagnose(&facts, &t);
     let f = f.iter().find(|f| f.code == "filter-chain-long").unwrap();
@@ -371,6 +372,7 @@ fn repeated_rules_are_unreachable() {
         links: &links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(false),
+        owners: &tcmon_core::owner::NONE,
     };
     let all = diagnose(&facts, &t);
     assert!(all.iter().all(|f| f.code != "filter-chain-long"));

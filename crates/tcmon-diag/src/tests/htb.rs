@@ -418,6 +418,7 @@ fn with_thresholds(i: Interface, t: &Thresholds) -> Vec<Finding> {
         links: &links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(false),
+        owners: &tcmon_core::owner::NONE,
     };
     diagnose(&facts, t)
 }
@@ -551,6 +552,7 @@ fn quanta_below_the_packets_the_shaper_sees_distort_the_shares() {
         links: &links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(false),
+        owners: &tcmon_core::owner::NONE,
     };
     let f = diagnose(&facts, &Thresholds::default());
     let small = f.iter().find(|f| f.code == "htb-quantum-small").unwrap();

@@ -32,6 +32,7 @@ fn unshaped_deep_root_and_host_rules() {
         links: &links,
         htb_hysteresis: Some(true),
         fq_codel_available: Some(true),
+        owners: &tcmon_core::owner::NONE,
     };
     let f = diagnose(&facts, &Thresholds::default());
     assert_eq!(

@@ -74,6 +74,7 @@ fn configuration_rules_read_no_counters() {
                 links: &links,
                 htb_hysteresis: Some(true),
                 fq_codel_available: Some(true),
+                owners: &tcmon_core::owner::NONE,
             },
             &Thresholds::default(),
         )
@@ -119,6 +120,7 @@ fn findings_merge_in_diagnose_order_and_observed_offload_wins() {
         links: &links,
         htb_hysteresis: Some(true),
         fq_codel_available: Some(true),
+        owners: &tcmon_core::owner::NONE,
     };
     let t = Thresholds::default();
     let (config, traffic) = (diagnose_config(&facts, &t), diagnose_traffic(&facts, &t));

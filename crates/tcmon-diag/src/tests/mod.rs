@@ -140,6 +140,7 @@ fn facts_of<'a>(
         links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(fq_codel),
+        owners: &tcmon_core::owner::NONE,
     }
 }
 
@@ -152,6 +153,7 @@ fn check_with(s: &Snapshot, before: Option<&Snapshot>, rates: Option<&Rates>) ->
         links: &links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(false),
+        owners: &tcmon_core::owner::NONE,
     };
     let f = diagnose(&facts, &Thresholds::default());
     // every fixture's findings, as a person reads them

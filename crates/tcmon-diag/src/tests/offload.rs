@@ -58,6 +58,7 @@ fn gro_fix_names_the_ingress_with_gro_on_and_never_loopback() {
             links: &links,
             htb_hysteresis: Some(false),
             fq_codel_available: Some(false),
+            owners: &tcmon_core::owner::NONE,
         };
         fx(&diagnose(&facts, &Thresholds::default())
             .into_iter()
@@ -114,6 +115,7 @@ fn ifb_shaper_blames_gro_on_the_interface_it_shapes() {
             links: &links,
             htb_hysteresis: Some(false),
             fq_codel_available: Some(false),
+            owners: &tcmon_core::owner::NONE,
         };
         diagnose(&facts, &Thresholds::default())
             .into_iter()
@@ -222,6 +224,7 @@ fn ifb_finding(qdiscs: Vec<Qdisc>, classes: Vec<Class>, gro: Option<bool>) -> Op
         links: &links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(true),
+        owners: &tcmon_core::owner::NONE,
     };
     let f = diagnose(&facts, &Thresholds::default());
     assert_rounded_for_people(&f);

@@ -72,6 +72,7 @@ fn fq_codel_is_offered_unless_known_missing() {
         links: &links,
         htb_hysteresis: None,
         fq_codel_available: None,
+        owners: &tcmon_core::owner::NONE,
     };
     let f = diagnose(&facts, &Thresholds::default());
     let q = f.iter().find(|f| f.code == "queue-too-deep").unwrap();

@@ -63,6 +63,15 @@ pub(super) fn header_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
         used += netns.chars().count();
         spans.push(Span::raw(netns));
     }
+    // Who owns the trees (their fixes are in its terms): `  sqm-scripts wan0,ifb4wan0`, or
+    // only the manager where the interfaces do not fit.
+    for field in owners_fields(&st.owners) {
+        if used + field.chars().count() <= width as usize {
+            used += field.chars().count();
+            spans.push(Span::styled(field, Theme::bold()));
+            break;
+        }
+    }
     // Whether the delays are measured, after what the screen is of: the reason it is off
     // may be cut (the detail pane has it whole).
     if let Some((field, style)) = snap
@@ -89,6 +98,30 @@ pub(super) fn header_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
         }
     }
     Line::from(spans)
+}
+
+/// The header's field of the trees' managers, longest first: with the interfaces each owns,
+/// then the managers alone; none without an owner.
+fn owners_fields(owners: &tcmon_core::owner::Owners) -> Vec<String> {
+    let mut by: Vec<(tcmon_core::owner::Manager, Vec<&str>)> = Vec::new();
+    for (iface, o) in owners.iter() {
+        match by.iter_mut().find(|(m, _)| *m == o.manager) {
+            Some((_, l)) => l.push(iface),
+            None => by.push((o.manager, vec![iface])),
+        }
+    }
+    if by.is_empty() {
+        return Vec::new();
+    }
+    let long: Vec<String> = by
+        .iter()
+        .map(|(m, l)| format!("{m} {}", l.join(",")))
+        .collect();
+    let short: Vec<String> = by.iter().map(|(m, _)| m.to_string()).collect();
+    vec![
+        format!("  {}", long.join(" ")),
+        format!("  {}", short.join(" ")),
+    ]
 }
 
 /// `  measured delay on`, or `  measured delay off: REASON` cut to `room` columns (without

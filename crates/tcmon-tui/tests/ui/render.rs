@@ -93,6 +93,47 @@ fn names_column_200x50() {
     assert!(row.contains("Smith, 12 Oak St"), "{row}");
 }
 
+/// The header says who owns the trees, and keeps to 80 columns: the interfaces where they
+/// fit, the manager alone where they do not, before the optional fields.
+#[test]
+fn the_header_names_the_trees_manager() {
+    use std::sync::Arc;
+    use tcmon_core::owner::{Direction, Manager, Owner, Owners};
+    let owner = |iface: &str, direction| {
+        (
+            iface.to_owned(),
+            Arc::new(Owner {
+                manager: Manager::SqmScripts,
+                managed: "eth1".into(),
+                direction,
+                config: None,
+                detected_by: "/run/sqm/eth1.state".into(),
+                settings: Vec::new(),
+                netns: None,
+            }),
+        )
+    };
+    let st = shaped_state(false);
+    let state_owned = Arc::new(tcmon_agent::State {
+        owners: Arc::new(Owners::new([
+            owner("eth1", Direction::Egress),
+            owner("ifb4eth1", Direction::Ingress),
+        ])),
+        ..(*st).clone()
+    });
+    let mut a = App::new(state_owned, "router1".into(), true);
+    let wide = screen(&mut a, 200, 50);
+    let head = wide.lines().next().unwrap();
+    assert!(head.contains("  sqm-scripts eth1,ifb4eth1"), "{head}");
+    let narrow = screen(&mut a, 80, 24);
+    let head = narrow.lines().next().unwrap();
+    assert!(head.contains("sqm-scripts"), "{head}");
+    assert!(head.trim_end().chars().count() <= 80, "{head}");
+    // without an owner, nothing
+    let mut plain = App::new(shaped_state(false), "router1".into(), true);
+    assert!(!screen(&mut plain, 200, 50).contains("sqm-scripts"));
+}
+
 #[test]
 fn empty_host_80x24() {
     let mut a = App::new(

@@ -229,11 +229,14 @@ impl Agent {
             .join()
             .unwrap_or_else(|_| Session::Off("loading the eBPF program panicked".into()));
         let continuous = start_probes(&opts)?;
-        let names = opts.names.clone().map_or_else(tcmon_names::Loader::none, |mut s| {
-            // the managers of the namespace polled
-            s.owners.netns.clone_from(&opts.netns);
-            tcmon_names::Loader::load(s)
-        });
+        let names = opts
+            .names
+            .clone()
+            .map_or_else(tcmon_names::Loader::none, |mut s| {
+                // the managers of the namespace polled
+                s.owners.netns.clone_from(&opts.netns);
+                tcmon_names::Loader::load(s)
+            });
         let history = Arc::new(Mutex::new(History::new(opts.history_len)));
         let mut poller = Poller {
             collector,

@@ -106,10 +106,7 @@ fn edit(owner: &Owner, key: &str, value: String) -> Terms {
             );
             Terms::Steps(vec![
                 set(Manager::SqmScripts, key, from, value, cmd),
-                reload(
-                    Manager::SqmScripts,
-                    format!("sqm reload {}", owner.managed),
-                ),
+                reload(Manager::SqmScripts, format!("sqm reload {}", owner.managed)),
             ])
         }
     }
@@ -119,8 +116,7 @@ fn edit(owner: &Owner, key: &str, value: String) -> Terms {
 /// quotes (sqm's options such as `EQDISC_OPTS="nat dual-srchost"`).
 fn quote(v: &str) -> String {
     if !v.is_empty()
-        && v
-            .bytes()
+        && v.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
     {
         v.to_owned()

@@ -47,7 +47,10 @@ pub(super) fn detect(
     let release = src.etc_entry("openwrt_release", w);
     let uci_path = src.etc.join("config").join("sqm");
     let uci = if release.exists() || src.etc_entry("config/sqm", w).exists() {
-        Some(read(&src.etc_entry("config/sqm", w), warnings).map_or_else(Vec::new, |t| parse_uci(&t)))
+        Some(
+            read(&src.etc_entry("config/sqm", w), warnings)
+                .map_or_else(Vec::new, |t| parse_uci(&t)),
+        )
     } else {
         None
     };

@@ -53,6 +53,7 @@ fn sources(etc: &Path, run: &Path, netns: Option<&str>) -> Sources {
             netns: netns.map(Into::into),
             etc: etc.to_owned(),
             sqm_state_dirs: vec![run.to_owned()],
+            ..OwnerSources::none()
         },
         ..Sources::default()
     }
@@ -63,8 +64,14 @@ fn sqm_on_linux_owns_the_interface_and_its_ifb_and_names_simple_qos() {
     let d = Dir::new("linux");
     let etc = d.0.join("etc");
     let run = d.0.join("run/sqm");
-    d.write("etc/sqm/wan0.iface.conf", "SCRIPT=simple.qos\nUPLINK=20000\n");
-    d.write("run/sqm/wan0.state", &state("wan0", "simple.qos", "pfifo", "50000"));
+    d.write(
+        "etc/sqm/wan0.iface.conf",
+        "SCRIPT=simple.qos\nUPLINK=20000\n",
+    );
+    d.write(
+        "run/sqm/wan0.state",
+        &state("wan0", "simple.qos", "pfifo", "50000"),
+    );
     let l = Loader::load(sources(&etc, &run, None));
     let o = l.owners();
     assert_eq!(o.len(), 2);
@@ -77,7 +84,10 @@ fn sqm_on_linux_owns_the_interface_and_its_ifb_and_names_simple_qos() {
     assert_eq!(conf.format, ConfigFormat::ShellVars);
     assert_eq!(conf.path, etc.join("sqm/wan0.iface.conf"));
     let ifb = o.get("ifb4wan0").unwrap();
-    assert_eq!((ifb.direction, ifb.managed.as_str()), (Direction::Ingress, "wan0"));
+    assert_eq!(
+        (ifb.direction, ifb.managed.as_str()),
+        (Direction::Ingress, "wan0")
+    );
     let n = l.names();
     let name = |dev, minor| n.lookup(dev, Handle::new(1, minor)).map(|e| e.name.clone());
     assert_eq!(name("wan0", 0x11).as_deref(), Some("priority"));
@@ -126,8 +136,14 @@ fn sqm_on_openwrt_is_configured_in_uci_by_section() {
          \toption download '85000'\n\toption upload '10000'\n\toption qdisc 'cake'\n\
          \toption script 'piece_of_cake.qos'\n\nconfig queue\n\toption interface 'eth2'\n",
     );
-    d.write("var/run/sqm/eth1.state", &state("eth1", "piece_of_cake.qos", "cake", "85000"));
-    d.write("var/run/sqm/eth2.state", &state("eth2", "simple.qos", "fq_codel", "0"));
+    d.write(
+        "var/run/sqm/eth1.state",
+        &state("eth1", "piece_of_cake.qos", "cake", "85000"),
+    );
+    d.write(
+        "var/run/sqm/eth2.state",
+        &state("eth2", "simple.qos", "fq_codel", "0"),
+    );
     let l = Loader::load(sources(&etc, &run, None));
     let o = l.owners();
     let c = o.get("eth1").unwrap().config.clone().unwrap();
@@ -154,7 +170,10 @@ fn in_a_namespace_its_own_etc_entry_wins_and_state_dir_comes_from_sqm_conf() {
             state_dir.display()
         ),
     );
-    d.write("elsewhere/wan0.state", &state("wan0", "simple.qos", "fq_codel", "50000"));
+    d.write(
+        "elsewhere/wan0.state",
+        &state("wan0", "simple.qos", "fq_codel", "50000"),
+    );
     // a long name: the IFB's is cut to 15 bytes, as ifb_name does
     d.write(
         "elsewhere/enp0s31f6.state",
@@ -180,7 +199,10 @@ fn malformed_state_is_skipped_with_a_warning_never_a_panic() {
     let d = Dir::new("bad");
     let etc = d.0.join("etc");
     let run = d.0.join("run/sqm");
-    d.write("run/sqm/x.state", "IFACE=\"\"\n\u{0}garbage\n=\n\"unterminated");
+    d.write(
+        "run/sqm/x.state",
+        "IFACE=\"\"\n\u{0}garbage\n=\n\"unterminated",
+    );
     d.write("run/sqm/y.state", "IFACE=\"y\nSCRIPT=");
     let l = Loader::load(sources(&etc, &run, None));
     assert!(l.owners().get("x").is_none());
@@ -206,4 +228,115 @@ fn shell_vars_and_uci_as_their_tools_read_them() {
     let u = super::parse_uci("config queue \"q\" # c\n option interface eth0\n");
     assert_eq!(u[0].name, "q");
     assert_eq!(u[0].option("interface"), Some("eth0"));
+}
+
+/// `/etc/lqos.conf` laid out as LibreQoS's `lqos.example`: top keys, `[tuning]`, one of
+/// `[bridge]` or `[single_interface]`, `[queues]`.
+fn lqos_conf(ifaces: &str, queue_mode: &str) -> String {
+    format!(
+        "version = \"1.5\"\nlqos_directory = \"/opt/libreqos/src\"\n\
+         state_directory = \"/opt/libreqos/state\"\nnode_id = \"0000-0000-0000\"\n\
+         node_name = \"Example Node\"\nqueue_check_period_ms = 1000\n\n[tuning]\n\
+         stop_irq_balance = true\ndisable_offload = [ \"gso\", \"tso\", \"lro\", \"sg\", \"gro\" ]\n\n\
+         # EITHER:\n{ifaces}\n\n[queues]\n\
+         # Global default SQM is a single token list applied to both directions.\n\
+         default_sqm = \"cake diffserv4\"\nqueue_mode = \"{queue_mode}\"\nmonitor_only = false\n\
+         uplink_bandwidth_mbps = 1000\ndownlink_bandwidth_mbps = 1000\n\
+         generated_pn_download_mbps = 1000\ngenerated_pn_upload_mbps = 1000\n\
+         dry_run = false\nsudo = false\n#override_available_queues = 12\n\
+         use_binpacking = false\nlazy_queues = \"No\"\n\n[long_term_stats]\ngather_stats = false\n"
+    )
+}
+
+fn lqos_sources(conf: &Path) -> Sources {
+    let mut s = sources(
+        Path::new("/nonexistent/etc"),
+        Path::new("/nonexistent"),
+        None,
+    );
+    s.lqos_conf = conf.to_owned();
+    s.owners.cake_autorate_run = "/nonexistent/cake-autorate".into();
+    s
+}
+
+#[test]
+fn libreqos_owns_the_interfaces_lqos_conf_names_with_its_queues_settings() {
+    let d = Dir::new("lqos-bridge");
+    let conf = d.write(
+        "lqos.conf",
+        &lqos_conf(
+            "[bridge]\nuse_xdp_bridge = false\nto_internet = \"eth0\"\nto_network = \"eth1\"\n# mtu = 1500",
+            "shape",
+        ),
+    );
+    let l = Loader::load(lqos_sources(&conf));
+    let o = l.owners();
+    assert_eq!(o.len(), 2, "{o:?}");
+    let down = o.get("eth1").unwrap();
+    assert_eq!(down.manager, Manager::LibreQos);
+    assert_eq!(down.direction, Direction::Egress);
+    assert_eq!(down.settings[0], ("to_network".into(), "eth1".into()));
+    assert_eq!(down.setting("default_sqm"), Some("cake diffserv4"));
+    assert_eq!(down.setting("uplink_bandwidth_mbps"), Some("1000"));
+    assert_eq!(down.setting("lqos_directory"), Some("/opt/libreqos/src"));
+    // a key commented out is no setting
+    assert_eq!(down.setting("override_available_queues"), None);
+    let c = down.config.as_ref().unwrap();
+    assert_eq!(
+        (c.format, c.path.as_path()),
+        (ConfigFormat::Toml, conf.as_path())
+    );
+    assert_eq!(down.detected_by, conf);
+    let up = o.get("eth0").unwrap();
+    assert_eq!(up.settings[0], ("to_internet".into(), "eth0".into()));
+    assert!(
+        l.names().warnings().is_empty(),
+        "{:?}",
+        l.names().warnings()
+    );
+}
+
+#[test]
+fn libreqos_on_a_stick_owns_one_interface_and_observing_owns_none() {
+    let d = Dir::new("lqos-stick");
+    let conf = d.write(
+        "lqos.conf",
+        &lqos_conf(
+            "[single_interface]\ninterface = \"ens1\"\ninternet_vlan = 2\nnetwork_vlan = 3",
+            "shape",
+        ),
+    );
+    let mut l = Loader::load(lqos_sources(&conf));
+    assert_eq!(l.owners().len(), 1);
+    assert_eq!(
+        l.owners().get("ens1").unwrap().settings[0],
+        ("interface".into(), "ens1".into())
+    );
+    // observe mode: LibreQoS builds no tree; seen at the next refresh
+    std::fs::write(
+        &conf,
+        lqos_conf("[single_interface]\ninterface = \"ens1\"", "observe"),
+    )
+    .unwrap();
+    assert!(l.refresh());
+    assert!(l.owners().is_empty());
+    // the older key alone says the same
+    let old = lqos_conf("[single_interface]\ninterface = \"ens1\"", "shape").replace(
+        "queue_mode = \"shape\"\nmonitor_only = false",
+        "monitor_only = true",
+    );
+    std::fs::write(&conf, old).unwrap();
+    assert!(l.refresh());
+    assert!(l.owners().is_empty());
+    // malformed: a warning naming the file and line, no owner, no panic
+    std::fs::write(
+        &conf,
+        "version = \"1.5\"\n[bridge\nto_internet = \"eth0\"\n",
+    )
+    .unwrap();
+    assert!(l.refresh());
+    assert!(l.owners().is_empty());
+    let w = l.names().warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].to_string().contains("lqos.conf:2"), "{}", w[0]);
 }

@@ -16,9 +16,7 @@ pub(crate) fn parse_shell_vars(text: &str) -> Vec<(String, String)> {
             continue;
         };
         if key.is_empty()
-            || !key
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
             || key.as_bytes()[0].is_ascii_digit()
         {
             continue;

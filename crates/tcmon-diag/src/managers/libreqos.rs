@@ -11,6 +11,8 @@
 //! class, not its circuit ID), and TOML is not edited safely by a shell line; so each edit
 //! carries a condition and no script runs it unattended (nor the reload after it).
 
+use std::fmt::Write as _;
+
 use tcmon_core::model::Interface;
 use tcmon_core::owner::{Manager, Owner};
 use tcmon_core::units::Handle;
@@ -87,7 +89,7 @@ pub(super) fn terms(owner: &Owner, _iface: &Interface, _finding: &Finding, raw: 
                 keys.push(format!("{column} {kind} Mbps"));
                 from.push(mbps(c.from));
                 to.push(mbps(c.to));
-                opts.push_str(&format!(" --{opt}-{option}-bandwidth {}", mbps(c.to)));
+                let _ = write!(opts, " --{opt}-{option}-bandwidth {}", mbps(c.to));
             }
             let key = keys.join(", ");
             let cmd =

@@ -153,10 +153,114 @@ fn the_same_tree_without_libreqos_layout_keeps_its_raw_fixes() {
     let owned = check_owned(&snap(Instant::now(), tree(false)), &libreqos());
     let plain = check_owned(&snap(Instant::now(), tree(false)), &tcmon_core::owner::NONE);
     assert!(!owned.is_empty());
-    let fixes = |f: &[Finding]| -> Vec<String> { f.iter().flat_map(|f| fx(f)).collect() };
+    let fixes = |f: &[Finding]| -> Vec<String> { f.iter().flat_map(fx).collect() };
     assert_eq!(fixes(&owned), fixes(&plain));
     assert!(owned
         .iter()
         .flat_map(|f| &f.fix)
         .all(|x| x.undone_by.is_none()));
+}
+
+/// cake-autorate's owner of `ifb0` (its `dl_if`) as detection makes it from `config.primary.sh`.
+fn autorate() -> Owners {
+    Owners::new([(
+        "ifb0".to_owned(),
+        Arc::new(Owner {
+            manager: Manager::CakeAutorate,
+            managed: "ifb0".into(),
+            direction: Direction::Egress,
+            config: Some(ConfigPlace {
+                path: "/root/cake-autorate/config.primary.sh".into(),
+                format: ConfigFormat::ShellVars,
+                section: None,
+            }),
+            detected_by: "/var/run/cake-autorate/primary".into(),
+            settings: vec![
+                ("instance".into(), "primary".into()),
+                ("dl_if".into(), "ifb0".into()),
+                ("adjust_dl_shaper_rate".into(), "1".into()),
+                ("min_dl_shaper_rate_kbps".into(), "5000".into()),
+                ("base_dl_shaper_rate_kbps".into(), "20000".into()),
+                ("max_dl_shaper_rate_kbps".into(), "80000".into()),
+            ],
+            netns: None,
+        }),
+    )])
+}
+
+/// The offload finding on an IFB shaping v0's ingress (GRO on there) with a root cake that
+/// does not split merged packets, at `bandwidth` bytes/s.
+fn cake_ifb(bandwidth: u64, owners: &Owners) -> Finding {
+    let cake = Qdisc {
+        stab: None,
+        handle: h("1:"),
+        parent: Handle::ROOT,
+        kind: "cake".into(),
+        stats: Stats::default(),
+        detail: Some(QdiscDetail::Cake(Box::new(tcmon_core::aqm::Cake {
+            split_gso: Some(false),
+            base_rate_bytes_per_sec: Some(bandwidth),
+            ..tcmon_core::aqm::Cake::default()
+        }))),
+        undecoded: Undecoded::default(),
+    };
+    let mut ifb = iface(vec![cake], vec![]);
+    ifb.name = "ifb0".into();
+    ifb.shapes_ingress_of = vec!["v0".into()];
+    let s = snap(Instant::now(), ifb);
+    let links: BTreeMap<String, LinkFacts> = [(
+        "v0".to_owned(),
+        LinkFacts {
+            gro: Some(true),
+            lro: Some(false),
+            ..LinkFacts::default()
+        },
+    )]
+    .into_iter()
+    .collect();
+    let facts = Facts {
+        owners,
+        ..facts_of(&s, &links, true)
+    };
+    let f = diagnose(&facts, &Thresholds::default());
+    assert_rounded_for_people(&f);
+    f.into_iter()
+        .find(|f| f.code == "offload-on-shaped-link")
+        .expect("64 KB held whole by cake")
+}
+
+#[test]
+fn a_cake_bandwidth_autorate_moves_is_never_what_a_finding_follows_or_changes() {
+    // unowned: the finding follows the bandwidth (so the comparison below can fail)
+    let none = &tcmon_core::owner::NONE;
+    let (slow, fast) = (cake_ifb(20 * MBIT, none), cake_ifb(70 * MBIT, none));
+    assert_ne!(slow.evidence, fast.evidence);
+    // owned: the same finding whatever bandwidth autorate set, graded at its minimum
+    let o = autorate();
+    let at = |mbit| cake_ifb(mbit * MBIT, &o);
+    let (a, b, c) = (at(20), at(70), at(80));
+    for x in [&b, &c] {
+        assert_eq!(
+            (x.severity, &x.message, &x.evidence, &x.fix),
+            (a.severity, &a.message, &a.evidence, &a.fix)
+        );
+    }
+    // 5000 kbit/s: 65536 B take 104.86 ms
+    assert_eq!(a.evidence["ceil_bytes_per_sec"], 625_000);
+    assert_eq!(a.evidence["one_packet_ms"], 104.86);
+    assert!(
+        a.message.contains("cake-autorate's minimum"),
+        "{}",
+        a.message
+    );
+    // the cure is cake's own option, which autorate leaves alone: runnable, and no bandwidth
+    assert_eq!(
+        fx(&a),
+        ["tc qdisc change dev ifb0 root handle 1: cake split-gso"]
+    );
+    assert!(a
+        .fix
+        .iter()
+        .all(|x| x.undone_by.is_none() && x.runs_unattended()));
+    assert!(a.fix.iter().all(|x| !x.to_string().contains("bandwidth")));
 }

@@ -340,3 +340,114 @@ fn libreqos_on_a_stick_owns_one_interface_and_observing_owns_none() {
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].to_string().contains("lqos.conf:2"), "{}", w[0]);
 }
+
+/// `config.NAME.sh` as cake-autorate's `config.primary.sh` is written: `key=value # comment`.
+fn autorate_config(dl_if: &str, adjust_ul: &str) -> String {
+    format!(
+        "#!/bin/bash\n\n# *** INSTANCE-SPECIFIC CONFIGURATION OPTIONS ***\n\n\
+         ### Interfaces ###\n\n\
+         dl_if={dl_if} # download interface\nul_if=wan     # upload interface\n\n\
+         ### Base config ###\n\n\
+         adjust_dl_shaper_rate=1 # enable (1) or disable (0) actually changing the dl shaper rate\n\
+         adjust_ul_shaper_rate={adjust_ul} # enable (1) or disable (0) actually changing the ul shaper rate\n\n\
+         min_dl_shaper_rate_kbps=10000  # minimum bandwidth for download (Kbit/s)\n\
+         base_dl_shaper_rate_kbps=100000 # steady state bandwidth for download (Kbit/s)\n\
+         max_dl_shaper_rate_kbps=200000  # maximum bandwidth for download (Kbit/s)\n\n\
+         connection_active_thr_kbps=2000  # threshold in Kbit/s below which dl/ul is considered idle\n"
+    )
+}
+
+/// A run directory as a running instance leaves it: `proc_pids` (`NAME=PID` lines,
+/// `main` among them) and `run_token`; and a procfs with that process.
+fn autorate_run(d: &Dir, instance: &str, pid: u32) {
+    d.write(
+        &format!("run/cake-autorate/{instance}/proc_pids"),
+        &format!("intercept_stderr={}\nmain={pid}\nmaintain_log_file=4102\nmonitor_achieved_rates=4110\n", pid + 1),
+    );
+    d.write(
+        &format!("run/cake-autorate/{instance}/run_token"),
+        "1733590000.123456\n",
+    );
+}
+
+fn autorate_sources(d: &Dir) -> Sources {
+    let mut s = sources(&d.0.join("etc"), Path::new("/nonexistent"), None);
+    s.owners.cake_autorate_run = d.0.join("run/cake-autorate");
+    s.owners.cake_autorate_config_dirs = vec![
+        d.0.join("etc/cake-autorate"),
+        d.0.join("root/cake-autorate"),
+    ];
+    s.owners.proc = d.0.join("proc");
+    s
+}
+
+#[test]
+fn cake_autorate_owns_the_cakes_its_running_instance_changes_with_its_bounds() {
+    let d = Dir::new("autorate");
+    autorate_run(&d, "primary", 4100);
+    std::fs::create_dir_all(d.0.join("proc/4100")).unwrap();
+    let conf = d.write(
+        "root/cake-autorate/config.primary.sh",
+        &autorate_config("ifb-wan", "1"),
+    );
+    let mut l = Loader::load(autorate_sources(&d));
+    let o = l.owners();
+    assert_eq!(o.len(), 2, "{o:?}");
+    let dl = o.get("ifb-wan").unwrap();
+    assert_eq!(dl.manager, Manager::CakeAutorate);
+    assert_eq!(dl.setting("instance"), Some("primary"));
+    assert_eq!(dl.setting("min_dl_shaper_rate_kbps"), Some("10000"));
+    assert_eq!(dl.setting("max_dl_shaper_rate_kbps"), Some("200000"));
+    assert_eq!(dl.setting("min_ul_shaper_rate_kbps"), None);
+    let c = dl.config.as_ref().unwrap();
+    assert_eq!(
+        (c.format, c.path.as_path()),
+        (ConfigFormat::ShellVars, conf.as_path())
+    );
+    assert_eq!(dl.detected_by, d.0.join("run/cake-autorate/primary"));
+    // what the file does not set is defaults.sh's
+    let ul = o.get("wan").unwrap();
+    assert_eq!(ul.setting("min_ul_shaper_rate_kbps"), Some("5000"));
+    assert_eq!(ul.setting("max_ul_shaper_rate_kbps"), Some("35000"));
+    assert!(
+        l.names().warnings().is_empty(),
+        "{:?}",
+        l.names().warnings()
+    );
+    // upload left alone: that cake is not its own; seen at the next refresh
+    std::fs::write(&conf, autorate_config("ifb-wan", "0")).unwrap();
+    assert!(l.refresh());
+    assert_eq!(l.owners().len(), 1);
+    assert!(l.owners().get("wan").is_none());
+    // it stopped (its directory removed at exit)
+    std::fs::remove_dir_all(d.0.join("run/cake-autorate/primary")).unwrap();
+    assert!(l.refresh());
+    assert!(l.owners().is_empty());
+}
+
+#[test]
+fn cake_autorate_killed_or_without_its_config_owns_nothing_and_says_why() {
+    let d = Dir::new("autorate-stale");
+    // killed: its directory stays, its process does not
+    autorate_run(&d, "primary", 4100);
+    d.write(
+        "etc/cake-autorate/config.primary.sh",
+        &autorate_config("ifb-wan", "1"),
+    );
+    // running, but its config is nowhere it looks
+    autorate_run(&d, "secondary", 4200);
+    std::fs::create_dir_all(d.0.join("proc/4200")).unwrap();
+    // malformed proc_pids
+    d.write("run/cake-autorate/third/proc_pids", "main=\n\u{0}x");
+    let l = Loader::load(autorate_sources(&d));
+    assert!(l.owners().is_empty(), "{:?}", l.owners());
+    let w: Vec<String> = l
+        .names()
+        .warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w.iter().any(|x| x.contains("config.secondary.sh")), "{w:?}");
+    assert!(w.iter().any(|x| x.contains("third/proc_pids")), "{w:?}");
+}

@@ -39,8 +39,8 @@ fn terms(owner: &Owner, iface: &Interface, finding: &Finding, raw: &[&Fix]) -> T
 
 /// Whether the tree on `iface` is the one `owner` builds: its configuration names the
 /// interface, and for a manager whose detection is by configuration alone (LibreQoS), the
-/// tree has its layout.
-fn builds(owner: &Owner, iface: &Interface) -> bool {
+/// tree has its layout. Views that show an owner ask this rather than read the tree.
+pub fn builds(owner: &Owner, iface: &Interface) -> bool {
     match owner.manager {
         Manager::LibreQos => libreqos::builds(iface),
         Manager::SqmScripts | Manager::CakeAutorate => true,

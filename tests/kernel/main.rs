@@ -13,6 +13,7 @@ mod dump_cli;
 mod dump_vs_tc;
 mod filters;
 mod lab;
+mod managers_libreqos;
 mod names;
 mod probe_lab;
 mod serve;

@@ -110,7 +110,11 @@ pub(super) fn terms(owner: &Owner, _iface: &Interface, _finding: &Finding, raw: 
                     .when(cond),
             );
         }
-        steps.push(reload(Manager::LibreQos, RELOAD).when(AFTER_EDIT));
+        // every edit here is a circuit's rates, policy: its reload goes where they go (in a
+        // plan asked for with --policy), or the plan would list the edits without it
+        let mut r = reload(Manager::LibreQos, RELOAD).when(AFTER_EDIT);
+        r.policy = true;
+        steps.push(r);
         return Terms::Steps(steps);
     }
     if !changes.is_empty() {

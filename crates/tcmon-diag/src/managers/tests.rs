@@ -248,6 +248,8 @@ fn libreqos_terms_name_its_keys_and_columns() {
     );
     assert!(f[0].fix[0].policy && f[0].fix[0].condition.is_some());
     assert!(f[0].fix[1].is_reload() && f[0].fix[1].condition.is_some());
+    // in the plan the edit is in (--policy), never in one without it
+    assert!(f[0].fix[1].policy);
     // a FIFO under a circuit: advice naming default_sqm and the file, no edit
     let owners = Owners::new([("eth0".to_owned(), owner("to_network"))]);
     let mut g = [deep("eth0", vec![fifo("eth0", 0x5, 30)])];

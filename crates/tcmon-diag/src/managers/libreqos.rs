@@ -67,22 +67,24 @@ pub(super) fn terms(owner: &Owner, _iface: &Interface, _finding: &Finding, raw: 
             |d| format!("{}/bin/lqos_overrides", d.trim_end_matches('/')),
         );
         // one adjustment per class (a second for the same circuit would replace the first),
-        // its guaranteed rate and its ceil together, in that order
-        let mut classes: Vec<Handle> = Vec::new();
+        // its guaranteed rate and its ceil together, in that order; linear in the changes (a
+        // merged finding may carry thousands of classes)
+        let mut by_class: Vec<(Handle, [Option<&crate::Change>; 2])> = Vec::new();
+        let mut at: std::collections::HashMap<Handle, usize> = std::collections::HashMap::new();
         for c in &rates {
-            if !classes.contains(&c.class) {
-                classes.push(c.class);
-            }
+            let i = *at.entry(c.class).or_insert_with(|| {
+                by_class.push((c.class, [None, None]));
+                by_class.len() - 1
+            });
+            // the last change of a field wins, as the target state's does
+            by_class[i].1[usize::from(c.field == Param::Ceil)] = Some(**c);
         }
         let mut steps: Vec<Fix> = Vec::new();
-        for class in classes {
+        for (class, fields) in by_class {
             let mut keys: Vec<String> = Vec::new();
             let (mut from, mut to, mut opts) = (Vec::new(), Vec::new(), String::new());
-            for field in [Param::Rate, Param::Ceil] {
-                let Some(c) = rates.iter().rfind(|c| c.class == class && c.field == field) else {
-                    continue;
-                };
-                let (kind, opt) = match field {
+            for c in fields.into_iter().flatten() {
+                let (kind, opt) = match c.field {
                     Param::Rate => ("Min", "min"),
                     _ => ("Max", "max"),
                 };

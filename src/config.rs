@@ -54,6 +54,8 @@ impl ManagersConfig {
             netns: netns.map(ToOwned::to_owned),
             etc: self.etc.clone(),
             sqm_state_dirs: self.sqm_state_dirs.clone(),
+            // LibreQoS's and cake-autorate's places have no option of their own
+            ..tcmon_names::OwnerSources::default()
         }
     }
 }

@@ -14,6 +14,7 @@ mod dump_vs_tc;
 mod filters;
 mod lab;
 mod libreqos_map;
+mod managers_libreqos;
 mod names;
 mod owners;
 mod probe_lab;

@@ -30,6 +30,7 @@ use tcmon_core::rates::Rates;
 use tcmon_core::units::Handle;
 
 pub use fix::{Action, Fix, ManagerAction, ManagerStep, QueueChange};
+pub use managers::builds;
 use merge::Sink;
 pub use merge::EXAMPLES;
 pub use registry::{explain, reference, Area, Code, Phase, Rule, RULES};

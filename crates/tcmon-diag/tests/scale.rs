@@ -173,6 +173,11 @@ fn libreqos(circuits: u32, at: Instant) -> Snapshot {
 
 /// (allocations, bytes, best time) of diagnosing a tree of `circuits`.
 fn cost(circuits: u32) -> (u64, u64, Duration, usize) {
+    cost_owned(circuits, &tcmon_core::owner::NONE)
+}
+
+/// The same, with `owners` (the fixes in a manager's terms).
+fn cost_owned(circuits: u32, owners: &tcmon_core::owner::Owners) -> (u64, u64, Duration, usize) {
     let t0 = Instant::now();
     let before = libreqos(circuits, t0);
     let now = libreqos(circuits, t0 + Duration::from_secs(1));
@@ -185,7 +190,7 @@ fn cost(circuits: u32) -> (u64, u64, Duration, usize) {
         links: &links,
         htb_hysteresis: Some(false),
         fq_codel_available: Some(false),
-        owners: &tcmon_core::owner::NONE,
+        owners,
     };
     let t = Thresholds::default();
     // the topology is built once per snapshot, by whoever asks first: here, not in the count
@@ -203,6 +208,13 @@ fn cost(circuits: u32) -> (u64, u64, Duration, usize) {
         allocs = ALLOCS.load(Ordering::Relaxed) - a0;
         bytes = BYTES.load(Ordering::Relaxed) - b0;
         objects = findings.iter().map(|f| f.count).sum();
+        if !owners.is_empty() {
+            // in the owner's terms: its raw steps are comments
+            assert!(findings
+                .iter()
+                .flat_map(|f| &f.fix)
+                .any(|x| x.undone_by.is_some()));
+        }
         assert!(
             findings.len() < 40,
             "{} findings for {circuits} circuits: not merged per qdisc",
@@ -231,6 +243,42 @@ fn diagnosis_work_grows_linearly() {
     assert!(ratio(b1 as f64, b4 as f64) <= 4.6, "bytes {b1} -> {b4}");
     assert!(
         ratio(t1.as_secs_f64(), t4.as_secs_f64()) <= 8.0,
+        "time {t1:?} -> {t4:?}"
+    );
+}
+
+/// In LibreQoS's terms (every fix on its tree rewritten), still linear.
+#[test]
+fn diagnosis_in_libreqos_terms_grows_linearly() {
+    use std::sync::Arc;
+    use tcmon_core::owner::{ConfigFormat, ConfigPlace, Direction, Manager, Owner, Owners};
+    let owners = Owners::new([(
+        "eth0".to_owned(),
+        Arc::new(Owner {
+            manager: Manager::LibreQos,
+            managed: "eth0".into(),
+            direction: Direction::Egress,
+            config: Some(ConfigPlace {
+                path: "/etc/lqos.conf".into(),
+                format: ConfigFormat::Toml,
+                section: Some("queues".into()),
+            }),
+            detected_by: "/etc/lqos.conf".into(),
+            settings: vec![("to_network".into(), "eth0".into())],
+            netns: None,
+        }),
+    )]);
+    let n = 4000;
+    let (a1, b1, t1, _) = cost_owned(n, &owners);
+    let (a4, b4, t4, _) = cost_owned(4 * n, &owners);
+    eprintln!(
+        "LibreQoS terms: {n} circuits: {a1} allocations, {b1} bytes, {t1:?}; {}: {a4}, {b4}, {t4:?}",
+        4 * n
+    );
+    assert!(a4 as f64 / a1 as f64 <= 4.6, "allocations {a1} -> {a4}");
+    assert!(b4 as f64 / b1 as f64 <= 4.6, "bytes {b1} -> {b4}");
+    assert!(
+        t4.as_secs_f64() / t1.as_secs_f64() <= 8.0,
         "time {t1:?} -> {t4:?}"
     );
 }

@@ -24,6 +24,12 @@ pub(crate) struct Conf {
     pub(crate) state_directory: PathBuf,
     /// `(download, upload)` interfaces: `to_network`, `to_internet`.
     pub(crate) interfaces: Option<(String, String)>,
+    /// The `[queues]` table, key by key (sorted), values as LibreQoS reads them
+    /// (a string unquoted): the settings it builds the tree with (`default_sqm`, ...).
+    pub(crate) queues: Vec<(String, String)>,
+    /// `queue_mode = "observe"` (or the older `monitor_only = true`): LibreQoS watches and
+    /// builds no tree.
+    pub(crate) observe: bool,
 }
 
 /// LibreQoS's defaults when `/etc/lqos.conf` does not say.
@@ -53,6 +59,8 @@ impl Conf {
             lqos_directory,
             state_directory,
             interfaces: ifaces,
+            queues: Vec::new(),
+            observe: false,
         }
     }
 
@@ -81,11 +89,32 @@ impl Conf {
                 .and_then(|t| s(t, "interface"))
                 .map(|i| (i.clone(), i))
         };
-        Ok(Conf::new(
+        let mut conf = Conf::new(
             s(&v, "lqos_directory").map_or_else(|| LQOS_DIRECTORY.into(), PathBuf::from),
             s(&v, "state_directory").map(PathBuf::from),
             interfaces,
-        ))
+        );
+        if let Some(q) = table("queues") {
+            conf.queues = q
+                .iter()
+                .map(|(k, x)| {
+                    let x = match x {
+                        toml::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    (k.clone(), x)
+                })
+                .collect();
+            // lqos_config: queue_mode wins; without it, the older monitor_only
+            conf.observe = match q.get("queue_mode").and_then(toml::Value::as_str) {
+                Some(m) => m == "observe",
+                None => q
+                    .get("monitor_only")
+                    .and_then(toml::Value::as_bool)
+                    .unwrap_or(false),
+            };
+        }
+        Ok(conf)
     }
 
     /// Where the structure is: the state directory's in current builds, the program

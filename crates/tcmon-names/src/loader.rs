@@ -174,19 +174,30 @@ fn read_all(src: &Sources) -> (Names, Owners, Vec<(PathBuf, Option<Stamp>)>) {
         break;
     }
 
+    // lqos.conf as read (and parsed) once: for the names and for who owns the trees
+    let mut lqos: Option<Conf> = None;
     if !src.lqos_conf.as_os_str().is_empty() {
         watch(&src.lqos_conf);
         let text = read(&src.lqos_conf, false, &mut names.warnings);
         let found = text.is_some() || src.libreqos_interfaces.is_some();
         let mut conf = match text {
-            Some(text) => Conf::parse(&src.lqos_conf, &text).unwrap_or_else(|e| {
-                names.warnings.push(e);
-                Conf::default()
-            }),
+            Some(text) => match Conf::parse(&src.lqos_conf, &text) {
+                Ok(c) => {
+                    lqos = Some(c.clone());
+                    c
+                }
+                Err(e) => {
+                    names.warnings.push(e);
+                    Conf::default()
+                }
+            },
             None => Conf::default(),
         };
         if let Some(i) = &src.libreqos_interfaces {
             conf.interfaces = Some(i.clone());
+            if let Some(l) = &mut lqos {
+                l.interfaces = Some(i.clone());
+            }
         }
         if found {
             names.libreqos = Some(crate::LibreQos {
@@ -238,6 +249,7 @@ fn read_all(src: &Sources) -> (Names, Owners, Vec<(PathBuf, Option<Stamp>)>) {
     let mut warnings = Vec::new();
     let owners = owners::detect(
         &src.owners,
+        lqos.as_ref().map(|c| (src.lqos_conf.as_path(), c)),
         &mut Watch { add: &mut watch },
         &mut names,
         &mut warnings,

@@ -8,6 +8,8 @@
 //! Adding a manager: a module with a `terms` function and its arm in [`terms`]. See
 //! `docs/dev/managers.md`.
 
+pub(crate) mod cake_autorate;
+pub(crate) mod libreqos;
 mod sqm;
 
 use tcmon_core::model::Interface;
@@ -30,12 +32,18 @@ pub(crate) enum Terms {
 fn terms(owner: &Owner, iface: &Interface, finding: &Finding, raw: &[&Fix]) -> Terms {
     match owner.manager {
         Manager::SqmScripts => sqm::terms(owner, iface, finding, raw),
-        // their terms are still to be written: say so rather than print what they undo
-        Manager::LibreQos | Manager::CakeAutorate => Terms::NoKnob(format!(
-            "{} builds this tree and rebuilds it; change it in {}'s configuration (tcmon does not \
-             yet name the setting)",
-            owner.manager, owner.manager
-        )),
+        Manager::LibreQos => libreqos::terms(owner, iface, finding, raw),
+        Manager::CakeAutorate => cake_autorate::terms(owner, iface, finding, raw),
+    }
+}
+
+/// Whether the tree on `iface` is the one `owner` builds: its configuration names the
+/// interface, and for a manager whose detection is by configuration alone (LibreQoS), the
+/// tree has its layout. Views that show an owner ask this rather than read the tree.
+pub fn builds(owner: &Owner, iface: &Interface) -> bool {
+    match owner.manager {
+        Manager::LibreQos => libreqos::builds(iface),
+        Manager::SqmScripts | Manager::CakeAutorate => true,
     }
 }
 
@@ -57,7 +65,7 @@ pub(crate) fn translate(
     findings: &mut [Finding],
     netns: Option<&std::sync::Arc<str>>,
 ) {
-    let Some(owner) = owners.get(&iface.name) else {
+    let Some(owner) = owners.get(&iface.name).filter(|o| builds(o, iface)) else {
         return;
     };
     for f in findings.iter_mut() {
@@ -128,7 +136,11 @@ fn undone(owners: &Owners, iface: &Interface, fix: &Fix) -> bool {
                 .skip_while(|w| *w != "dev")
                 .nth(1)
                 .unwrap_or(&iface.name);
-            owners.get(dev).is_some()
+            owners.get(dev).is_some_and(|o| match o.manager {
+                // it changes cake's bandwidth and nothing else
+                Manager::CakeAutorate => cake_autorate::undoes(args),
+                Manager::SqmScripts | Manager::LibreQos => true,
+            })
         }
         _ => false,
     }

@@ -203,3 +203,178 @@ fn buckets_are_a_duration_at_the_links_rate_and_the_priority_class_has_none() {
     translate(&owners, &iface("wan0"), &mut p, None);
     assert!(matches!(&p[0].fix[0].action, Action::Advice(a) if a.contains("1:11")));
 }
+
+#[test]
+fn cake_autorate_undoes_a_cake_bandwidth_and_nothing_else() {
+    let owners = Owners::new([(
+        "wan".to_owned(),
+        Arc::new(Owner {
+            manager: Manager::CakeAutorate,
+            managed: "wan".into(),
+            direction: Direction::Egress,
+            config: Some(ConfigPlace {
+                path: "/root/cake-autorate/config.primary.sh".into(),
+                format: ConfigFormat::ShellVars,
+                section: None,
+            }),
+            detected_by: "/var/run/cake-autorate/primary".into(),
+            settings: vec![
+                ("instance".into(), "primary".into()),
+                ("ul_if".into(), "wan".into()),
+                ("adjust_ul_shaper_rate".into(), "1".into()),
+                ("min_ul_shaper_rate_kbps".into(), "5000".into()),
+                ("base_ul_shaper_rate_kbps".into(), "20000".into()),
+                ("max_ul_shaper_rate_kbps".into(), "35000".into()),
+            ],
+            netns: None,
+        }),
+    )]);
+    let bw = Fix::tc("qdisc change dev wan root cake bandwidth 30mbit");
+    let split = Fix::tc("qdisc change dev wan root handle 1: cake split-gso");
+    let mut f = [deep("wan", vec![bw.clone(), split.clone()])];
+    translate(&owners, &iface("wan"), &mut f, None);
+    let fix = &f[0].fix;
+    assert_eq!(fix.len(), 3, "{fix:#?}");
+    let Action::Advice(a) = &fix[0].action else {
+        panic!("{fix:#?}")
+    };
+    for want in [
+        "min_ul_shaper_rate_kbps=5000",
+        "max_ul_shaper_rate_kbps=35000",
+        "/root/cake-autorate/config.primary.sh",
+    ] {
+        assert!(a.contains(want), "{want}: {a}");
+    }
+    // split-gso: autorate's `tc qdisc change ... bandwidth` leaves it; it stays a fix
+    assert_eq!(fix[1], split);
+    assert_eq!(fix[2].undone_by, Some(Manager::CakeAutorate));
+    assert!(fix[2]
+        .to_string()
+        .starts_with("# until the next reload of cake-autorate"));
+    // a tree whose only raw step it does not undo is left as it was
+    let mut g = [deep("wan", vec![split.clone()])];
+    translate(&owners, &iface("wan"), &mut g, None);
+    assert_eq!(g[0].fix, [split]);
+}
+
+#[test]
+fn libreqos_terms_name_its_keys_and_columns() {
+    let owner = |first: &str| {
+        Arc::new(Owner {
+            manager: Manager::LibreQos,
+            managed: "eth0".into(),
+            direction: Direction::Egress,
+            config: Some(ConfigPlace {
+                path: "/etc/lqos.conf".into(),
+                format: ConfigFormat::Toml,
+                section: Some("queues".into()),
+            }),
+            detected_by: "/etc/lqos.conf".into(),
+            settings: vec![
+                (first.into(), "eth0".into()),
+                ("lqos_directory".into(), "/srv/lq/src/".into()),
+                ("default_sqm".into(), "cake diffserv4".into()),
+            ],
+            netns: None,
+        })
+    };
+    let mut ceil =
+        Fix::tc("class change dev eth0 parent 1:1 classid 1:5 htb rate 2mbit ceil 20mbit");
+    ceil.changes = vec![crate::Change {
+        class: Handle::new(1, 5),
+        field: crate::Param::Ceil,
+        from: 2_500_000,
+        to: 1_250_000,
+        severity: None,
+    }];
+    ceil.policy = true;
+    // upload side, on to_internet
+    let owners = Owners::new([("eth0".to_owned(), owner("to_internet"))]);
+    let mut f = [deep("eth0", vec![ceil.clone()])];
+    translate(&owners, &lqos_layout("eth0"), &mut f, None);
+    let Action::Manager(m) = &f[0].fix[0].action else {
+        panic!("{:#?}", f[0].fix)
+    };
+    assert_eq!(
+        m.what,
+        ManagerAction::Set {
+            key: "Upload Max Mbps".into(),
+            from: Some("20".into()),
+            to: "10".into()
+        }
+    );
+    assert_eq!(
+        m.command,
+        "/srv/lq/src/bin/lqos_overrides adjustments add-circuit-speed --circuit-id \
+         \"$CIRCUIT_ID\" --max-upload-bandwidth 10"
+    );
+    assert!(f[0].fix[0].policy && f[0].fix[0].condition.is_some());
+    assert!(f[0].fix[1].is_reload() && f[0].fix[1].condition.is_some());
+    // in the plan the edit is in (--policy), never in one without it
+    assert!(f[0].fix[1].policy);
+    // a FIFO under a circuit: advice naming default_sqm and the file, no edit
+    let owners = Owners::new([("eth0".to_owned(), owner("to_network"))]);
+    let mut g = [deep("eth0", vec![fifo("eth0", 0x5, 30)])];
+    translate(&owners, &lqos_layout("eth0"), &mut g, None);
+    assert!(
+        matches!(&g[0].fix[0].action, Action::Advice(a)
+            if a.contains("default_sqm") && a.contains("/etc/lqos.conf")
+                && a.contains("\"cake diffserv4\"")),
+        "{:#?}",
+        g[0].fix
+    );
+    assert_eq!(g[0].fix[1].undone_by, Some(Manager::LibreQos));
+}
+
+/// `name` with LibreQoS's root: `mq 7fff:`, `htb 1:` under its first queue.
+fn lqos_layout(name: &str) -> tcmon_core::model::Interface {
+    let q = |handle: Handle, parent: Handle, kind: &str| tcmon_core::model::Qdisc {
+        handle,
+        parent,
+        kind: kind.into(),
+        stats: tcmon_core::model::Stats::default(),
+        stab: None,
+        detail: None,
+        undecoded: tcmon_core::model::Undecoded::default(),
+    };
+    let mut i = iface(name);
+    i.qdiscs = vec![
+        q(Handle::new(0x7fff, 0), Handle::ROOT, "mq"),
+        q(Handle::new(1, 0), Handle::new(0x7fff, 1), "htb"),
+    ];
+    i
+}
+
+#[test]
+fn libreqos_configured_but_not_its_layout_is_not_its_tree() {
+    let owners = Owners::new([(
+        "eth0".to_owned(),
+        Arc::new(Owner {
+            manager: Manager::LibreQos,
+            managed: "eth0".into(),
+            direction: Direction::Egress,
+            config: None,
+            detected_by: "/etc/lqos.conf".into(),
+            settings: vec![("to_network".into(), "eth0".into())],
+            netns: None,
+        }),
+    )]);
+    let mut quantum = Fix::tc("class change dev eth0 classid 1:11 htb quantum 1514");
+    quantum.changes = vec![crate::Change {
+        class: Handle::new(1, 0x11),
+        field: crate::Param::Quantum,
+        from: 1000,
+        to: 1514,
+        severity: None,
+    }];
+    let mut i = lqos_layout("eth0");
+    let mut f = [deep("eth0", vec![quantum.clone()])];
+    translate(&owners, &i, &mut f, None);
+    assert!(matches!(&f[0].fix[0].action, Action::Advice(a) if a.contains("quantum itself")));
+    // an HTB at the root (someone else's, or LibreQoS stopped and another script ran)
+    i.qdiscs.retain(|q| q.kind == "htb");
+    i.qdiscs[0].parent = Handle::ROOT;
+    let mut g = [deep("eth0", vec![quantum.clone()])];
+    translate(&owners, &i, &mut g, None);
+    assert_eq!(g[0].fix, [quantum]);
+}

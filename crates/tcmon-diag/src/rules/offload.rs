@@ -171,6 +171,23 @@ struct Block<'a> {
     tbf: bool,
     /// A cake with `no-split-gso` holds the packet whole: its own option is the cure.
     cake: Option<&'a Qdisc>,
+    /// `rate` is cake-autorate's configured minimum for this cake, not its bandwidth now.
+    autorate: bool,
+}
+
+/// The bandwidth the rules grade a cake at: where cake-autorate changes it, the least it
+/// sets (its configured minimum, the worst case), so that a finding neither comes and goes
+/// with autorate's changes nor proposes a bandwidth; else the cake's own. True: autorate's.
+fn cake_rate(c: &Ctx<'_>, k: &tcmon_core::aqm::Cake) -> (Option<u64>, bool) {
+    match c.facts.owners.get(&c.iface.name) {
+        Some(o) if o.manager == tcmon_core::owner::Manager::CakeAutorate => {
+            match crate::managers::cake_autorate::min_rate_bytes_per_sec(o) {
+                Some(r) => (Some(r), true),
+                None => (k.base_rate_bytes_per_sec, false),
+            }
+        }
+        _ => (k.base_rate_bytes_per_sec, false),
+    }
 }
 
 impl Block<'_> {
@@ -204,8 +221,13 @@ impl Block<'_> {
                 "; under a steady stream of them a probe waits half of that on average, so probes in it cannot grade better than {typical}"
             )
         };
+        let at = if self.autorate {
+            " (cake-autorate's minimum)"
+        } else {
+            ""
+        };
         format!(
-            "{what} blocks the {} class {} for {}: a probe queued behind it waits that long (grade {} by the probe's bands, where A+ is under {} ms){typical}",
+            "{what} blocks the {}{at} class {} for {}: a probe queued behind it waits that long (grade {} by the probe's bands, where A+ is under {} ms){typical}",
             fmt_bits_per_sec(self.rate as f64 * 8.0),
             self.object,
             fmt_ns((ms * 1e6) as i64),
@@ -263,6 +285,7 @@ fn worst_block<'a>(c: &Ctx<'a>, size: u64) -> Option<(Block<'a>, u64)> {
             bytes: size,
             tbf: false,
             cake: None,
+            autorate: false,
         };
         match c.iface.qdisc_under(cl.handle) {
             Some(q) if splits(q) => continue,
@@ -273,11 +296,9 @@ fn worst_block<'a>(c: &Ctx<'a>, size: u64) -> Option<(Block<'a>, u64)> {
                     b.bytes = size.min(tbf_whole_bytes(t));
                 }
                 Some(QdiscDetail::Cake(k)) => {
-                    b.rate = b.rate.min(
-                        k.base_rate_bytes_per_sec
-                            .filter(|r| *r > 0)
-                            .unwrap_or(u64::MAX),
-                    );
+                    let (rate, autorate) = cake_rate(c, k);
+                    b.rate = b.rate.min(rate.filter(|r| *r > 0).unwrap_or(u64::MAX));
+                    b.autorate = autorate && b.rate == rate.unwrap_or(0);
                     b.cake = Some(q);
                 }
                 _ => {}
@@ -298,15 +319,18 @@ fn worst_block<'a>(c: &Ctx<'a>, size: u64) -> Option<(Block<'a>, u64)> {
                 bytes: size.min(tbf_whole_bytes(t)),
                 tbf: tbf_whole_bytes(t) < size,
                 cake: None,
+                autorate: false,
             }),
             Some(QdiscDetail::Cake(k)) if !splits(q) => {
-                if let Some(rate) = k.base_rate_bytes_per_sec.filter(|r| *r > 0) {
+                let (rate, autorate) = cake_rate(c, k);
+                if let Some(rate) = rate.filter(|r| *r > 0) {
                     places.push(Block {
                         object: q.handle,
                         rate,
                         bytes: size,
                         tbf: false,
                         cake: Some(q),
+                        autorate,
                     });
                 }
             }

@@ -18,6 +18,7 @@ mod evidence;
 mod filters;
 mod htb;
 mod link;
+mod managers;
 mod measured;
 mod merge;
 mod offload;

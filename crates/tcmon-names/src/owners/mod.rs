@@ -6,6 +6,8 @@
 //! [`Watch`], so that a change is seen) and returns its owners and the names of its fixed
 //! layout; its call in [`detect`]. See `docs/dev/managers.md`.
 
+mod cake_autorate;
+mod libreqos;
 mod sqm;
 mod text;
 
@@ -31,6 +33,14 @@ pub struct OwnerSources {
     /// sqm-scripts' state directories when its `sqm.conf` names none: Linux's `/run/sqm` and
     /// OpenWrt's `/var/run/sqm`.
     pub sqm_state_dirs: Vec<PathBuf>,
+    /// cake-autorate's run directory: an instance `X` (of `config.X.sh`) runs with
+    /// `RUN/X/proc_pids` (removed at exit).
+    pub cake_autorate_run: PathBuf,
+    /// Where cake-autorate's `config.X.sh` may be, in the order it looks (its config prefix:
+    /// the systemd unit's `/etc/cake-autorate`, then its script prefixes).
+    pub cake_autorate_config_dirs: Vec<PathBuf>,
+    /// procfs, where a process id in `proc_pids` is seen to run.
+    pub proc: PathBuf,
 }
 
 impl Default for OwnerSources {
@@ -40,6 +50,18 @@ impl Default for OwnerSources {
             netns: None,
             etc: "/etc".into(),
             sqm_state_dirs: vec!["/run/sqm".into(), "/var/run/sqm".into()],
+            cake_autorate_run: "/var/run/cake-autorate".into(),
+            cake_autorate_config_dirs: [
+                "/etc/cake-autorate",
+                "/jffs/configs/cake-autorate",
+                "/jffs/scripts/cake-autorate",
+                "/opt/cake-autorate",
+                "/usr/lib/cake-autorate",
+                "/root/cake-autorate",
+            ]
+            .map(PathBuf::from)
+            .to_vec(),
+            proc: "/proc".into(),
         }
     }
 }
@@ -50,6 +72,8 @@ impl OwnerSources {
         OwnerSources {
             detect: false,
             sqm_state_dirs: Vec::new(),
+            cake_autorate_run: PathBuf::new(),
+            cake_autorate_config_dirs: Vec::new(),
             ..OwnerSources::default()
         }
     }
@@ -84,6 +108,7 @@ impl Watch<'_> {
 /// Every manager's owners, and the names of their fixed layouts put into `names`.
 pub(crate) fn detect(
     src: &OwnerSources,
+    lqos: Option<(&Path, &crate::libreqos::Conf)>,
     w: &mut Watch<'_>,
     names: &mut Names,
     warnings: &mut Vec<SourceError>,
@@ -93,6 +118,10 @@ pub(crate) fn detect(
     }
     let mut owners: Vec<(String, Arc<Owner>)> = Vec::new();
     sqm::detect(src, w, names, &mut owners, warnings);
+    if let Some((path, conf)) = lqos {
+        libreqos::detect(src, path, conf, &mut owners);
+    }
+    cake_autorate::detect(src, w, &mut owners, warnings);
     Owners::new(owners)
 }
 

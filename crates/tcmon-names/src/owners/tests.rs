@@ -53,6 +53,7 @@ fn sources(etc: &Path, run: &Path, netns: Option<&str>) -> Sources {
             netns: netns.map(Into::into),
             etc: etc.to_owned(),
             sqm_state_dirs: vec![run.to_owned()],
+            ..OwnerSources::none()
         },
         ..Sources::default()
     }
@@ -227,4 +228,226 @@ fn shell_vars_and_uci_as_their_tools_read_them() {
     let u = super::parse_uci("config queue \"q\" # c\n option interface eth0\n");
     assert_eq!(u[0].name, "q");
     assert_eq!(u[0].option("interface"), Some("eth0"));
+}
+
+/// `/etc/lqos.conf` laid out as LibreQoS's `lqos.example`: top keys, `[tuning]`, one of
+/// `[bridge]` or `[single_interface]`, `[queues]`.
+fn lqos_conf(ifaces: &str, queue_mode: &str) -> String {
+    format!(
+        "version = \"1.5\"\nlqos_directory = \"/opt/libreqos/src\"\n\
+         state_directory = \"/opt/libreqos/state\"\nnode_id = \"0000-0000-0000\"\n\
+         node_name = \"Example Node\"\nqueue_check_period_ms = 1000\n\n[tuning]\n\
+         stop_irq_balance = true\ndisable_offload = [ \"gso\", \"tso\", \"lro\", \"sg\", \"gro\" ]\n\n\
+         # EITHER:\n{ifaces}\n\n[queues]\n\
+         # Global default SQM is a single token list applied to both directions.\n\
+         default_sqm = \"cake diffserv4\"\nqueue_mode = \"{queue_mode}\"\nmonitor_only = false\n\
+         uplink_bandwidth_mbps = 1000\ndownlink_bandwidth_mbps = 1000\n\
+         generated_pn_download_mbps = 1000\ngenerated_pn_upload_mbps = 1000\n\
+         dry_run = false\nsudo = false\n#override_available_queues = 12\n\
+         use_binpacking = false\nlazy_queues = \"No\"\n\n[long_term_stats]\ngather_stats = false\n"
+    )
+}
+
+fn lqos_sources(conf: &Path) -> Sources {
+    let mut s = sources(
+        Path::new("/nonexistent/etc"),
+        Path::new("/nonexistent"),
+        None,
+    );
+    s.lqos_conf = conf.to_owned();
+    s.owners.cake_autorate_run = "/nonexistent/cake-autorate".into();
+    s
+}
+
+#[test]
+fn libreqos_owns_the_interfaces_lqos_conf_names_with_its_queues_settings() {
+    let d = Dir::new("lqos-bridge");
+    let conf = d.write(
+        "lqos.conf",
+        &lqos_conf(
+            "[bridge]\nuse_xdp_bridge = false\nto_internet = \"eth0\"\nto_network = \"eth1\"\n# mtu = 1500",
+            "shape",
+        ),
+    );
+    let l = Loader::load(lqos_sources(&conf));
+    let o = l.owners();
+    assert_eq!(o.len(), 2, "{o:?}");
+    let down = o.get("eth1").unwrap();
+    assert_eq!(down.manager, Manager::LibreQos);
+    assert_eq!(down.direction, Direction::Egress);
+    assert_eq!(down.settings[0], ("to_network".into(), "eth1".into()));
+    assert_eq!(down.setting("default_sqm"), Some("cake diffserv4"));
+    assert_eq!(down.setting("uplink_bandwidth_mbps"), Some("1000"));
+    assert_eq!(down.setting("lqos_directory"), Some("/opt/libreqos/src"));
+    // a key commented out is no setting
+    assert_eq!(down.setting("override_available_queues"), None);
+    let c = down.config.as_ref().unwrap();
+    assert_eq!(
+        (c.format, c.path.as_path()),
+        (ConfigFormat::Toml, conf.as_path())
+    );
+    assert_eq!(down.detected_by, conf);
+    let up = o.get("eth0").unwrap();
+    assert_eq!(up.settings[0], ("to_internet".into(), "eth0".into()));
+    assert!(
+        l.names().warnings().is_empty(),
+        "{:?}",
+        l.names().warnings()
+    );
+}
+
+#[test]
+fn libreqos_on_a_stick_owns_one_interface_and_observing_owns_none() {
+    let d = Dir::new("lqos-stick");
+    let conf = d.write(
+        "lqos.conf",
+        &lqos_conf(
+            "[single_interface]\ninterface = \"ens1\"\ninternet_vlan = 2\nnetwork_vlan = 3",
+            "shape",
+        ),
+    );
+    let mut l = Loader::load(lqos_sources(&conf));
+    assert_eq!(l.owners().len(), 1);
+    assert_eq!(
+        l.owners().get("ens1").unwrap().settings[0],
+        ("interface".into(), "ens1".into())
+    );
+    // observe mode: LibreQoS builds no tree; seen at the next refresh
+    std::fs::write(
+        &conf,
+        lqos_conf("[single_interface]\ninterface = \"ens1\"", "observe"),
+    )
+    .unwrap();
+    assert!(l.refresh());
+    assert!(l.owners().is_empty());
+    // the older key alone says the same
+    let old = lqos_conf("[single_interface]\ninterface = \"ens1\"", "shape").replace(
+        "queue_mode = \"shape\"\nmonitor_only = false",
+        "monitor_only = true",
+    );
+    std::fs::write(&conf, old).unwrap();
+    assert!(l.refresh());
+    assert!(l.owners().is_empty());
+    // malformed: a warning naming the file and line, no owner, no panic
+    std::fs::write(
+        &conf,
+        "version = \"1.5\"\n[bridge\nto_internet = \"eth0\"\n",
+    )
+    .unwrap();
+    assert!(l.refresh());
+    assert!(l.owners().is_empty());
+    let w = l.names().warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].to_string().contains("lqos.conf:2"), "{}", w[0]);
+}
+
+/// `config.NAME.sh` as cake-autorate's `config.primary.sh` is written: `key=value # comment`.
+fn autorate_config(dl_if: &str, adjust_ul: &str) -> String {
+    format!(
+        "#!/bin/bash\n\n# *** INSTANCE-SPECIFIC CONFIGURATION OPTIONS ***\n\n\
+         ### Interfaces ###\n\n\
+         dl_if={dl_if} # download interface\nul_if=wan     # upload interface\n\n\
+         ### Base config ###\n\n\
+         adjust_dl_shaper_rate=1 # enable (1) or disable (0) actually changing the dl shaper rate\n\
+         adjust_ul_shaper_rate={adjust_ul} # enable (1) or disable (0) actually changing the ul shaper rate\n\n\
+         min_dl_shaper_rate_kbps=10000  # minimum bandwidth for download (Kbit/s)\n\
+         base_dl_shaper_rate_kbps=100000 # steady state bandwidth for download (Kbit/s)\n\
+         max_dl_shaper_rate_kbps=200000  # maximum bandwidth for download (Kbit/s)\n\n\
+         connection_active_thr_kbps=2000  # threshold in Kbit/s below which dl/ul is considered idle\n"
+    )
+}
+
+/// A run directory as a running instance leaves it: `proc_pids` (`NAME=PID` lines,
+/// `main` among them) and `run_token`; and a procfs with that process.
+fn autorate_run(d: &Dir, instance: &str, pid: u32) {
+    d.write(
+        &format!("run/cake-autorate/{instance}/proc_pids"),
+        &format!("intercept_stderr={}\nmain={pid}\nmaintain_log_file=4102\nmonitor_achieved_rates=4110\n", pid + 1),
+    );
+    d.write(
+        &format!("run/cake-autorate/{instance}/run_token"),
+        "1733590000.123456\n",
+    );
+}
+
+fn autorate_sources(d: &Dir) -> Sources {
+    let mut s = sources(&d.0.join("etc"), Path::new("/nonexistent"), None);
+    s.owners.cake_autorate_run = d.0.join("run/cake-autorate");
+    s.owners.cake_autorate_config_dirs = vec![
+        d.0.join("etc/cake-autorate"),
+        d.0.join("root/cake-autorate"),
+    ];
+    s.owners.proc = d.0.join("proc");
+    s
+}
+
+#[test]
+fn cake_autorate_owns_the_cakes_its_running_instance_changes_with_its_bounds() {
+    let d = Dir::new("autorate");
+    autorate_run(&d, "primary", 4100);
+    std::fs::create_dir_all(d.0.join("proc/4100")).unwrap();
+    let conf = d.write(
+        "root/cake-autorate/config.primary.sh",
+        &autorate_config("ifb-wan", "1"),
+    );
+    let mut l = Loader::load(autorate_sources(&d));
+    let o = l.owners();
+    assert_eq!(o.len(), 2, "{o:?}");
+    let dl = o.get("ifb-wan").unwrap();
+    assert_eq!(dl.manager, Manager::CakeAutorate);
+    assert_eq!(dl.setting("instance"), Some("primary"));
+    assert_eq!(dl.setting("min_dl_shaper_rate_kbps"), Some("10000"));
+    assert_eq!(dl.setting("max_dl_shaper_rate_kbps"), Some("200000"));
+    assert_eq!(dl.setting("min_ul_shaper_rate_kbps"), None);
+    let c = dl.config.as_ref().unwrap();
+    assert_eq!(
+        (c.format, c.path.as_path()),
+        (ConfigFormat::ShellVars, conf.as_path())
+    );
+    assert_eq!(dl.detected_by, d.0.join("run/cake-autorate/primary"));
+    // what the file does not set is defaults.sh's
+    let ul = o.get("wan").unwrap();
+    assert_eq!(ul.setting("min_ul_shaper_rate_kbps"), Some("5000"));
+    assert_eq!(ul.setting("max_ul_shaper_rate_kbps"), Some("35000"));
+    assert!(
+        l.names().warnings().is_empty(),
+        "{:?}",
+        l.names().warnings()
+    );
+    // upload left alone: that cake is not its own; seen at the next refresh
+    std::fs::write(&conf, autorate_config("ifb-wan", "0")).unwrap();
+    assert!(l.refresh());
+    assert_eq!(l.owners().len(), 1);
+    assert!(l.owners().get("wan").is_none());
+    // it stopped (its directory removed at exit)
+    std::fs::remove_dir_all(d.0.join("run/cake-autorate/primary")).unwrap();
+    assert!(l.refresh());
+    assert!(l.owners().is_empty());
+}
+
+#[test]
+fn cake_autorate_killed_or_without_its_config_owns_nothing_and_says_why() {
+    let d = Dir::new("autorate-stale");
+    // killed: its directory stays, its process does not
+    autorate_run(&d, "primary", 4100);
+    d.write(
+        "etc/cake-autorate/config.primary.sh",
+        &autorate_config("ifb-wan", "1"),
+    );
+    // running, but its config is nowhere it looks
+    autorate_run(&d, "secondary", 4200);
+    std::fs::create_dir_all(d.0.join("proc/4200")).unwrap();
+    // malformed proc_pids
+    d.write("run/cake-autorate/third/proc_pids", "main=\n\u{0}x");
+    let l = Loader::load(autorate_sources(&d));
+    assert!(l.owners().is_empty(), "{:?}", l.owners());
+    let w: Vec<String> = l
+        .names()
+        .warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w.iter().any(|x| x.contains("config.secondary.sh")), "{w:?}");
+    assert!(w.iter().any(|x| x.contains("third/proc_pids")), "{w:?}");
 }

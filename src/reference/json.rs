@@ -294,6 +294,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
             vec![
                 json(&tcmon_render::RateSample::new(&now, &rates)),
                 json(&tcmon_render::RateSample::new(&bare, &bare_rates)),
+                json(&tcmon_render::RateSample::named(&now, &rates, &names)),
             ],
         ),
         (

@@ -514,10 +514,25 @@ pub struct RateObject<'a> {
     pub kind: &'a str,
     pub stats: &'a Stats,
     pub rates: ObjectRates,
+    /// A named class's name, circuit ID and parent node, as `dump --json` gives them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub circuit_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_node: Option<&'a str>,
+    /// What the text says of it.
+    #[serde(skip)]
+    pub entry: Option<&'a Entry>,
 }
 
 impl<'a> RateSample<'a> {
     pub fn new(snap: &'a Snapshot, rates: &Rates) -> Self {
+        Self::named(snap, rates, &EMPTY_NAMES)
+    }
+
+    /// A sample with each named class's `name` (and `circuit_id`, `parent_node` where known).
+    pub fn named(snap: &'a Snapshot, rates: &Rates, names: &'a Names) -> Self {
         let missing = ObjectRates {
             fresh: true,
             ..ObjectRates::default()
@@ -537,17 +552,28 @@ impl<'a> RateSample<'a> {
                         kind: &q.kind,
                         stats: &q.stats,
                         rates: rates.qdisc(i, q).copied().unwrap_or(missing),
+                        name: None,
+                        circuit_id: None,
+                        parent_node: None,
+                        entry: None,
                     })
                     .collect(),
                 classes: i
                     .classes
                     .iter()
-                    .map(|c| RateObject {
-                        handle: c.handle,
-                        parent: c.parent,
-                        kind: &c.kind,
-                        stats: &c.stats,
-                        rates: rates.class(i, c).copied().unwrap_or(missing),
+                    .map(|c| {
+                        let e = names.lookup(&i.name, c.handle);
+                        RateObject {
+                            handle: c.handle,
+                            parent: c.parent,
+                            kind: &c.kind,
+                            stats: &c.stats,
+                            rates: rates.class(i, c).copied().unwrap_or(missing),
+                            name: e.map(|e| e.name.as_str()),
+                            circuit_id: e.and_then(|e| e.circuit_id.as_deref()),
+                            parent_node: e.and_then(|e| e.parent_node.as_deref()),
+                            entry: e,
+                        }
                     })
                     .collect(),
             })
@@ -561,9 +587,19 @@ impl<'a> RateSample<'a> {
     }
 }
 
+/// The names of nothing: what the views without names look classes up in.
+static EMPTY_NAMES: std::sync::LazyLock<Names> = std::sync::LazyLock::new(Names::default);
+
 /// `tcmon dump --interval` as text: one table per interface.
 pub fn rates_table(snap: &Snapshot, rates: &Rates) -> String {
-    let sample = RateSample::new(snap, rates);
+    rates_table_named(snap, rates, &EMPTY_NAMES)
+}
+
+/// [`rates_table`] with a NAME column last, as [`tree_named`] says names, while names are
+/// loaded.
+pub fn rates_table_named(snap: &Snapshot, rates: &Rates, names: &Names) -> String {
+    let sample = RateSample::named(snap, rates, names);
+    let name_column = !names.is_empty();
     let mut out = String::new();
     let _ = writeln!(out, "interval {}", fmt_ns(rates.interval_ns as i64));
     for i in sample
@@ -573,16 +609,31 @@ pub fn rates_table(snap: &Snapshot, rates: &Rates) -> String {
     {
         let _ = writeln!(
             out,
-            "{}\n  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}",
-            i.name, "", "HANDLE", "KIND", "RATE", "PKT/S", "DROPS/S", "OVERL/S", "BACKLOG", "TREND"
+            "{}\n  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}{}",
+            i.name,
+            "",
+            "HANDLE",
+            "KIND",
+            "RATE",
+            "PKT/S",
+            "DROPS/S",
+            "OVERL/S",
+            "BACKLOG",
+            "TREND",
+            if name_column { "  NAME" } else { "" }
         );
         for (what, objs) in [("qdisc", &i.qdiscs), ("class", &i.classes)] {
             for o in objs {
                 let r = &o.rates;
                 let num = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.0}"));
+                // after the last column, so a long name pushes nothing out of place
+                let name = o
+                    .entry
+                    .map(|e| format!(" {}", name_words(e)))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}",
+                    "  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}{name}",
                     what,
                     o.handle.to_string(),
                     o.kind,

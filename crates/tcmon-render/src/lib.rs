@@ -16,9 +16,11 @@ use tcmon_core::rates::{ObjectRates, Rates};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 use tcmon_names::{Entry, Kind, Names};
 
+mod json;
 mod tc_text;
 mod walk;
 
+pub use json::{write_beside, Extra};
 pub use walk::{walk, Node, Obj, MAX_DEPTH};
 
 /// The readable tree of every interface: qdiscs, their classes, leaf qdiscs under their
@@ -52,7 +54,7 @@ pub fn tree_named(snap: &Snapshot, names: &Names) -> String {
 }
 
 /// The snapshot as `dump --json` writes it, each named class with its `name` (and
-/// `circuit_id`, `parent_node` where known).
+/// `circuit_id`, `parent_node` where known) after its own fields, written as it is serialized.
 pub fn write_snapshot_json<W: std::io::Write>(
     w: W,
     snap: &Snapshot,
@@ -61,26 +63,30 @@ pub fn write_snapshot_json<W: std::io::Write>(
     if names.is_empty() {
         return serde_json::to_writer(w, snap);
     }
-    let mut v = serde_json::to_value(snap)?;
-    let ifaces = v.get_mut("interfaces").and_then(Value::as_array_mut);
-    for (iface, json) in snap.interfaces.iter().zip(ifaces.into_iter().flatten()) {
-        let classes = json.get_mut("classes").and_then(Value::as_array_mut);
+    json::write_beside(w, snap, &["interfaces", "classes"], |at, out| {
         // serialized in the model's order
-        for (c, cj) in iface.classes.iter().zip(classes.into_iter().flatten()) {
-            let (Some(e), Some(obj)) = (names.lookup(&iface.name, c.handle), cj.as_object_mut())
-            else {
-                continue;
-            };
-            obj.insert("name".into(), e.name.clone().into());
-            if let Some(id) = &e.circuit_id {
-                obj.insert("circuit_id".into(), id.clone().into());
-            }
-            if let Some(p) = &e.parent_node {
-                obj.insert("parent_node".into(), p.clone().into());
-            }
+        let Some(iface) = snap.interfaces.get(at[0]) else {
+            return;
+        };
+        let Some(c) = iface.classes.get(at[1]) else {
+            return;
+        };
+        if let Some(e) = names.lookup(&iface.name, c.handle) {
+            name_fields(e, out);
         }
+    })
+}
+
+/// The fields a named object carries in JSON: `name`, and `circuit_id` and `parent_node`
+/// where known.
+pub fn name_fields(e: &Entry, out: &mut Extra) {
+    out.field("name", &e.name);
+    if let Some(id) = &e.circuit_id {
+        out.field("circuit_id", id);
     }
-    serde_json::to_writer(w, &v)
+    if let Some(p) = &e.parent_node {
+        out.field("parent_node", p);
+    }
 }
 
 /// A class's name as the tree shows it after the handle: ` 'voice'`, ` circuit 'Smith'

@@ -276,6 +276,16 @@ fn named_classes_in_the_tree_and_json() {
         }
     }
     assert_eq!(v, plain);
+    // byte for byte the snapshot's own JSON, with the names last in their classes
+    let text = String::from_utf8(out).unwrap();
+    let voice = r#","name":"voice"}"#;
+    let smith = r#","name":"Smith, 12 Oak St","circuit_id":"10001","parent_node":"AP_A"}"#;
+    assert_eq!(text.matches(voice).count(), 1, "{text}");
+    assert_eq!(text.matches(smith).count(), 1, "{text}");
+    assert_eq!(
+        text.replace(voice, "}").replace(smith, "}"),
+        serde_json::to_string(&snap).unwrap()
+    );
 }
 
 #[test]

@@ -37,6 +37,8 @@ pub(crate) struct NamesConfig {
     pub(crate) shaped_devices: std::path::PathBuf,
     /// LibreQoS's download and upload interfaces, none for lqos.conf's.
     pub(crate) libreqos_interfaces: Vec<String>,
+    /// FireQOS's run directory ("" for none).
+    pub(crate) fireqos_dir: std::path::PathBuf,
     /// Class or address prefix -> name (keys checked when the config is loaded).
     pub(crate) map: std::collections::BTreeMap<String, String>,
 }
@@ -50,6 +52,7 @@ impl Default for NamesConfig {
             queuing_structure: std::path::PathBuf::new(),
             shaped_devices: std::path::PathBuf::new(),
             libreqos_interfaces: Vec::new(),
+            fireqos_dir: s.fireqos_dir,
             map: std::collections::BTreeMap::new(),
         }
     }
@@ -68,6 +71,7 @@ impl NamesConfig {
                 [down, up] => Some((down.clone(), up.clone())),
                 _ => None,
             },
+            fireqos_dir: self.fireqos_dir.clone(),
             map: self
                 .map
                 .iter()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::libreqos::Conf;
-use crate::{csv, libreqos, tc_cls, Entry, MapKey, Names, SourceError};
+use crate::{csv, fireqos, libreqos, tc_cls, Entry, MapKey, Names, SourceError};
 
 /// The sources of names. Each is optional: a file missing from its standard place is no
 /// source; a structure or devices file named here (`Some`) and missing is a warning.
@@ -25,6 +25,8 @@ pub struct Sources {
     pub shaped_devices: Option<PathBuf>,
     /// LibreQoS's `(download, upload)` interfaces; `None`: as `lqos_conf` says.
     pub libreqos_interfaces: Option<(String, String)>,
+    /// FireQOS's run directory (its `interfaces` and `<name>.conf` files); empty for none.
+    pub fireqos_dir: PathBuf,
     /// The config's own names, which win over the files'.
     pub map: Vec<(MapKey, String)>,
 }
@@ -41,6 +43,7 @@ impl Default for Sources {
             queuing_structure: None,
             shaped_devices: None,
             libreqos_interfaces: None,
+            fireqos_dir: "/var/run/fireqos".into(),
             map: Vec::new(),
         }
     }
@@ -91,6 +94,7 @@ impl Loader {
             sources: Sources {
                 tc_cls: Vec::new(),
                 lqos_conf: PathBuf::new(),
+                fireqos_dir: PathBuf::new(),
                 ..Sources::default()
             },
             watched: Vec::new(),
@@ -197,6 +201,26 @@ fn read_all(src: &Sources) -> (Names, Vec<(PathBuf, Option<Stamp>)>) {
             }
             if let Some(text) = read(&path, explicit, &mut names.warnings) {
                 libreqos::load(&mut names, &path, text, &conf, &csv);
+            }
+        }
+    }
+
+    if !src.fireqos_dir.as_os_str().is_empty() {
+        // FireQOS rewrites its list and every interface's file at each start
+        let list = src.fireqos_dir.join("interfaces");
+        watch(&list);
+        if let Some(text) = read(&list, false, &mut names.warnings) {
+            for iface in fireqos::interfaces(&text) {
+                let p = fireqos::conf_path(&src.fireqos_dir, iface);
+                watch(&p);
+                let Some(text) = read(&p, true, &mut names.warnings) else {
+                    continue;
+                };
+                let (device, pairs, warnings) = fireqos::parse(&p, &text);
+                names.warnings.extend(warnings);
+                for (h, name) in pairs {
+                    names.insert(device.as_deref(), h, Arc::new(Entry::class(name)));
+                }
             }
         }
     }

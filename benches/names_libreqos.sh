@@ -4,15 +4,18 @@
 # circuit of the tree, then `dump` (text and --json) and `check --json` with and without those
 # names: wall time and peak RSS of each, and the names' share. Needs root.
 #
-# Usage: benches/names_libreqos.sh [CIRCUITS] [QUEUES]   (defaults 50000 and 4)
+# Usage: [TCMON=BIN] benches/names_libreqos.sh [CIRCUITS] [QUEUES]   (defaults 50000 and 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/big_tree.sh
 CIRCUITS=${1:-50000}
 QUEUES=${2:-4}
 [ "$(id -u)" = 0 ] || { echo "SKIPPED names_libreqos: needs root"; exit 0; }
-cargo build --release --quiet --bin tcmon
-TCMON=${CARGO_TARGET_DIR:-$PWD/target}/release/tcmon
+# TCMON=path: that binary (e.g. an earlier build, to compare), not this tree's release build
+if [ -z "${TCMON:-}" ]; then
+  cargo build --release --quiet --bin tcmon
+  TCMON=${CARGO_TARGET_DIR:-$PWD/target}/release/tcmon
+fi
 NS=tcmon-bench-names-$$
 DIR=$(mktemp -d)
 trap 'ip netns del "$NS" 2>/dev/null || true; rm -rf "$DIR"' EXIT

@@ -203,7 +203,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         if names.is_empty() {
             serde_json::to_writer(&mut out, &report)?;
         } else {
-            serde_json::to_writer(&mut out, &named_json(&report, &findings, names)?)?;
+            write_named_json(&mut out, &report, &findings, names)?;
         }
         writeln!(out)?;
     } else {
@@ -231,28 +231,23 @@ fn object_words(f: &Finding, names: &tcmon_names::Names) -> String {
     }
 }
 
-/// The JSON report with `name` (and `circuit_id`) on each finding whose object is named.
-pub(crate) fn named_json(
+/// The JSON report with `name` (and `circuit_id`) on each finding whose object is named,
+/// written as it is serialized.
+pub(crate) fn write_named_json<W: Write>(
+    w: W,
     report: &WithLoad<'_>,
     findings: &[Finding],
     names: &tcmon_names::Names,
-) -> serde_json::Result<serde_json::Value> {
-    let mut v = serde_json::to_value(report)?;
-    if let Some(list) = v
-        .get_mut("findings")
-        .and_then(serde_json::Value::as_array_mut)
-    {
+) -> serde_json::Result<()> {
+    tcmon_render::write_beside(w, report, &["findings"], |at, out| {
         // serialized in the findings' order
-        for (f, j) in findings.iter().zip(list) {
-            if let (Some((e, _)), Some(o)) = (object_name(f, names), j.as_object_mut()) {
-                o.insert("name".into(), e.name.clone().into());
-                if let Some(id) = &e.circuit_id {
-                    o.insert("circuit_id".into(), id.clone().into());
-                }
+        if let Some((e, _)) = findings.get(at[0]).and_then(|f| object_name(f, names)) {
+            out.field("name", &e.name);
+            if let Some(id) = &e.circuit_id {
+                out.field("circuit_id", id);
             }
         }
-    }
-    Ok(v)
+    })
 }
 
 /// `check --json`: the report, and the latency test's own when `--load` ran one (its grade is
@@ -633,7 +628,9 @@ mod tests {
             },
             load: None,
         };
-        let v = super::named_json(&report, &findings, &names).unwrap();
+        let mut json = Vec::new();
+        super::write_named_json(&mut json, &report, &findings, &names).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(v["findings"][0]["name"], "Smith, 12 Oak St");
         assert_eq!(v["findings"][0]["circuit_id"], "10001");
         assert_eq!(v["findings"][0]["object"], "1:10");

@@ -75,6 +75,8 @@ pub(crate) struct NamesConfig {
     /// Where LibreQoS pins its map of addresses to classes ("" for none): `classify` answers
     /// from it.
     pub(crate) libreqos_map: std::path::PathBuf,
+    /// FireQOS's run directory ("" for none).
+    pub(crate) fireqos_dir: std::path::PathBuf,
     /// Class or address prefix -> name (keys checked when the config is loaded).
     pub(crate) map: std::collections::BTreeMap<String, String>,
 }
@@ -89,6 +91,7 @@ impl Default for NamesConfig {
             shaped_devices: std::path::PathBuf::new(),
             libreqos_interfaces: Vec::new(),
             libreqos_map: tcmon_sojourn::libreqos::PIN.into(),
+            fireqos_dir: s.fireqos_dir,
             map: std::collections::BTreeMap::new(),
         }
     }
@@ -107,6 +110,7 @@ impl NamesConfig {
                 [down, up] => Some((down.clone(), up.clone())),
                 _ => None,
             },
+            fireqos_dir: self.fireqos_dir.clone(),
             map: self
                 .map
                 .iter()

@@ -77,15 +77,31 @@ pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
     } else {
         args.count.unwrap_or(1)
     };
+    // Read again when a file changed (one stat per source and sample); what cannot be read
+    // is said on stderr once per reading, not in every sample.
+    let mut names = tcmon_names::Loader::load(cfg.names.sources());
+    let warn = |names: &tcmon_names::Loader| {
+        for w in names.names().warnings() {
+            eprintln!("warning: {w}");
+        }
+    };
+    warn(&names);
     for _ in 0..samples {
         std::thread::sleep(interval);
         let cur = collector.poll()?;
+        if names.refresh() {
+            warn(&names);
+        }
         let rates = Rates::between(&prev, &cur);
+        let current = names.names();
         if args.json {
-            serde_json::to_writer(&mut out, &tcmon_render::RateSample::new(&cur, &rates))?;
+            serde_json::to_writer(
+                &mut out,
+                &tcmon_render::RateSample::named(&cur, &rates, current),
+            )?;
             out.write_all(b"\n")?;
         } else {
-            out.write_all(tcmon_render::rates_table(&cur, &rates).as_bytes())?;
+            out.write_all(tcmon_render::rates_table_named(&cur, &rates, current).as_bytes())?;
         }
         // Lines go out as they are sampled, for pipes and `jq --stream`.
         out.flush()?;

@@ -255,7 +255,9 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
     let mut named_dump = Vec::new();
     tcmon_render::write_snapshot_json(&mut named_dump, &now, &names).expect("serializable");
     let named_dump: Value = serde_json::from_slice(&named_dump).expect("JSON");
-    let named_report = crate::check::named_json(
+    let mut named_report = Vec::new();
+    crate::check::write_named_json(
+        &mut named_report,
         &crate::check::WithLoad {
             report: tcmon_diag::CheckReport {
                 status: report.status,
@@ -268,6 +270,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
         &names,
     )
     .expect("serializable");
+    let named_report: Value = serde_json::from_slice(&named_report).expect("JSON");
     let classified = [
         ("dev=v0&dst=10.9.0.2&proto=tcp&dport=443", false),
         ("dev=v0&dst=10.1.1.1", false),
@@ -295,6 +298,7 @@ fn documents() -> Vec<(&'static str, &'static str, Vec<Value>)> {
             vec![
                 json(&tcmon_render::RateSample::new(&now, &rates)),
                 json(&tcmon_render::RateSample::new(&bare, &bare_rates)),
+                json(&tcmon_render::RateSample::named(&now, &rates, &names)),
             ],
         ),
         (

@@ -291,6 +291,129 @@ fn dump_names_classes_from_tc_cls_and_libreqos() {
     assert_eq!(class(up, "4:3")["name"], "Site_1");
 }
 
+/// `dump --interval` names classes in every sample, text and JSON, and reads a source again
+/// when it changed between two samples.
+#[test]
+fn dump_interval_names_every_sample_and_follows_a_changed_file() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    if skip_unless_root("dump_interval_names_every_sample_and_follows_a_changed_file") {
+        return;
+    }
+    let ns = Netns::create("namesint").unwrap();
+    let (down, up) = ("lqdown", "lqup");
+    ns.ip(&["link", "add", down, "type", "veth", "peer", "name", up])
+        .unwrap();
+    libreqos_tree(&ns, down, up);
+    let f = Files::new("interval");
+    let config = sources(&f, down, up);
+
+    // text: a NAME column, each class's name as plain dump says it
+    let o = common::tcmon(&[
+        "--config",
+        &config,
+        "dump",
+        "--netns",
+        &ns.name,
+        "--interval",
+        "100ms",
+        "--count",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    let row = |handle: &str| -> &str {
+        let at = text
+            .find(&format!("\n{down}\n"))
+            .unwrap_or_else(|| panic!("no {down} in\n{text}"));
+        text[at..]
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq(["class", handle]))
+            .unwrap_or_else(|| panic!("no class {handle} in\n{text}"))
+    };
+    assert!(text.contains("TREND  NAME\n"), "{text}");
+    assert!(
+        row("3:1a2f").ends_with(" B/s  circuit 'Smith, 12 Oak St' (id 10001)"),
+        "{text}"
+    );
+    assert!(row("3:5").ends_with(" B/s  node 'AP_A'"), "{text}");
+    assert!(row("3:99").ends_with(" B/s  'spare'"), "{text}");
+
+    // JSON, with tc_cls rewritten after the first sample
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tcmon"))
+        .args([
+            "--config",
+            &config,
+            "dump",
+            "--netns",
+            &ns.name,
+            "--json",
+            "--interval",
+            "300ms",
+            "--count",
+            "20",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let name_of = |sample: &Value, dev: &str, handle: &str| -> Option<String> {
+        let iface = sample["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == dev)
+            .unwrap();
+        let c = iface["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["handle"] == handle)
+            .unwrap_or_else(|| panic!("{dev} {handle}"));
+        c.get("name").and_then(Value::as_str).map(str::to_owned)
+    };
+    let mut samples = 0;
+    let mut renamed_at = None;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        samples += 1;
+        let smith = v["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == up);
+        let smith = smith.unwrap()["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["handle"] == "4:1a2f")
+            .unwrap()
+            .clone();
+        assert_eq!(smith["name"], "Smith, 12 Oak St", "sample {samples}");
+        assert_eq!(smith["circuit_id"], "10001");
+        assert_eq!(smith["parent_node"], "AP_A");
+        assert_eq!(name_of(&v, down, "3:3").as_deref(), Some("Site_1"));
+        let spare = name_of(&v, down, "3:99");
+        if renamed_at.is_none() {
+            assert_eq!(spare.as_deref(), Some("spare"), "sample {samples}");
+            f.write("tc_cls", "3:99 reserve # kept back\n");
+            renamed_at = Some(samples);
+        } else if spare.as_deref() == Some("reserve") {
+            break;
+        } else {
+            assert_eq!(spare.as_deref(), Some("spare"), "sample {samples}");
+        }
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        renamed_at.map(|r| samples - r),
+        Some(1),
+        "the sample after the change has the new name ({samples} samples): {}",
+        common::stderr(&o)
+    );
+}
+
 /// A broken source is a warning naming the file and line; the other sources still name.
 #[test]
 fn a_broken_structure_is_a_warning_and_tc_cls_still_names() {

@@ -121,7 +121,12 @@ fn prometheus_rate_of_class_bytes_matches_the_traffic_sent() {
         })
         .collect();
     // Polls four times per scrape window second so the counters move smoothly under rate().
-    let cfg = TempFile::new("prom.toml", "[agent]\ninterval = \"250ms\"\n");
+    // 1:10 named (the dashboard shows it by name), 1:20 not (it must still be shown)
+    let cfg = TempFile::new(
+        "prom.toml",
+        "[agent]\ninterval = \"250ms\"\n\n[names]\ntc_cls = []\nlqos_conf = \"\"\n\
+         map = { \"1:10\" = \"gold\" }\n",
+    );
     let s = Served::start(&[
         "--netns",
         &pair.a.name,
@@ -180,7 +185,8 @@ fn prometheus_rate_of_class_bytes_matches_the_traffic_sent() {
     .body;
     assert!(meta.contains("\"type\":\"info\""), "{meta}");
 
-    // The dashboard's queries are valid PromQL, and those about classes find them.
+    // The dashboard's queries are valid PromQL, and those about classes find them; those
+    // joining names give a named class its name and keep the classes without one, each once.
     let dashboard: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -189,6 +195,7 @@ fn prometheus_rate_of_class_bytes_matches_the_traffic_sent() {
         .unwrap(),
     )
     .unwrap();
+    let mut joined = 0;
     for panel in dashboard["panels"].as_array().unwrap() {
         for target in panel["targets"].as_array().into_iter().flatten() {
             let expr = target["expr"].as_str().unwrap();
@@ -200,8 +207,29 @@ fn prometheus_rate_of_class_bytes_matches_the_traffic_sent() {
             if expr.contains("tcmon_class_bytes_total") {
                 assert!(!result.is_empty(), "{}: {q} found nothing", panel["title"]);
             }
+            if expr.contains("tcmon_class_info") {
+                joined += 1;
+                let of = |h: &str| -> Vec<&serde_json::Value> {
+                    result
+                        .iter()
+                        .filter(|r| r["metric"]["handle"] == h)
+                        .map(|r| &r["metric"])
+                        .collect()
+                };
+                let (gold, plain) = (of("1:10"), of("1:20"));
+                assert_eq!(gold.len(), 1, "{}: {q}: {result:?}", panel["title"]);
+                assert_eq!(gold[0]["name"], "gold", "{}: {q}", panel["title"]);
+                assert_eq!(plain.len(), 1, "{}: {q}: {result:?}", panel["title"]);
+                assert_eq!(plain[0].get("name"), None, "{}: {q}", panel["title"]);
+                // the legend names the class by its name
+                if let Some(legend) = target["legendFormat"].as_str() {
+                    assert!(legend.contains("{{name}}"), "{}: {legend}", panel["title"]);
+                }
+            }
         }
     }
+    // throughput, load, delay, tokens and ctokens, borrows and lends, and the table
+    assert_eq!(joined, 8, "queries joining tcmon_class_info");
 }
 
 /// The packaged alert rules are valid, their unit tests (firing and not firing on made-up

@@ -576,3 +576,43 @@ fn tui_opens_on_the_uplink_where_nothing_shapes() {
     tmux.send(&["q"]);
     assert_restored(&tmux, 0);
 }
+
+/// The detail pane of the real UI names the selected class from `tc_cls`, and the name it
+/// shows follows the file when it is rewritten (no restart).
+#[test]
+fn tui_in_tmux_names_the_selected_class_and_follows_its_file() {
+    if skip_unless_root("tui_in_tmux_names_the_selected_class_and_follows_its_file") {
+        return;
+    }
+    let (pair, _load) = shaped_pair();
+    let f = crate::names::Files::new("tui");
+    let tc_cls = f.write("tc_cls", "1:10 gold\n");
+    let config = f.write(
+        "config.toml",
+        &format!("[names]\ntc_cls = [\"{tc_cls}\"]\nlqos_conf = \"\"\n"),
+    );
+    let tmux = Tmux::start("names", 80, 24);
+    start_tui(
+        &tmux,
+        &pair.a.name,
+        &format!("--dev veth0 --config {config}"),
+    );
+    tmux.wait_for("the tree", Duration::from_secs(10), |s| {
+        row(s, "1:10").is_some()
+    });
+    // 1:, 1:1, 1:10
+    tmux.send(&["j", "j"]);
+    let s = tmux.wait_for("1:10's name in the detail", Duration::from_secs(5), |s| {
+        s.contains("│class htb 1:10  parent 1:1") && s.contains("│named 'gold'")
+    });
+    assert!(
+        row(&s, "1:10").is_some_and(|r| r.contains("gold")),
+        "and in the NAME column:\n{s}"
+    );
+    std::fs::write(&tc_cls, "1:10 platinum\n").unwrap();
+    tmux.wait_for("the new name", Duration::from_secs(5), |s| {
+        s.contains("│named 'platinum'") && !s.contains("gold")
+    });
+    tmux.send(&["q"]);
+    assert_restored(&tmux, 0);
+}

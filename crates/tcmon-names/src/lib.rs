@@ -1,5 +1,6 @@
 //! Names of classes from the sources operators already keep: iproute2's `tc_cls`, LibreQoS's
-//! `queuingStructure.json` and `ShapedDevices.csv`, and the config's own map.
+//! `queuingStructure.json` and `ShapedDevices.csv`, FireQOS's run files, and the config's own
+//! map.
 //!
 //! Names are an input beside the netlink snapshot: the agent (or a one-shot command) loads them
 //! with a [`Loader`], which stats each source once per [`Loader::refresh`] and reloads when one
@@ -14,6 +15,7 @@ use rustc_hash::FxHashMap;
 use tcmon_core::units::Handle;
 
 mod csv;
+mod fireqos;
 mod libreqos;
 mod loader;
 mod map;

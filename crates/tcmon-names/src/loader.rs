@@ -11,7 +11,7 @@ use tcmon_core::owner::Owners;
 
 use crate::libreqos::Conf;
 use crate::owners::{self, OwnerSources, Watch};
-use crate::{csv, libreqos, tc_cls, Entry, MapKey, Names, SourceError};
+use crate::{csv, fireqos, libreqos, tc_cls, Entry, MapKey, Names, SourceError};
 
 /// The sources of names. Each is optional: a file missing from its standard place is no
 /// source; a structure or devices file named here (`Some`) and missing is a warning.
@@ -28,6 +28,8 @@ pub struct Sources {
     pub shaped_devices: Option<PathBuf>,
     /// LibreQoS's `(download, upload)` interfaces; `None`: as `lqos_conf` says.
     pub libreqos_interfaces: Option<(String, String)>,
+    /// FireQOS's run directory (its `interfaces` and `<name>.conf` files); empty for none.
+    pub fireqos_dir: PathBuf,
     /// The config's own names, which win over the files'.
     pub map: Vec<(MapKey, String)>,
     /// Where the managers that own trees keep their files (their fixed layouts give names
@@ -47,6 +49,7 @@ impl Default for Sources {
             queuing_structure: None,
             shaped_devices: None,
             libreqos_interfaces: None,
+            fireqos_dir: "/var/run/fireqos".into(),
             map: Vec::new(),
             owners: OwnerSources::default(),
         }
@@ -101,6 +104,7 @@ impl Loader {
                 tc_cls: Vec::new(),
                 lqos_conf: PathBuf::new(),
                 owners: OwnerSources::none(),
+                fireqos_dir: PathBuf::new(),
                 ..Sources::default()
             },
             watched: Vec::new(),
@@ -255,6 +259,26 @@ fn read_all(src: &Sources) -> (Names, Owners, Vec<(PathBuf, Option<Stamp>)>) {
         &mut warnings,
     );
     names.warnings.extend(warnings);
+
+    if !src.fireqos_dir.as_os_str().is_empty() {
+        // FireQOS rewrites its list and every interface's file at each start
+        let list = src.fireqos_dir.join("interfaces");
+        watch(&list);
+        if let Some(text) = read(&list, false, &mut names.warnings) {
+            for iface in fireqos::interfaces(&text) {
+                let p = fireqos::conf_path(&src.fireqos_dir, iface);
+                watch(&p);
+                let Some(text) = read(&p, true, &mut names.warnings) else {
+                    continue;
+                };
+                let (device, pairs, warnings) = fireqos::parse(&p, &text);
+                names.warnings.extend(warnings);
+                for (h, name) in pairs {
+                    names.insert(device.as_deref(), h, Arc::new(Entry::class(name)));
+                }
+            }
+        }
+    }
 
     for (key, name) in &src.map {
         match key {

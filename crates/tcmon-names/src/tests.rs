@@ -153,6 +153,8 @@ fn libreqos(d: &Dir) -> Sources {
     Sources {
         tc_cls: vec![d.0.join("etc/iproute2/tc_cls"), d.0.join("usr/tc_cls")],
         lqos_conf: conf,
+        // the host's own FireQOS files are no part of these tests
+        fireqos_dir: PathBuf::new(),
         ..Sources::default()
     }
 }
@@ -209,6 +211,8 @@ fn older_libreqos_keeps_the_structure_beside_the_program() {
     let l = Loader::load(Sources {
         tc_cls: Vec::new(),
         lqos_conf: conf,
+        // the host's own FireQOS files are no part of these tests
+        fireqos_dir: PathBuf::new(),
         ..Sources::default()
     });
     let n = l.names();
@@ -275,6 +279,8 @@ fn a_file_the_config_names_and_that_is_missing_is_a_warning() {
         tc_cls: Vec::new(),
         lqos_conf: d.0.join("lqos.conf"),
         queuing_structure: Some(d.0.join("nope.json")),
+        // the host's own FireQOS files are no part of these tests
+        fireqos_dir: PathBuf::new(),
         ..Sources::default()
     });
     let w: Vec<String> = l

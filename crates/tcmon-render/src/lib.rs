@@ -20,9 +20,11 @@ use tcmon_core::rates::{ObjectRates, Rates};
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns, Handle};
 use tcmon_names::{Entry, Kind, Names};
 
+mod json;
 mod tc_text;
 mod walk;
 
+pub use json::{write_beside, Extra};
 pub use walk::{walk, Node, Obj, MAX_DEPTH};
 
 /// The readable tree of every interface: qdiscs, their classes, leaf qdiscs under their
@@ -61,7 +63,7 @@ pub fn tree_owned(snap: &Snapshot, names: &Names, owners: &Owners) -> String {
 }
 
 /// The snapshot as `dump --json` writes it, each named class with its `name` (and
-/// `circuit_id`, `parent_node` where known).
+/// `circuit_id`, `parent_node` where known) after its own fields, written as it is serialized.
 pub fn write_snapshot_json<W: std::io::Write>(
     w: W,
     snap: &Snapshot,
@@ -81,29 +83,37 @@ pub fn write_snapshot_json_owned<W: std::io::Write>(
     if names.is_empty() && owners.is_empty() {
         return serde_json::to_writer(w, snap);
     }
-    let mut v = serde_json::to_value(snap)?;
-    let ifaces = v.get_mut("interfaces").and_then(Value::as_array_mut);
-    for (iface, json) in snap.interfaces.iter().zip(ifaces.into_iter().flatten()) {
-        if let (Some(o), Some(obj)) = (owners.get(&iface.name), json.as_object_mut()) {
-            obj.insert("owner".into(), serde_json::to_value(&**o)?);
-        }
-        let classes = json.get_mut("classes").and_then(Value::as_array_mut);
+    json::write_beside(w, snap, &["interfaces", "classes"], |at, out| {
         // serialized in the model's order
-        for (c, cj) in iface.classes.iter().zip(classes.into_iter().flatten()) {
-            let (Some(e), Some(obj)) = (names.lookup(&iface.name, c.handle), cj.as_object_mut())
-            else {
-                continue;
-            };
-            obj.insert("name".into(), e.name.clone().into());
-            if let Some(id) = &e.circuit_id {
-                obj.insert("circuit_id".into(), id.clone().into());
+        let Some(iface) = snap.interfaces.get(at[0]) else {
+            return;
+        };
+        let Some(&ci) = at.get(1) else {
+            if let Some(o) = owners.get(&iface.name) {
+                // an Owner is plain data: serializing it into a Vec cannot fail
+                let _ = out.value("owner", &**o);
             }
-            if let Some(p) = &e.parent_node {
-                obj.insert("parent_node".into(), p.clone().into());
-            }
+            return;
+        };
+        let Some(c) = iface.classes.get(ci) else {
+            return;
+        };
+        if let Some(e) = names.lookup(&iface.name, c.handle) {
+            name_fields(e, out);
         }
+    })
+}
+
+/// The fields a named object carries in JSON: `name`, and `circuit_id` and `parent_node`
+/// where known.
+pub fn name_fields(e: &Entry, out: &mut Extra) {
+    out.field("name", &e.name);
+    if let Some(id) = &e.circuit_id {
+        out.field("circuit_id", id);
     }
-    serde_json::to_writer(w, &v)
+    if let Some(p) = &e.parent_node {
+        out.field("parent_node", p);
+    }
 }
 
 /// Who owns an interface's tree, under its heading.
@@ -549,10 +559,25 @@ pub struct RateObject<'a> {
     pub kind: &'a str,
     pub stats: &'a Stats,
     pub rates: ObjectRates,
+    /// A named class's name, circuit ID and parent node, as `dump --json` gives them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub circuit_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_node: Option<&'a str>,
+    /// What the text says of it.
+    #[serde(skip)]
+    pub entry: Option<&'a Entry>,
 }
 
 impl<'a> RateSample<'a> {
     pub fn new(snap: &'a Snapshot, rates: &Rates) -> Self {
+        Self::named(snap, rates, &EMPTY_NAMES)
+    }
+
+    /// A sample with each named class's `name` (and `circuit_id`, `parent_node` where known).
+    pub fn named(snap: &'a Snapshot, rates: &Rates, names: &'a Names) -> Self {
         let missing = ObjectRates {
             fresh: true,
             ..ObjectRates::default()
@@ -572,17 +597,28 @@ impl<'a> RateSample<'a> {
                         kind: &q.kind,
                         stats: &q.stats,
                         rates: rates.qdisc(i, q).copied().unwrap_or(missing),
+                        name: None,
+                        circuit_id: None,
+                        parent_node: None,
+                        entry: None,
                     })
                     .collect(),
                 classes: i
                     .classes
                     .iter()
-                    .map(|c| RateObject {
-                        handle: c.handle,
-                        parent: c.parent,
-                        kind: &c.kind,
-                        stats: &c.stats,
-                        rates: rates.class(i, c).copied().unwrap_or(missing),
+                    .map(|c| {
+                        let e = names.lookup(&i.name, c.handle);
+                        RateObject {
+                            handle: c.handle,
+                            parent: c.parent,
+                            kind: &c.kind,
+                            stats: &c.stats,
+                            rates: rates.class(i, c).copied().unwrap_or(missing),
+                            name: e.map(|e| e.name.as_str()),
+                            circuit_id: e.and_then(|e| e.circuit_id.as_deref()),
+                            parent_node: e.and_then(|e| e.parent_node.as_deref()),
+                            entry: e,
+                        }
                     })
                     .collect(),
             })
@@ -596,9 +632,19 @@ impl<'a> RateSample<'a> {
     }
 }
 
+/// The names of nothing: what the views without names look classes up in.
+static EMPTY_NAMES: std::sync::LazyLock<Names> = std::sync::LazyLock::new(Names::default);
+
 /// `tcmon dump --interval` as text: one table per interface.
 pub fn rates_table(snap: &Snapshot, rates: &Rates) -> String {
-    let sample = RateSample::new(snap, rates);
+    rates_table_named(snap, rates, &EMPTY_NAMES)
+}
+
+/// [`rates_table`] with a NAME column last, as [`tree_named`] says names, while names are
+/// loaded.
+pub fn rates_table_named(snap: &Snapshot, rates: &Rates, names: &Names) -> String {
+    let sample = RateSample::named(snap, rates, names);
+    let name_column = !names.is_empty();
     let mut out = String::new();
     let _ = writeln!(out, "interval {}", fmt_ns(rates.interval_ns as i64));
     for i in sample
@@ -608,16 +654,31 @@ pub fn rates_table(snap: &Snapshot, rates: &Rates) -> String {
     {
         let _ = writeln!(
             out,
-            "{}\n  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}",
-            i.name, "", "HANDLE", "KIND", "RATE", "PKT/S", "DROPS/S", "OVERL/S", "BACKLOG", "TREND"
+            "{}\n  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}{}",
+            i.name,
+            "",
+            "HANDLE",
+            "KIND",
+            "RATE",
+            "PKT/S",
+            "DROPS/S",
+            "OVERL/S",
+            "BACKLOG",
+            "TREND",
+            if name_column { "  NAME" } else { "" }
         );
         for (what, objs) in [("qdisc", &i.qdiscs), ("class", &i.classes)] {
             for o in objs {
                 let r = &o.rates;
                 let num = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.0}"));
+                // after the last column, so a long name pushes nothing out of place
+                let name = o
+                    .entry
+                    .map(|e| format!(" {}", name_words(e)))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}",
+                    "  {:<8} {:<6} {:<10} {:>12} {:>9} {:>8} {:>8} {:>10} {:>12}{name}",
                     what,
                     o.handle.to_string(),
                     o.kind,

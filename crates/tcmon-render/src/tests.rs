@@ -276,6 +276,16 @@ fn named_classes_in_the_tree_and_json() {
         }
     }
     assert_eq!(v, plain);
+    // byte for byte the snapshot's own JSON, with the names last in their classes
+    let text = String::from_utf8(out).unwrap();
+    let voice = r#","name":"voice"}"#;
+    let smith = r#","name":"Smith, 12 Oak St","circuit_id":"10001","parent_node":"AP_A"}"#;
+    assert_eq!(text.matches(voice).count(), 1, "{text}");
+    assert_eq!(text.matches(smith).count(), 1, "{text}");
+    assert_eq!(
+        text.replace(voice, "}").replace(smith, "}"),
+        serde_json::to_string(&snap).unwrap()
+    );
 }
 
 #[test]
@@ -287,6 +297,62 @@ fn rates_as_table_and_json_line() {
     insta::assert_snapshot!("rates_table", rates_table(&b, &rates));
     let line = serde_json::to_string_pretty(&RateSample::new(&b, &rates)).unwrap();
     insta::assert_snapshot!("rates_json", line);
+}
+
+/// `dump --interval` with names: a NAME column last in the text, the classes' `name`,
+/// `circuit_id` and `parent_node` in the JSON, and the rest as without names.
+#[test]
+fn named_rates_as_table_and_json_line() {
+    let t0 = Instant::now();
+    let a = snapshot(t0, 1);
+    let b = snapshot(t0 + Duration::from_secs(2), 3);
+    let rates = Rates::between(&a, &b);
+    let text = super::rates_table_named(&b, &rates, &names());
+    insta::assert_snapshot!("rates_table_named", text);
+    let plain = rates_table(&b, &rates);
+    let row = |t: &str, h: &str| -> String {
+        t.lines()
+            .find(|l| l.starts_with(&format!("  class    {h:<6} ")))
+            .unwrap_or_else(|| panic!("no class {h} in\n{t}"))
+            .to_owned()
+    };
+    assert_eq!(
+        row(&text, "1:10"),
+        format!("{}  'voice'", row(&plain, "1:10"))
+    );
+    assert_eq!(
+        row(&text, "1:20"),
+        format!(
+            "{}  circuit 'Smith, 12 Oak St' (id 10001)",
+            row(&plain, "1:20")
+        )
+    );
+    assert_eq!(row(&text, "1:1"), row(&plain, "1:1"));
+    assert_eq!(
+        super::rates_table_named(&b, &rates, &tcmon_names::Names::default()),
+        plain
+    );
+
+    let named = serde_json::to_value(RateSample::named(&b, &rates, &names())).unwrap();
+    let mut want = serde_json::to_value(RateSample::new(&b, &rates)).unwrap();
+    let eth1 = want["interfaces"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|i| i["name"] == "eth1")
+        .unwrap();
+    for c in eth1["classes"].as_array_mut().unwrap() {
+        match c["handle"].as_str().unwrap() {
+            "1:10" => c["name"] = "voice".into(),
+            "1:20" => {
+                c["name"] = "Smith, 12 Oak St".into();
+                c["circuit_id"] = "10001".into();
+                c["parent_node"] = "AP_A".into();
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(named, want);
 }
 
 /// An hfsc tree with a netem leaf and an fq_codel leaf, and a drr root with a qfq under a

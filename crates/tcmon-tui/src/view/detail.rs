@@ -15,6 +15,7 @@ use tcmon_core::rates::ObjectType;
 use tcmon_core::sojourn::{ObjectSojourn, Sojourn};
 use tcmon_core::units::Handle;
 use tcmon_core::units::{fmt_bits_per_sec, fmt_bytes, fmt_ns};
+use tcmon_names::Kind;
 use tcmon_render::Obj;
 
 use super::text::{compact_ns, fit, fmt_count, fmt_duration, hanging, sparkline};
@@ -130,6 +131,7 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
         let _ = write!(title, "  leaf qdisc {leaf}");
     }
     push_wrapped(&mut lines, &title, width, Theme::bold());
+    name_lines(&mut lines, app, iface, row.obj, width);
     if o.no_counters {
         push_wrapped(
             &mut lines,
@@ -149,6 +151,88 @@ fn detail_lines<'a>(app: &App, t: &Theme, width: usize) -> Vec<Line<'a>> {
     }
     options_lines(&mut lines, iface, row.obj, t, &o, width);
     lines
+}
+
+/// Devices and addresses shown of a circuit; the rest are counted.
+const NAMED_SHOWN: usize = 4;
+
+/// What the names' sources say of the selected class (its name, circuit ID, parent node,
+/// devices and addresses), or of the class a leaf qdisc holds the packets of; nothing for an
+/// unnamed one.
+fn name_lines(lines: &mut Vec<Line<'_>>, app: &App, iface: &Interface, obj: Obj, width: usize) {
+    let names = &app.state().names;
+    match obj {
+        Obj::Class(i) => {
+            let Some(e) = names.lookup(&iface.name, iface.classes[i].handle) else {
+                return;
+            };
+            let mut head = match e.kind {
+                Kind::Class => format!("named '{}'", e.name),
+                kind => format!("{} '{}'", kind.as_str(), e.name),
+            };
+            if let Some(id) = &e.circuit_id {
+                let _ = write!(head, "  id {id}");
+            }
+            if let Some(p) = &e.parent_node {
+                let _ = write!(head, "  under node {p}");
+            }
+            push_wrapped(lines, &head, width, Theme::bold());
+            let list = |what: &str, items: &[String]| {
+                let mut s = format!("{what} ");
+                for (n, x) in items.iter().take(NAMED_SHOWN).enumerate() {
+                    if n > 0 {
+                        s.push_str(", ");
+                    }
+                    s.push_str(x);
+                }
+                if items.len() > NAMED_SHOWN {
+                    let _ = write!(s, " (+{} more)", items.len() - NAMED_SHOWN);
+                }
+                s
+            };
+            let mut fields = Vec::new();
+            if !e.devices.is_empty() {
+                let what = if e.devices.len() == 1 {
+                    "device"
+                } else {
+                    "devices"
+                };
+                fields.push(list(what, &e.devices));
+            }
+            if !e.ips.is_empty() {
+                let what = if e.ips.len() == 1 {
+                    "address"
+                } else {
+                    "addresses"
+                };
+                fields.push(list(what, &e.ips));
+            }
+            if !fields.is_empty() {
+                push_wrapped(
+                    lines,
+                    &format!("  {}", fields.join("  ")),
+                    width,
+                    Style::new(),
+                );
+            }
+        }
+        Obj::Qdisc(i) => {
+            let q = &iface.qdiscs[i];
+            // a leaf: its class's name says whose packets queue here
+            let of_class = iface
+                .class(q.parent)
+                .filter(|c| c.leaf_qdisc == Some(q.handle))
+                .and_then(|c| names.lookup(&iface.name, c.handle).map(|e| (e, c.handle)));
+            if let Some((e, h)) = of_class {
+                push_wrapped(
+                    lines,
+                    &format!("leaf of {}", tcmon_names::describe(e, h)),
+                    width,
+                    Style::new(),
+                );
+            }
+        }
+    }
 }
 
 /// The sparklines, counters and backlog of an object that has counters.

@@ -134,6 +134,132 @@ fn the_header_names_the_trees_manager() {
     assert!(!screen(&mut plain, 200, 50).contains("sqm-scripts"));
 }
 
+/// The shaped fixture with names, 1:10 (the circuit) selected and a minute of history.
+fn named_on_1_10() -> App {
+    let mut a = App::new(
+        common::with_names(&shaped_state(false)),
+        "router1".into(),
+        true,
+    );
+    a.on_key(ch('j'));
+    a.on_key(ch('j'));
+    a.history = history();
+    a
+}
+
+/// The detail of a named class says what its sources say of it, under the title: name, kind,
+/// circuit ID, parent node, devices and addresses; its leaf qdisc says whose queue it is.
+#[test]
+fn names_in_the_detail_80x24() {
+    let mut a = named_on_1_10();
+    assert_eq!(a.selected().unwrap().handle, Handle::new(1, 0x10));
+    let text = screen(&mut a, 80, 24);
+    insta::assert_snapshot!(text);
+    let detail: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("Detail"))
+        .skip(1)
+        .map(|l| l.trim_matches(['│', '║', ' ']))
+        .collect();
+    assert!(
+        detail[0].starts_with("class htb 1:10  parent 1:1"),
+        "{text}"
+    );
+    assert_eq!(
+        detail[1], "circuit 'Smith, 12 Oak St'  id 10001  under node AP_A",
+        "{text}"
+    );
+    assert_eq!(
+        detail[2], "device smith-cpe  addresses 100.64.0.1, fdd7:b724:0:100::/56",
+        "{text}"
+    );
+    // its leaf qdisc
+    a.on_key(ch('j'));
+    assert_eq!(a.selected().unwrap().handle, Handle::new(0x10, 0));
+    let text = screen(&mut a, 80, 24);
+    assert!(
+        text.contains("│leaf of circuit 'Smith, 12 Oak St' (1:10)"),
+        "{text}"
+    );
+    // an unnamed class has no such line
+    a.on_key(ch('j'));
+    assert_eq!(a.selected().unwrap().handle, Handle::new(1, 0x20));
+    let text = screen(&mut a, 80, 24);
+    assert!(
+        !text.contains("circuit") && !text.contains("leaf of"),
+        "{text}"
+    );
+}
+
+#[test]
+fn names_in_the_detail_200x50() {
+    insta::assert_snapshot!(screen(&mut named_on_1_10(), 200, 50));
+}
+
+/// Every kind of name in the detail, and a circuit with more devices and addresses than the
+/// pane lists, at 80 columns: nothing runs past the border.
+#[test]
+fn each_kind_of_name_in_the_detail_and_long_lists_wrap() {
+    use tcmon_names::{Entry, Kind, Names};
+    let circuit = Entry {
+        name: "Jones Family Farm, 93 Oklahoma Ave., Parsippany".into(),
+        kind: Kind::Circuit,
+        circuit_id: Some("CID-000000010007".into()),
+        parent_node: Some("Tower_North_Sector_3".into()),
+        devices: (1..=6).map(|n| format!("jones-device-{n}")).collect(),
+        ips: (1..=7).map(|n| format!("100.64.10.{n}/32")).collect(),
+    };
+    let node = Entry {
+        kind: Kind::Node,
+        parent_node: Some("Site_1".into()),
+        ..Entry::class("AP_A".into())
+    };
+    let names = Names::default()
+        .with(Some("eth1"), Handle::new(1, 0x10), circuit)
+        .with(Some("eth1"), Handle::new(1, 1), node)
+        .with(None, Handle::new(1, 0x20), Entry::class("bulk".into()));
+    let st = shaped_state(false);
+    let st = std::sync::Arc::new(tcmon_agent::State {
+        names: std::sync::Arc::new(names),
+        ..(*st).clone()
+    });
+    let mut a = App::new(st, "h".into(), true);
+    let detail = |a: &mut App| -> Vec<String> {
+        screen(a, 80, 40)
+            .lines()
+            .skip_while(|l| !l.contains("Detail"))
+            .skip(1)
+            .take(6)
+            .map(|l| l.trim_matches(['│', '║', ' ']).to_owned())
+            .collect()
+    };
+    a.on_key(ch('j'));
+    assert_eq!(a.selected().unwrap().handle, Handle::new(1, 1));
+    assert_eq!(detail(&mut a)[1], "node 'AP_A'  under node Site_1");
+    a.on_key(ch('j'));
+    let d = detail(&mut a);
+    assert_eq!(
+        d[1],
+        "circuit 'Jones Family Farm, 93 Oklahoma Ave., Parsippany'  id CID-000000010007"
+    );
+    assert_eq!(d[2], "under node Tower_North_Sector_3");
+    assert_eq!(
+        d[3],
+        "devices jones-device-1, jones-device-2, jones-device-3, jones-device-4 (+2"
+    );
+    assert_eq!(d[4], "more)");
+    assert_eq!(
+        d[5],
+        "addresses 100.64.10.1/32, 100.64.10.2/32, 100.64.10.3/32, 100.64.10.4/32"
+    );
+    let all = screen(&mut a, 80, 40);
+    assert!(all.contains("│    (+3 more)"), "{all}");
+    a.on_key(ch('j'));
+    a.on_key(ch('j'));
+    assert_eq!(a.selected().unwrap().handle, Handle::new(1, 0x20));
+    assert_eq!(detail(&mut a)[1], "named 'bulk'");
+}
+
 #[test]
 fn empty_host_80x24() {
     let mut a = App::new(

@@ -60,7 +60,17 @@ pub fn fix_plans<'a>(
     let mut step_of: HashMap<(usize, &Fix), usize> = HashMap::default();
     for f in findings {
         let by = format!("{} {}", f.code, f.object);
-        for fix in f.fix.iter().filter(|x| scope.holds(f, x)) {
+        // a manager's reload goes with the edits it applies: in the plan whenever one of its
+        // finding's edits is (an edit that changes policy, with `--policy`, on a finding below
+        // warning), whatever the reload's own policy or severity says
+        let edits = f.fix.iter().any(|x| {
+            matches!(x.action, crate::Action::Manager(_)) && !x.is_reload() && scope.holds(f, x)
+        });
+        for fix in f
+            .fix
+            .iter()
+            .filter(|x| scope.holds(f, x) || (edits && x.is_reload()))
+        {
             let p = *plan_of.entry(f.interface.as_str()).or_insert_with(|| {
                 plans.push(FixPlan {
                     interface: f.interface.clone(),
@@ -390,8 +400,27 @@ mod tests {
         // the edit changes policy and the plan is without it: no reload either
         let mut policy = set("UPLINK");
         policy.policy = true;
-        let only = [f("queue-too-deep", w, "wan0", "1:", vec![policy, reload])];
+        let only = [f(
+            "queue-too-deep",
+            w,
+            "wan0",
+            "1:",
+            vec![policy.clone(), reload.clone()],
+        )];
         assert!(fix_plans(&only, Scope::default()).is_empty());
+        // with --policy, an info finding's policy edit brings its reload (which is neither
+        // policy nor of a warning)
+        let info = [f(
+            "htb-quantum-small",
+            Severity::Info,
+            "wan0",
+            "1:",
+            vec![policy, reload],
+        )];
+        assert!(fix_plans(&info, Scope::default()).is_empty());
+        let plans = fix_plans(&info, Scope { policy: true });
+        let cmds: Vec<&str> = plans[0].steps.iter().map(|s| s.command.as_str()).collect();
+        assert_eq!(cmds, ["set UPLINK", "sqm reload wan0"]);
     }
 
     /// Advice in words and commands under a condition are comments of the script: `set -e`

@@ -5,12 +5,12 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::raw::{Name, Undecoded};
 use crate::units::{tc_rate, tc_size, Handle};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Filter {
     /// The qdisc or class the filter is attached to. Ingress filters read `ffff:` and clsact
     /// ones `ingress`/`egress`, whatever parent the kernel echoes (it echoes the last one given).
@@ -26,39 +26,39 @@ pub struct Filter {
     #[serde(skip)]
     pub handle_raw: u32,
     /// Where matching packets go (`flowid`/`classid`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class_id: Option<Handle>,
     /// False for the entries a dump returns that are not rules: the prio/protocol head and u32
     /// hash tables.
     pub is_rule: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub u32: Option<U32Filter>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flower: Option<Flower>,
     /// fw: the mask applied to the packet mark before it is compared with the handle.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fw_mask: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf: Option<BpfFilter>,
     /// route: the realms and input device a packet's route must have.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<RouteKeys>,
     /// Only packets that arrived on this device match (`indev`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indev: Option<String>,
     /// basic: its ematch tree in tc's words (`cmp(u16 at 2 layer 2 eq 53)`); ematches of kinds
     /// tcmon does not decode are named only (`meta(...)`), and the tree is also kept raw.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ematch: Option<String>,
     /// Offload flags (`TCA_CLS_FLAGS_*`) of flower, matchall and bpf.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hw_flags: Option<HwFlags>,
     /// Packets that matched the rule, where the classifier counts them apart from its actions
     /// (matchall's `rule hit`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_hits: Option<u64>,
     /// Actions in the order the kernel runs them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<Action>,
     #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
     pub undecoded: Undecoded,
@@ -131,22 +131,22 @@ impl Filter {
 
 /// The route classifier's keys (`TCA_ROUTE4_*`), which the kernel also packs into the handle.
 /// Realms are numbers (tc names them from `rt_realms`, where 0 is `cosmos`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RouteKeys {
     /// `order`: the rule's place among those with the same keys (handle bits 8..14), when set.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<u8>,
     /// `to`: the realm of the route the packet takes.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<u32>,
     /// `from`: the realm of the route back to the packet's source.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<u32>,
     /// `fromif`: the device the packet came in on (`if7` when its name is not known).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fromif: Option<String>,
     /// The ifindex `fromif` names.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fromif_index: Option<u32>,
 }
 
@@ -172,24 +172,24 @@ impl fmt::Display for RouteKeys {
 
 /// `TCA_CLS_FLAGS_*`: whether a rule may or does run in hardware (offloaded to the NIC) and
 /// in software.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(clippy::struct_excessive_bools)] // the kernel's flag bits, one field each
 pub struct HwFlags {
     /// `skip_hw`: never offloaded.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_hw: bool,
     /// `skip_sw`: runs only in hardware, never on the software path.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_sw: bool,
     /// `in_hw`: offloaded.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_hw: bool,
     /// `not_in_hw`: not offloaded (the kernel sets it on every rule of a device without
     /// offload).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_in_hw: bool,
     /// How many devices hold the offloaded rule (flower's `in_hw_count`, printed with in_hw).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_hw_count: Option<u32>,
 }
 
@@ -239,13 +239,13 @@ impl fmt::Display for HwFlags {
 
 /// u32: a selector (keys compared with the packet at offsets), and for hash-table entries and
 /// links the table shape.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct U32Filter {
     /// Set on hash tables: the number of buckets.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub divisor: Option<u32>,
     /// Hash table this node links to (`link`), as tc prints it (`2:`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
     /// The raw `link` handle.
     #[serde(skip)]
@@ -253,31 +253,31 @@ pub struct U32Filter {
     /// Number of match keys in the selector.
     pub keys: u32,
     /// The keys, all of which must match.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matches: Vec<U32Key>,
     /// `TC_U32_TERMINAL`: a match ends the walk with this rule's class and actions.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub terminal: bool,
     /// How a link picks the bucket of the linked table (`hashkey mask M at O`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hashkey: Option<U32HashKey>,
     /// Where the next header starts, for keys at `nexthdr+N` in the linked table.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_header: Option<U32NextHeader>,
     /// Only packets whose mark matches (`mark V M`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<U32Mark>,
     /// Packets that reached this rule (`rcnt`), when the kernel has CONFIG_CLS_U32_PERF.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lookups: Option<u64>,
     /// Packets that matched it (`rhit`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hits: Option<u64>,
 }
 
 /// One u32 key: `(word at offset) & mask == value`. Value and mask are in host order, as tc
 /// prints them (`match 0a070005/ffffffff at 16`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct U32Key {
     /// Readable form for the filter's protocol (`ip dst 10.7.0.5/32`, `ip tos 0x10/0xfc`), or
     /// tc's raw form (`match 0a070005/ffffffff at 16`) for offsets without a name.
@@ -285,33 +285,33 @@ pub struct U32Key {
     /// `String` per key would allocate tens of thousands of times a poll on a u32 tree.
     #[serde(rename = "match")]
     pub text: Name,
-    #[serde(serialize_with = "hex32")]
+    #[serde(serialize_with = "hex32", deserialize_with = "crate::de::hex32")]
     pub value: u32,
-    #[serde(serialize_with = "hex32")]
+    #[serde(serialize_with = "hex32", deserialize_with = "crate::de::hex32")]
     pub mask: u32,
     /// Bytes from the network header (or from the next header when `nexthdr`).
     pub offset: i32,
     /// `at nexthdr+N`: relative to the next header found by the linking node.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub nexthdr: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct U32HashKey {
     /// Host order, as tc prints it.
-    #[serde(serialize_with = "hex32")]
+    #[serde(serialize_with = "hex32", deserialize_with = "crate::de::hex32")]
     pub mask: u32,
     pub offset: i32,
 }
 
 /// `offset at O mask M shift S plus P eat`: the next header's offset, fixed (`plus`) or read
 /// from the packet (`at`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct U32NextHeader {
     /// `plus`: bytes added.
     pub plus: i32,
     /// `at`: where the 16-bit length field is read, when the offset varies with the packet.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<i32>,
     /// Host order.
     pub mask: u16,
@@ -320,11 +320,11 @@ pub struct U32NextHeader {
     pub eat: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct U32Mark {
-    #[serde(serialize_with = "hex32")]
+    #[serde(serialize_with = "hex32", deserialize_with = "crate::de::hex32")]
     pub value: u32,
-    #[serde(serialize_with = "hex32")]
+    #[serde(serialize_with = "hex32", deserialize_with = "crate::de::hex32")]
     pub mask: u32,
 }
 
@@ -357,14 +357,14 @@ pub fn u32_handle(h: u32) -> String {
 }
 
 /// flower: a match on parsed packet fields. Keys tcmon cannot evaluate are listed by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Flower {
     /// tc's words: `ip_proto tcp`, `dst_ip 10.0.0.0/8`, `dst_port 443`.
     pub matches: Vec<String>,
     #[serde(skip)]
     pub keys: Vec<FlowerKey>,
     /// `skip_sw`: the filter runs only in hardware, never on the software path.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_sw: bool,
 }
 
@@ -382,14 +382,14 @@ pub enum FlowerKey {
     Other(String),
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BpfFilter {
     /// The program's name as tc prints it (`tcmon_cls.o:[classifier]` or the BTF name).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
     /// `da`: the program's return value is the verdict; no actions run.
     pub direct_action: bool,
@@ -462,8 +462,50 @@ impl Serialize for Control {
     }
 }
 
+impl std::str::FromStr for Control {
+    type Err = String;
+    /// The inverse of [`fmt::Display`].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let named = [
+            Control::CONTINUE,
+            Control::PASS,
+            Control::RECLASSIFY,
+            Control::DROP,
+            Control::PIPE,
+            Control::STOLEN,
+            Control::QUEUED,
+            Control::REPEAT,
+            Control::REDIRECT,
+            Control::TRAP,
+        ];
+        if let Some(c) = named.into_iter().find(|c| c.to_string() == s) {
+            return Ok(c);
+        }
+        let number = |t: &str| {
+            t.parse::<i32>()
+                .map_err(|_| format!("not a tc action control: {s:?}"))
+        };
+        if let Some(n) = s.strip_prefix("jump ") {
+            Ok(Control(Control::JUMP | number(n)?))
+        } else if let Some(n) = s.strip_prefix("goto chain ") {
+            Ok(Control(Control::GOTO_CHAIN | number(n)?))
+        } else if let Some(n) = s.strip_prefix("action ") {
+            Ok(Control(number(n)?))
+        } else {
+            Err(format!("not a tc action control: {s:?}"))
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Control {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s: std::borrow::Cow<'de, str> = Deserialize::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// One action of a filter (`tc actions`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Action {
     pub kind: Name,
     /// What happens after it (`pass`, `drop`, `stolen`, `pipe`, ...). For gact this is the
@@ -473,13 +515,13 @@ pub struct Action {
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub detail: Option<ActionDetail>,
     /// Packets this action saw.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packets: Option<u64>,
     #[serde(flatten, skip_serializing_if = "Undecoded::is_empty")]
     pub undecoded: Undecoded,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionDetail {
     Mirred(Mirred),
@@ -490,20 +532,21 @@ pub enum ActionDetail {
 }
 
 /// mirred: send the packet (redirect) or a copy (mirror) to another device.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mirred {
     /// `egress` (into the device's qdisc: how IFB shaping works) or `ingress`.
-    pub direction: &'static str,
+    #[serde(deserialize_with = "crate::de::static_str")]
+    pub direction: crate::de::Word,
     /// True for redirect, false for mirror.
     pub redirect: bool,
     pub ifindex: u32,
     /// The device's name, when it is in the same namespace.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dev: Option<String>,
 }
 
 /// police: a token bucket that passes conforming packets and applies `exceed` to the rest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Police {
     /// The action's index (tc's `police 0x1`).
     pub index: u32,
@@ -513,60 +556,63 @@ pub struct Police {
     pub exceed: Control,
     /// Largest packet that can conform; absent when there is no limit (the kernel holds 0 or
     /// `u32::MAX` then).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu_bytes: Option<u32>,
     /// The mtu as the kernel holds it, which tc prints whatever it is (`mtu 2Kb`, and `mtu 0b`
     /// or `mtu 4096Mb` for no limit).
     #[serde(skip)]
     pub mtu_raw: u32,
     /// A second bucket's rate (`peakrate`), when set.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peakrate_bytes_per_sec: Option<u64>,
     /// `avrate`: police the estimated rate instead of a token bucket.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avrate_bytes_per_sec: Option<u32>,
     /// The rate's link-layer overhead (`overhead`).
     pub overhead_bytes: u16,
     /// The rate's link layer: `ethernet`, `atm`, or `unspec` (tc's words).
-    pub linklayer: &'static str,
+    #[serde(deserialize_with = "crate::de::static_str")]
+    pub linklayer: crate::de::Word,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skbedit {
     /// `priority`: for HTB, a class id the packet goes to without filters.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Handle>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<u32>,
     /// The bits of the mark it sets (`mark MARK/MASK`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mask: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_mapping: Option<u16>,
     /// The packet type it sets: 0 host, 1 broadcast, 2 multicast, 3 otherhost.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ptype: Option<u16>,
     /// Priority taken from the DS field (`inheritdsfield`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inheritdsfield: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Csum {
     /// Headers whose checksum is recomputed: `iph`, `tcp`, `udp`, ...
-    pub update: Vec<&'static str>,
+    #[serde(deserialize_with = "crate::de::vec_static_str")]
+    pub update: Vec<crate::de::Word>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Vlan {
     /// `pop`, `push`, `modify`, `pop_eth`, `push_eth`.
-    pub op: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::de::static_str")]
+    pub op: crate::de::Word,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u16>,
     /// `802.1Q` or `802.1ad`, else hex.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u8>,
 }
 
@@ -667,10 +713,11 @@ impl fmt::Display for Action {
 
 /// A qdisc's size table (`tc ... stab linklayer atm overhead 18 mpu 64`): the packet length
 /// the qdisc and everything under it account, instead of `skb->len`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SizeTable {
     /// `ethernet`, `atm` or `unaware`.
-    pub linklayer: &'static str,
+    #[serde(deserialize_with = "crate::de::static_str")]
+    pub linklayer: crate::de::Word,
     pub overhead_bytes: i32,
     pub mpu_bytes: u32,
     pub mtu_bytes: u32,
@@ -729,7 +776,7 @@ impl SizeTable {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilterChain {
     pub parent: Handle,
     pub prio: u16,

@@ -4,6 +4,7 @@
 //! `tcmon-classify`'s.
 
 pub mod aqm;
+pub mod de;
 pub mod error;
 pub mod filter;
 pub mod ident;

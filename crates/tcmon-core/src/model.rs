@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::filter::ActionDetail;
 pub use crate::filter::{filter_chains, Filter, FilterChain, SizeTable, U32Filter};
@@ -19,21 +19,22 @@ use crate::topology::Topology;
 use crate::units::{Handle, TickLen};
 
 /// One consistent read of the traffic-control state of a network namespace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Snapshot {
     /// Wall-clock time of the poll, milliseconds since the Unix epoch.
     pub timestamp_ms: u64,
-    /// Monotonic time of the poll; rates divide by differences of this.
-    #[serde(skip)]
+    /// Monotonic time of the poll; rates divide by differences of this. A snapshot read back
+    /// from a recording gets the time it was read back (see `tcmon-record`).
+    #[serde(skip, default = "Instant::now")]
     pub taken_at: Instant,
     /// The named network namespace, if not the current one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub netns: Option<String>,
     /// How long the poll took, nanoseconds.
     pub poll_duration_ns: u64,
     /// The part of it spent reading filters (nanoseconds): 0 when they came from the cache.
     /// Filters are dumped one parent at a time, so a poll that reads them costs more.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub filter_read_ns: u64,
     /// Length of a psched tick on this kernel.
     #[serde(skip)]
@@ -41,15 +42,15 @@ pub struct Snapshot {
     /// Sorted by ifindex.
     pub interfaces: Vec<Interface>,
     /// Problems that did not stop the poll: a vanished interface, an undecodable message.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// The tree changed under every read of this poll (another `tc` at work): objects may mix
     /// states, and some that live may be missing. Views say so instead of passing it off as
     /// the tree.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub changed_while_read: bool,
     /// Queueing delay measured from real packets, when asked for (`None`: not asked).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sojourn: Option<crate::sojourn::Sojourn>,
 }
 
@@ -94,7 +95,7 @@ impl Snapshot {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Interface {
     pub name: String,
     pub ifindex: u32,
@@ -103,24 +104,24 @@ pub struct Interface {
     /// RFC 2863 state as `ip link` prints it in lower case: `up`, `down`, `unknown`, ...
     pub operstate: String,
     /// Handle of the root qdisc, if the interface has one in the dump.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root_qdisc: Option<Handle>,
     /// Largest GSO packet the stack may build for this device (`IFLA_GSO_MAX_SIZE`), bytes.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gso_max_size: Option<u32>,
     /// `IFLA_GSO_MAX_SEGS`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gso_max_segs: Option<u32>,
     /// The link's kind (`IFLA_INFO_KIND`): `veth`, `ifb`, `bridge`, ... (absent for physical
     /// devices).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<Name>,
     /// Interfaces whose ingress a filter redirects into this one (an IFB): its root qdisc
     /// shapes their incoming traffic.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shapes_ingress_of: Vec<String>,
     /// The reverse: interfaces this one's ingress is redirected to.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ingress_redirected_to: Vec<String>,
     /// Sorted by (parent, handle), root first.
     pub qdiscs: Vec<Qdisc>,

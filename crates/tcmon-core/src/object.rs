@@ -1,7 +1,7 @@
 //! The objects of a tree: qdiscs and classes, their counters and per-kind details. Below the
 //! model (an interface holds them) and the topology (built from them).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::aqm::{Cake, CakeClass, Codel, Fq, FqCodel, FqCodelClass, Pie, Red, Sfq, SfqClass};
 use crate::filter::SizeTable;
@@ -10,7 +10,7 @@ use crate::sched::{DrrClass, HfscClass, HfscQdisc, Netem, QfqClass};
 use crate::units::Handle;
 
 /// Basic and queue counters (`TCA_STATS2`). Counters the kernel keeps in 32 bits are widened.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     pub bytes: u64,
     /// From `TCA_STATS_PKT64` when the kernel sends it, else the 32-bit basic counter.
@@ -24,24 +24,24 @@ pub struct Stats {
     #[serde(skip)]
     pub packets_64bit: bool,
     /// The kernel's rate estimator, when one is configured (`tc ... estimator`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_estimator: Option<RateEstimator>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RateEstimator {
     pub bytes_per_sec: u64,
     pub packets_per_sec: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Qdisc {
     pub handle: Handle,
     pub parent: Handle,
     pub kind: Name,
     pub stats: Stats,
     /// Size table (`stab`): the packet length this qdisc accounts.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stab: Option<SizeTable>,
     /// Kind-specific options and xstats, under the kind's name (`"htb": {...}`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -50,7 +50,7 @@ pub struct Qdisc {
     pub undecoded: Undecoded,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QdiscDetail {
     Htb(HtbQdisc),
@@ -76,13 +76,13 @@ pub enum QdiscDetail {
     DualPi2(Box<DualPi2>),
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Class {
     pub handle: Handle,
     pub parent: Handle,
     pub kind: Name,
     /// The qdisc attached to this class, when it is a leaf (`tcm_info`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leaf_qdisc: Option<Handle>,
     pub stats: Stats,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -100,7 +100,7 @@ impl Class {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClassDetail {
     Htb(HtbClass),
@@ -114,54 +114,54 @@ pub enum ClassDetail {
 
 /// dualpi2 (RFC 9332): options (`TCA_DUALPI2_*`) and xstats (`struct tc_dualpi2_xstats`).
 /// Absent fields were not sent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DualPi2 {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_packets: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit_bytes: Option<u32>,
     /// Queue delay the PI controller aims at.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_us: Option<u32>,
     /// How often the probability is updated.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tupdate_us: Option<u32>,
     /// The PI gains in Hz, as tc prints them (the kernel's value / 256).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alpha: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beta: Option<f64>,
     /// The L queue's step marking threshold, in packets or in time (one of the two).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_thresh_packets: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_thresh_us: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_qlen_step_packets: Option<u32>,
     /// k: the L queue's marking probability is k times the classic one's square root.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coupling_factor: Option<u8>,
     /// On overload: drop (`drop_on_overload`), or let the queue overflow (`overflow`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drop_on_overload: Option<bool>,
     /// Drops at enqueue (`drop_enqueue`) rather than dequeue (`drop_dequeue`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drop_enqueue: Option<bool>,
     /// The classic queue's share of the scheduler when both are busy, in percent.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classic_protection_percent: Option<u8>,
     /// Which ECN codepoints go to the L queue: `l4s_ect` (ECT(1)) or `any_ect`; the raw mask
     /// when it is neither.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn_mask: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split_gso: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xstats: Option<DualPi2Stats>,
 }
 
 /// `struct tc_dualpi2_xstats`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DualPi2Stats {
     /// The PI controller's (classic) probability, 0..1.
     pub probability: f64,
@@ -184,7 +184,7 @@ pub struct DualPi2Stats {
 }
 
 /// `tc_htb_glob` and friends.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HtbQdisc {
     /// `major.minor` of the HTB implementation, as tc prints `ver`.
     pub version: String,
@@ -192,27 +192,28 @@ pub struct HtbQdisc {
     /// Minor id of the default class; 0 means unclassified traffic goes to the direct queue.
     pub default_minor: u32,
     /// The default class id in tc notation (`1:20`), absent when `default_minor` is 0.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_class: Option<Handle>,
     /// Packets sent unshaped through the direct queue (`direct_packets_stat`).
     pub direct_packets: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct_qlen: Option<u32>,
     pub offload: bool,
 }
 
 /// Link-layer adjustments of a `tc_ratespec`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RateSpec {
     pub rate_bytes_per_sec: u64,
     /// `ethernet`, `atm` or `unaware`.
-    pub linklayer: &'static str,
+    #[serde(deserialize_with = "crate::de::static_str")]
+    pub linklayer: crate::de::Word,
     pub overhead_bytes: u16,
     pub mpu_bytes: u16,
 }
 
 /// An HTB class: `tc_htb_opt`, 64-bit rates and `tc_htb_xstats`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HtbClass {
     pub rate_bytes_per_sec: u64,
     pub ceil_bytes_per_sec: u64,
@@ -237,7 +238,8 @@ pub struct HtbClass {
     pub prio: u32,
     /// 0 for leaves; inner classes have the level of their highest child + 1 (root of tree: 7).
     pub level: u32,
-    pub linklayer: &'static str,
+    #[serde(deserialize_with = "crate::de::static_str")]
+    pub linklayer: crate::de::Word,
     pub overhead_bytes: u16,
     pub mpu_bytes: u16,
     pub ceil_mpu_bytes: u16,
@@ -259,10 +261,10 @@ pub struct HtbClass {
 }
 
 /// Token bucket filter: `tc_tbf_qopt` with 64-bit rates.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tbf {
     pub rate_bytes_per_sec: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peakrate_bytes_per_sec: Option<u64>,
     /// Bucket size in bytes as tc reads it: what `tc -d qdisc show` prints as `burst`
     /// ([`crate::units::TickLen::tc_xmitsize`] of `buffer_ticks`, a little below the exact content
@@ -271,7 +273,7 @@ pub struct Tbf {
     /// Bucket size as time: what the kernel stores, exactly.
     pub burst_ns: u64,
     /// Peak-rate bucket (`mtu`/`minburst`) in bytes as tc reads it, when a peak rate is set.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu_bytes: Option<u64>,
     /// The kernel's `buffer` and `mtu` (tc_tbf_qopt), in psched ticks. The kernel computes
     /// them from the byte sizes tc also sends (`TCA_TBF_BURST`/`PBURST`), not as HTB's from
@@ -284,20 +286,21 @@ pub struct Tbf {
     pub limit_bytes: u32,
     /// Longest a packet can wait in the queue (tc's `lat`): limit/rate minus the bucket.
     pub latency_ns: i64,
-    pub linklayer: &'static str,
+    #[serde(deserialize_with = "crate::de::static_str")]
+    pub linklayer: crate::de::Word,
     pub overhead_bytes: u16,
     pub mpu_bytes: u16,
 }
 
 /// pfifo / bfifo: `tc_fifo_qopt`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fifo {
     /// Packets for pfifo, bytes for bfifo.
     pub limit: u32,
 }
 
 /// pfifo_fast / prio: `tc_prio_qopt`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prio {
     pub bands: u32,
     /// Band per Linux priority (TOS) 0..15.

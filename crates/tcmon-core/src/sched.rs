@@ -5,13 +5,13 @@
 //! are fractions 0..1 (the kernel's u32 over `u32::MAX`, as tc's JSON prints them). Fields are
 //! `Option` where a kernel may not send the attribute.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::units::Handle;
 
 /// `netem` options: the bare `tc_netem_qopt` and the `TCA_NETEM_*` attributes after it, and
 /// `tc_netem_xstats` where a kernel sends them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Netem {
     /// Queue limit (tc's `limit`).
     pub limit_packets: u32,
@@ -26,46 +26,46 @@ pub struct Netem {
     pub gap_packets: u32,
     pub duplicate_probability: f64,
     /// `TCA_NETEM_CORR`: correlation with the previous random value.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_correlation: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_correlation: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_correlation: Option<f64>,
     /// `TCA_NETEM_REORDER`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder_probability: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder_correlation: Option<f64>,
     /// `TCA_NETEM_CORRUPT`: single-bit errors.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrupt_probability: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrupt_correlation: Option<f64>,
     /// The 4-state loss model (`loss state`), when configured.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_state: Option<NetemLossState>,
     /// The Gilbert-Elliot loss model (`loss gemodel`), when configured.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_gemodel: Option<NetemLossGemodel>,
     /// `TCA_NETEM_RATE` (+ `RATE64`): the kernel sends it always, with rate 0 when off.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<NetemRate>,
     /// ECN-mark instead of dropping (sent only when on).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn: Option<bool>,
     /// `TCA_NETEM_SLOT`, sent only when slotting is configured.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<NetemSlot>,
     /// Seed of the qdisc's random generator (`TCA_NETEM_PRNG_SEED`, Linux 6.6+).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prng_seed: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xstats: Option<NetemStats>,
 }
 
 /// `struct tc_netem_gimodel`: transition probabilities of the 4-state Markov loss model.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetemLossState {
     pub p13: f64,
     pub p31: f64,
@@ -76,7 +76,7 @@ pub struct NetemLossState {
 
 /// `struct tc_netem_gemodel`, as the kernel keeps it: tc's `1-h` is `1 - h`, tc's `1-k` is
 /// `k1`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetemLossGemodel {
     /// Good to bad state.
     pub p: f64,
@@ -89,7 +89,7 @@ pub struct NetemLossGemodel {
 }
 
 /// `struct tc_netem_rate` with `TCA_NETEM_RATE64`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetemRate {
     /// 0: no rate limit.
     pub rate_bytes_per_sec: u64,
@@ -101,7 +101,7 @@ pub struct NetemRate {
 }
 
 /// `struct tc_netem_slot`: packets leave in slots (Wi-Fi/DOCSIS-like bursts).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetemSlot {
     pub min_delay_ns: i64,
     pub max_delay_ns: i64,
@@ -115,7 +115,7 @@ pub struct NetemSlot {
 }
 
 /// `struct tc_netem_xstats` (newer kernels only): counts per impairment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetemStats {
     pub delayed_packets: u64,
     /// Dropped by the loss model.
@@ -128,34 +128,34 @@ pub struct NetemStats {
 }
 
 /// `hfsc` qdisc options: `tc_hfsc_qopt`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HfscQdisc {
     /// Minor id of the default class (tc's `default`, hex); 0 means unclassified traffic is
     /// dropped.
     pub default_minor: u16,
     /// The default class id in tc notation, absent when `default_minor` is 0.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_class: Option<Handle>,
 }
 
 /// An hfsc class: its service curves (`TCA_HFSC_RSC`/`FSC`/`USC`) and `tc_hfsc_stats`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HfscClass {
     /// Real-time curve (tc's `rt`; `sc` when equal to the link-share curve).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rt: Option<ServiceCurve>,
     /// Link-share curve (tc's `ls`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ls: Option<ServiceCurve>,
     /// Upper-limit curve (tc's `ul`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ul: Option<ServiceCurve>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xstats: Option<HfscClassStats>,
 }
 
 /// `struct tc_service_curve`: slope `m1` for the first `d`, then slope `m2`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceCurve {
     pub m1_bytes_per_sec: u32,
     pub d_us: u32,
@@ -163,7 +163,7 @@ pub struct ServiceCurve {
 }
 
 /// `struct tc_hfsc_stats`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HfscClassStats {
     /// Total bytes served (tc's `work`).
     pub work_bytes: u64,
@@ -176,16 +176,16 @@ pub struct HfscClassStats {
 }
 
 /// A drr class: `TCA_DRR_QUANTUM` and `tc_drr_stats`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DrrClass {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantum_bytes: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xstats: Option<DrrClassStats>,
 }
 
 /// `struct tc_drr_stats`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DrrClassStats {
     /// Bytes the class may still send this round (tc's `deficit`).
     pub deficit_bytes: u32,
@@ -193,19 +193,19 @@ pub struct DrrClassStats {
 
 /// A qfq class: `TCA_QFQ_WEIGHT`, `TCA_QFQ_LMAX` and `tc_qfq_stats` (which repeats the two as
 /// the class's aggregate has them).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QfqClass {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<u32>,
     /// Largest packet (tc's `maxpkt`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lmax_bytes: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xstats: Option<QfqClassStats>,
 }
 
 /// `struct tc_qfq_stats`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QfqClassStats {
     pub weight: u32,
     pub lmax_bytes: u32,

@@ -9,7 +9,7 @@
 //! 1.5x apart, so a quantile read from them is within ±25% of the true one, and the 1-2-5
 //! subset gives Prometheus `le` bounds that read well (`0.001`, `0.002`, `0.005`, ...).
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::ident::ObjectType;
 use crate::units::Handle;
@@ -73,6 +73,18 @@ impl Serialize for Histogram {
         st.serialize_field("counts", &counts)?;
         st.serialize_field("sum_ns", &self.sum_ns)?;
         st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Histogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Dense {
+            counts: Vec<u64>,
+            sum_ns: u64,
+        }
+        let h = Dense::deserialize(d)?;
+        Ok(Histogram::from_counts(h.counts, h.sum_ns))
     }
 }
 
@@ -218,23 +230,23 @@ impl Histogram {
 }
 
 /// What was measured for one object.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObjectSojourn {
     pub ifindex: u32,
     pub device: String,
-    #[serde(serialize_with = "object_name")]
+    #[serde(serialize_with = "object_name", deserialize_with = "object_type")]
     pub object: ObjectType,
     /// A class; or a qdisc: a classless root, or an HTB root for its direct queue (packets no
     /// class took, sent unshaped).
     pub handle: Handle,
     /// Packets measured in this poll's window.
     pub window: Histogram,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_p50_ns: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_p99_ns: Option<u64>,
     /// The longest wait of the window, exact (not a bucket bound).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_max_ns: Option<u64>,
     /// Everything measured since the measurement started (or the namespace was replaced).
     pub total: Histogram,
@@ -246,6 +258,15 @@ fn object_name<S: Serializer>(o: &ObjectType, s: S) -> Result<S::Ok, S::Error> {
         ObjectType::Qdisc => "qdisc",
         ObjectType::Class => "class",
     })
+}
+
+fn object_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectType, D::Error> {
+    let s: std::borrow::Cow<'de, str> = Deserialize::deserialize(d)?;
+    match &*s {
+        "qdisc" => Ok(ObjectType::Qdisc),
+        "class" => Ok(ObjectType::Class),
+        _ => Err(serde::de::Error::custom(format!("not qdisc or class: {s:?}"))),
+    }
 }
 
 impl ObjectSojourn {
@@ -281,7 +302,7 @@ impl ObjectSojourn {
 }
 
 /// Whether the measurement runs, and if not, the one reason why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "state", content = "reason")]
 pub enum SojournState {
     On,
@@ -289,7 +310,7 @@ pub enum SojournState {
 }
 
 /// The measurement at one poll.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sojourn {
     #[serde(flatten)]
     pub state: SojournState,

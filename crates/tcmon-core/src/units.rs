@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// A qdisc handle or class id (`major:minor`, 16 bits each), as in `struct tcmsg`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -109,6 +109,13 @@ impl Serialize for Handle {
     }
 }
 
+impl<'de> Deserialize<'de> for Handle {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s: std::borrow::Cow<'de, str> = Deserialize::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Error from parsing a [`Handle`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseHandleError(String);
@@ -150,7 +157,7 @@ impl FromStr for Handle {
 
 /// psched ticks, the kernel's unit for HTB/TBF buffers and tokens (64 ns on current kernels;
 /// the real length comes from `/proc/net/psched`).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default, Serialize)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default, Serialize, Deserialize)]
 pub struct Ticks(pub i64);
 
 /// Length of one psched tick, read from `/proc/net/psched` (`t2us / us2t` microseconds scaled by
@@ -160,7 +167,7 @@ pub struct Ticks(pub i64);
 /// `tc_xmittime` and their inverses). tc's arithmetic is not the exact one: it truncates the
 /// bucket to whole microseconds on the way in and on the way out, so `tc -d` prints 1462b for a
 /// 900 Mbit class whose 218 ticks hold 1569 bytes, and `burst 1569` sets 203 ticks (1350b).
-#[derive(Clone, Copy, PartialEq, Debug, Serialize)]
+#[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
 pub struct TickLen {
     pub ns_per_tick: f64,
     /// Ticks per microsecond, the double iproute2 calls `tick_in_usec` (15.625 for 64 ns

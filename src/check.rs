@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use tcmon_core::rates::Rates;
 use tcmon_diag::{
     diagnose, explain, fix_plans, script, CheckReport, Code, Facts, Finding, Scope, Severity,
@@ -122,6 +122,75 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         ))?),
         None => None,
     };
+    let Sampled {
+        before,
+        now,
+        links,
+        htb_hysteresis,
+        fq_codel_available,
+    } = match &args.replay.replay {
+        Some(dir) => replayed(dir, args)?,
+        None => sampled(args, &cfg)?,
+    };
+    // names, and the managers that own the trees, as the files are after the window
+    let loader = tcmon_names::Loader::load(cfg.name_sources(args.target.netns.as_deref()));
+    let owners = std::sync::Arc::clone(loader.owners());
+    let rates = Rates::between(&before, &now);
+    let facts = Facts {
+        snapshot: &now,
+        before: Some(&before),
+        rates: Some(&rates),
+        links: &links,
+        htb_hysteresis,
+        fq_codel_available,
+        owners: &owners,
+    };
+    let findings_then = diagnose(&facts, &cfg.check);
+    finish(
+        args,
+        &cfg,
+        load,
+        no_bpf,
+        findings_then,
+        &facts,
+        &now,
+        &loader,
+    )
+}
+
+/// Two snapshots a window apart and what the diagnosis reads beside them.
+struct Sampled {
+    before: tcmon_core::Snapshot,
+    now: tcmon_core::Snapshot,
+    links: std::collections::BTreeMap<String, tcmon_diag::LinkFacts>,
+    htb_hysteresis: Option<bool>,
+    fq_codel_available: Option<bool>,
+}
+
+/// The window that ends at `--at` in a recording.
+fn replayed(dir: &std::path::Path, args: &CheckArgs) -> Result<Sampled> {
+    let now = crate::replay::moment(dir, args.replay.at, &args.target.devices)?;
+    let window_ms = args.window.as_millis() as u64;
+    let start = now.snapshot.timestamp_ms.saturating_sub(window_ms);
+    let before =
+        crate::replay::moment(dir, Some(start), &args.target.devices).with_context(|| {
+            format!(
+                "the window of {} before {}",
+                humantime::format_duration(args.window),
+                crate::replay::utc(now.snapshot.timestamp_ms)
+            )
+        })?;
+    Ok(Sampled {
+        before: before.snapshot,
+        now: now.snapshot,
+        links: now.context.links,
+        htb_hysteresis: now.context.htb_hysteresis,
+        fq_codel_available: now.context.fq_codel_available,
+    })
+}
+
+/// Two polls of the kernel a window apart, the eBPF measurement between them.
+fn sampled(args: &CheckArgs, cfg: &config::Config) -> Result<Sampled> {
     let opts = CollectorOptions {
         devices: args.target.devices.clone(),
         filters: if args.no_filters {
@@ -151,27 +220,35 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     let mut now = collector.poll()?;
     now.sojourn = Some(sojourn.measure(&now, collector.config_generation()));
     drop(sojourn);
-    let rates = Rates::between(&before, &now);
     let links = facts::links(&now, collector.link_names(), args.target.netns.as_deref());
-    // names, and the managers that own the trees, as the files are after the window
-    let loader = tcmon_names::Loader::load(cfg.name_sources(args.target.netns.as_deref()));
-    let owners = std::sync::Arc::clone(loader.owners());
-    let facts = Facts {
-        snapshot: &now,
-        before: Some(&before),
-        rates: Some(&rates),
-        links: &links,
+    Ok(Sampled {
+        before,
+        now,
+        links,
         htb_hysteresis: facts::htb_hysteresis(),
         fq_codel_available: facts::fq_codel_available(),
-        owners: &owners,
-    };
-    let mut findings = diagnose(&facts, &cfg.check);
+    })
+}
+
+/// The load test, the accepted risks, and the report in the form asked for.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    args: &CheckArgs,
+    cfg: &config::Config,
+    load: Option<crate::probe::Prepared>,
+    no_bpf: bool,
+    mut findings: Vec<Finding>,
+    facts: &Facts<'_>,
+    now: &tcmon_core::Snapshot,
+    loader: &tcmon_names::Loader,
+) -> Result<ExitCode> {
+    let owners = loader.owners();
     let load = match (load, args.load) {
         (Some(test), Some(sink)) => Some(load_test(args, sink, test, no_bpf)?),
         _ => None,
     };
     if let Some(report) = &load {
-        if let Some(f) = tcmon_diag::bufferbloat(report, &findings, &facts) {
+        if let Some(f) = tcmon_diag::bufferbloat(report, &findings, facts) {
             findings.push(f);
             findings.sort_by(tcmon_diag::worst_first);
         }
@@ -207,7 +284,10 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         }
         writeln!(out)?;
     } else {
-        let text = human(status, &findings, &now, load.as_ref(), args, names, &owners);
+        if args.replay.replay.is_some() {
+            writeln!(out, "recorded at {}", crate::replay::utc(now.timestamp_ms))?;
+        }
+        let text = human(status, &findings, now, load.as_ref(), args, names, owners);
         out.write_all(text.as_bytes())?;
     }
     Ok(ExitCode::from(status.exit_code()))

@@ -25,6 +25,78 @@ pub(crate) struct Config {
     pub(crate) names: NamesConfig,
     /// The managers that own trees.
     pub(crate) managers: ManagersConfig,
+    /// The flight recorder.
+    pub(crate) record: RecordConfig,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct RecordConfig {
+    /// Where `serve` records every poll ("" for nowhere) and where `tcmon record` does.
+    pub(crate) dir: std::path::PathBuf,
+    /// The most the recording keeps on disk.
+    #[serde(deserialize_with = "byte_size")]
+    pub(crate) budget: u64,
+    #[serde(with = "humantime_serde_compat")]
+    pub(crate) keyframe_every: Duration,
+}
+
+impl Default for RecordConfig {
+    fn default() -> Self {
+        RecordConfig {
+            dir: std::path::PathBuf::new(),
+            budget: 2_000_000_000,
+            keyframe_every: Duration::from_secs(600),
+        }
+    }
+}
+
+impl RecordConfig {
+    /// The recorder's options for `dir` (the config's, or another given).
+    pub(crate) fn options(&self, dir: &Path) -> tcmon_record::Options {
+        let mut o = tcmon_record::Options::new(dir, self.budget);
+        o.keyframe_every = self.keyframe_every;
+        o
+    }
+}
+
+/// "2GB", "500MB", "1.5 GiB", "1000000": bytes as people write them (KB, MB, GB, TB are
+/// powers of 1000; KiB, MiB, GiB, TiB of 1024).
+pub(crate) fn parse_byte_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size such as 2GB, 500MB or 1GiB"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "tb" | "t" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1_048_576.0,
+        "gib" => 1_073_741_824.0,
+        "tib" => 1_099_511_627_776.0,
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
+            ))
+        }
+    };
+    let bytes = n * mult;
+    if !(1.0..1.8e19).contains(&bytes) {
+        return Err(format!("{s:?}: out of range"));
+    }
+    #[allow(clippy::cast_sign_loss)]
+    Ok(bytes as u64)
+}
+
+fn byte_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    parse_byte_size(&String::deserialize(d)?).map_err(serde::de::Error::custom)
 }
 
 #[derive(Debug, Deserialize)]
@@ -315,6 +387,7 @@ impl Config {
             }),
             sojourn: self.sojourn_mode(no_bpf),
             names: Some(self.name_sources(None)),
+            record: None,
         }
     }
 }

@@ -23,6 +23,25 @@ fn sample_interval(args: &DumpArgs) -> Option<Duration> {
 
 pub(crate) fn run(args: &DumpArgs) -> Result<ExitCode> {
     let cfg = config::load(args.target.config.as_deref())?;
+    if let Some(dir) = &args.replay.replay {
+        let m = crate::replay::moment(dir, args.replay.at, &args.target.devices)?;
+        let loader = tcmon_names::Loader::load(cfg.name_sources(args.target.netns.as_deref()));
+        let (names, owners) = (loader.names(), loader.owners());
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            tcmon_render::write_snapshot_json_owned(&mut out, &m.snapshot, names, owners)?;
+            out.write_all(b"\n")?;
+        } else {
+            writeln!(
+                out,
+                "recorded at {}",
+                crate::replay::utc(m.snapshot.timestamp_ms)
+            )?;
+            out.write_all(tcmon_render::tree_owned(&m.snapshot, names, owners).as_bytes())?;
+        }
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let opts = CollectorOptions {
         devices: args.target.devices.clone(),
         filters: if args.no_filters {

@@ -11,6 +11,7 @@ mod listen;
 mod probe;
 #[cfg(test)]
 mod reference;
+mod replay;
 mod serve;
 mod tui;
 
@@ -125,6 +126,10 @@ enum Command {
     /// Poll on an interval and serve Prometheus/OpenMetrics metrics, the snapshot and the
     /// findings over HTTP.
     Serve(ServeArgs),
+    /// Poll on an interval and record every poll to disk (the flight recorder), within a byte
+    /// budget, for `dump --replay` and `check --replay`. `serve` records too when `[record]
+    /// dir` is set.
+    Record(RecordArgs),
     /// Build a lab (node1 - router - node2, a shaper on the router) in network
     /// namespaces, to see tcmon on a real shaper. Needs root.
     Lab {
@@ -157,6 +162,7 @@ impl Command {
             Command::Classify(_) => "classify",
             Command::Sink(_) => "sink",
             Command::Serve(_) => "serve",
+            Command::Record(_) => "record",
             Command::Lab { .. } => "lab",
             Command::Completions { .. } => "completions",
             Command::Man { .. } => "man",
@@ -175,6 +181,7 @@ impl Command {
                 | Command::Probe(_)
                 | Command::Classify(_)
                 | Command::Serve(_)
+                | Command::Record(_)
         )
     }
 
@@ -184,6 +191,7 @@ impl Command {
             Command::Dump(a) => a.target = shared.clone(),
             Command::Check(a) => a.target = shared.clone(),
             Command::Serve(a) => a.target = shared.clone(),
+            Command::Record(a) => a.target = shared.clone(),
             Command::Classify(a) => a.target = shared.clone(),
             Command::Probe(a) => {
                 a.devices.clone_from(&shared.devices);
@@ -318,22 +326,52 @@ struct DumpArgs {
     #[arg(long)]
     json: bool,
     /// Sample twice or more, this far apart, and print rates (e.g. 1s, 500ms).
-    #[arg(long, value_name = "DUR", value_parser = positive_duration)]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, conflicts_with = "replay")]
     interval: Option<Duration>,
     /// How many rate samples to print (default 1), --interval apart (default 1s, as --watch).
-    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    #[arg(long, value_name = "N", value_parser = at_least_one, conflicts_with = "replay")]
     count: Option<u64>,
     /// Print a rate sample every --interval (default 1s) until stopped, as `watch tc -s`
     /// would; with --json, one object per line.
-    #[arg(long, conflicts_with = "count")]
+    #[arg(long, conflicts_with_all = ["count", "replay"])]
     watch: bool,
     /// Skip filters (one dump per parent; the slow part on trees with thousands of classes).
     #[arg(long)]
     no_filters: bool,
     /// Measure the queueing delay of real packets (eBPF) for this long first, and include it
     /// per class (`sojourn` in the JSON; `=` delays in the tree).
-    #[arg(long, value_name = "DUR", value_parser = positive_duration, conflicts_with_all = ["interval", "watch", "count"])]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, conflicts_with_all = ["interval", "watch", "count", "replay"])]
     sojourn: Option<Duration>,
+    #[command(flatten)]
+    replay: ReplayArgs,
+}
+
+/// Reading a recording instead of the kernel (`dump`, `check`).
+#[derive(Debug, Clone, Args)]
+struct ReplayArgs {
+    /// Read the flight recorder's directory (`[record] dir`) instead of the kernel: the tree
+    /// and counters as they were at --at.
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    replay: Option<PathBuf>,
+    /// With --replay: the moment, as `2026-12-07 03:12:05` (UTC), `3h ago` or `now`; the last
+    /// recorded second at or before it is read. Default: the last recorded.
+    #[arg(long, value_name = "TIME", requires = "replay", value_parser = replay::parse_when)]
+    at: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+struct RecordArgs {
+    #[arg(skip)]
+    target: Target,
+    /// Record here (default: `[record] dir` in the config).
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    dir: Option<PathBuf>,
+    /// The most the recording keeps on disk, e.g. 2GB, 500MB (default: `[record] budget`).
+    #[arg(long, value_name = "SIZE", value_parser = config::parse_byte_size)]
+    budget: Option<u64>,
+    /// Poll this often (default: `[agent] interval`, 1s).
+    #[arg(long, value_name = "DUR", value_parser = poll_interval)]
+    interval: Option<Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -341,9 +379,12 @@ struct DumpArgs {
 struct CheckArgs {
     #[arg(skip)]
     target: Target,
-    /// Sampling window, so that rate-based rules see traffic.
+    /// Sampling window, so that rate-based rules see traffic (with --replay: the rates are
+    /// those of the window that ends at --at).
     #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "2s")]
     window: Duration,
+    #[command(flatten)]
+    replay: ReplayArgs,
     /// `{"status": ..., "findings": [...]}`.
     #[arg(long)]
     json: bool,
@@ -358,7 +399,8 @@ struct CheckArgs {
     /// in the namespace of --netns) instead of the report; the exit status is the check's.
     /// It holds the steps that warning and critical findings need; on failure it prints
     /// nothing (the error goes to stderr, exit 3), so `| sh` runs nothing.
-    #[arg(long, conflicts_with = "json")]
+    /// Not with --replay: a recorded tree is not the one a script would change.
+    #[arg(long, conflicts_with_all = ["json", "replay"])]
     fix_script: bool,
     /// Let the plan (--fix-script, and the `plan` of --json) change policy too: guaranteed
     /// rates and ceils made consistent (children within their parent, rates within ceils),
@@ -370,7 +412,7 @@ struct CheckArgs {
     explain: Option<String>,
     /// Also run the latency-under-load test against this `tcmon sink` (HOST:PORT) and add a
     /// `bufferbloat` finding graded by it.
-    #[arg(long, value_name = "SINK_ADDR", value_parser = load_addr)]
+    #[arg(long, value_name = "SINK_ADDR", value_parser = load_addr, conflicts_with = "replay")]
     load: Option<std::net::SocketAddr>,
     /// With --load: how long the test runs (five phases).
     #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "20s", requires = "load")]
@@ -639,6 +681,10 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => {
             hold_little_memory();
             serve::run(&args)
+        }
+        Some(Command::Record(args)) => {
+            hold_little_memory();
+            replay::record(&args)
         }
         Some(Command::Lab { action }) => lab::run(&action),
         Some(Command::Completions { shell }) => Ok(docs::completions(shell)),

@@ -269,6 +269,7 @@ mod tests {
                 "sojourn" => fields::<config::SojournConfig>(),
                 "names" => fields::<config::NamesConfig>(),
                 "managers" => fields::<config::ManagersConfig>(),
+                "record" => fields::<config::RecordConfig>(),
                 other => panic!("[{other}]: name its type here"),
             };
             assert!(!keys.is_empty(), "[{section}] has no keys");

@@ -59,6 +59,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
     if let Some(i) = args.interval {
         opts.interval = i;
     }
+    if !cfg.record.dir.as_os_str().is_empty() {
+        opts.record = Some(cfg.record.options(&cfg.record.dir));
+    }
     // No sparklines here: nobody draws them (minutes of samples of 20,000 objects are tens of
     // MB).
     opts.history_len = 0;

@@ -40,6 +40,9 @@ _tcmon() {
             tcmon,probe)
                 cmd="tcmon__subcmd__probe"
                 ;;
+            tcmon,record)
+                cmd="tcmon__subcmd__record"
+                ;;
             tcmon,serve)
                 cmd="tcmon__subcmd__serve"
                 ;;
@@ -69,6 +72,9 @@ _tcmon() {
                 ;;
             tcmon__subcmd__help,probe)
                 cmd="tcmon__subcmd__help__subcmd__probe"
+                ;;
+            tcmon__subcmd__help,record)
+                cmd="tcmon__subcmd__help__subcmd__record"
                 ;;
             tcmon__subcmd__help,serve)
                 cmd="tcmon__subcmd__help__subcmd__serve"
@@ -116,7 +122,7 @@ _tcmon() {
 
     case "${cmd}" in
         tcmon)
-            opts="-v -h -V --dev --netns --config --no-bpf --verbose --interval --help --version dump check probe classify sink serve lab completions man help"
+            opts="-v -h -V --dev --netns --config --no-bpf --verbose --interval --help --version dump check probe classify sink serve record lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -157,13 +163,24 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__check)
-            opts="-v -h --window --json --ignore --no-filters --fix-script --policy --explain --load --load-duration --cc --dev --netns --config --no-bpf --verbose --help"
+            opts="-v -h --window --replay --at --json --ignore --no-filters --fix-script --policy --explain --load --load-duration --cc --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replay)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --at)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -316,7 +333,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__dump)
-            opts="-v -h --json --interval --count --watch --no-filters --sojourn --dev --netns --config --no-bpf --verbose --help"
+            opts="-v -h --json --interval --count --watch --no-filters --sojourn --replay --at --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -331,6 +348,17 @@ _tcmon() {
                     return 0
                     ;;
                 --sojourn)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replay)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --at)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -365,7 +393,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__help)
-            opts="dump check probe classify sink serve lab completions man help"
+            opts="dump check probe classify sink serve record lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -519,6 +547,20 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__help__subcmd__probe)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tcmon__subcmd__help__subcmd__record)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -851,6 +893,58 @@ _tcmon() {
                     return 0
                     ;;
                 --cc)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tcmon__subcmd__record)
+            opts="-v -h --dir --budget --interval --dev --netns --config --no-bpf --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -44,6 +44,8 @@ pub struct AgentOptions {
     pub sojourn: SojournMode,
     /// Where the names of classes come from; `None`: no names.
     pub names: Option<tcmon_names::Sources>,
+    /// Record every poll there (the flight recorder); `None`: keep nothing.
+    pub record: Option<tcmon_record::Options>,
 }
 
 impl Default for AgentOptions {
@@ -58,6 +60,7 @@ impl Default for AgentOptions {
             probes: None,
             sojourn: SojournMode::Measure(tcmon_sojourn::Options::default()),
             names: None,
+            record: None,
         }
     }
 }
@@ -102,6 +105,10 @@ pub struct State {
     /// Who owns each interface's tree, as the findings' fixes were given (shared until a
     /// manager's file changes).
     pub owners: Arc<tcmon_core::owner::Owners>,
+    /// The flight recorder's counters, when it records.
+    pub record: Option<tcmon_record::Counters>,
+    /// Why the last poll could not be recorded; `None` once one is again.
+    pub record_error: Option<String>,
 }
 
 /// Wall time of each step of the last good poll, in nanoseconds: what `hz` and the figures of
@@ -121,6 +128,8 @@ pub struct Steps {
     /// The rules: those on configuration only when it changed, those on counters every poll.
     pub diagnosis_ns: u64,
     pub history_ns: u64,
+    /// Writing the poll to the flight recorder.
+    pub record_ns: u64,
 }
 
 impl State {
@@ -167,6 +176,8 @@ pub enum Error {
     Thread(#[source] std::io::Error),
     #[error("start the continuous probes")]
     Probes(#[from] tcmon_probe::ProbeError),
+    #[error("start the flight recorder")]
+    Record(#[from] tcmon_record::Error),
 }
 
 /// What is read, and where: `eth9 in netns lab`, `netns lab` or `this host`.
@@ -238,7 +249,13 @@ impl Agent {
                 tcmon_names::Loader::load(s)
             });
         let history = Arc::new(Mutex::new(History::new(opts.history_len)));
+        let recorder = opts
+            .record
+            .clone()
+            .map(tcmon_record::Recorder::new)
+            .transpose()?;
         let mut poller = Poller {
+            recorder,
             collector,
             opts,
             prev: None,
@@ -353,6 +370,7 @@ struct Poller {
     sojourn: Session,
     /// Read again when a source changed: one stat per source and poll.
     names: tcmon_names::Loader,
+    recorder: Option<tcmon_record::Recorder>,
 }
 
 impl Poller {
@@ -578,6 +596,8 @@ impl Poller {
                 .record(&snap, r);
         }
         steps.history_ns = took();
+        let (record, record_error) = self.record(&snap);
+        steps.record_ns = took();
         self.retired = self.prev.replace(Arc::clone(&snap));
         let owners = Arc::clone(self.names.owners());
         if self.names.refresh() && !Arc::ptr_eq(&owners, self.names.owners()) {
@@ -603,7 +623,28 @@ impl Poller {
             default_route: self.default_route.clone(),
             names: Arc::clone(self.names.names()),
             owners,
+            record,
+            record_error,
         }
+    }
+
+    /// Writes the poll to the flight recorder, with what the diagnosis read beside it.
+    fn record(&mut self, snap: &Snapshot) -> (Option<tcmon_record::Counters>, Option<String>) {
+        let Some(r) = self.recorder.as_mut() else {
+            return (None, None);
+        };
+        let context = tcmon_diag::Context {
+            links: self.links.clone(),
+            htb_hysteresis: self.htb_hysteresis,
+            fq_codel_available: self.fq_codel_available,
+        };
+        let context = serde_json::to_value(&context).unwrap_or_default();
+        let generation = self.collector.config_generation();
+        let error = r
+            .record(snap, generation, &context)
+            .err()
+            .map(|e| tcmon_core::error::chain(&e));
+        (Some(r.counters()), error)
     }
 }
 

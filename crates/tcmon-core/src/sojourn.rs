@@ -265,7 +265,9 @@ fn object_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectType, D::
     match &*s {
         "qdisc" => Ok(ObjectType::Qdisc),
         "class" => Ok(ObjectType::Class),
-        _ => Err(serde::de::Error::custom(format!("not qdisc or class: {s:?}"))),
+        _ => Err(serde::de::Error::custom(format!(
+            "not qdisc or class: {s:?}"
+        ))),
     }
 }
 

@@ -359,7 +359,7 @@ impl Serialize for Evidence {
 }
 
 /// What is known about a link beyond its tc tree.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct LinkFacts {
     /// Byte queue limit per tx queue (`byte_queue_limits/limit`), when sysfs shows it.
     pub bql_limit_bytes: Vec<u64>,
@@ -368,6 +368,15 @@ pub struct LinkFacts {
     pub tso: Option<bool>,
     pub gro: Option<bool>,
     pub lro: Option<bool>,
+}
+
+/// What the rules read beyond the snapshot and the owners, kept with a recording so that its
+/// findings can be computed again (`tcmon check --replay`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Context {
+    pub links: BTreeMap<String, LinkFacts>,
+    pub htb_hysteresis: Option<bool>,
+    pub fq_codel_available: Option<bool>,
 }
 
 /// Everything the rules look at.

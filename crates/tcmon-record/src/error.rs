@@ -3,17 +3,17 @@ use std::path::PathBuf;
 /// What failed, and on which file.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("recording directory {path}: {source}")]
+    #[error("recording directory {path}")]
     Dir {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: not a tcmon recording (no {magic:?} header, or version {version} of the format, this tcmon reads 1)")]
+    #[error("{path}: not a tcmon recording (no {magic:?} header, or version {version} of the format; this tcmon reads 1)")]
     NotARecording {
         path: PathBuf,
         magic: &'static str,

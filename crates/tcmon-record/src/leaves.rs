@@ -248,7 +248,15 @@ mod tests {
         let mut l = Leaves::default();
         leaves(&obj(), &mut l);
         #[allow(clippy::cast_sign_loss)]
-        let want = vec![1_000_000, -42i64 as u64, 0.25f64.to_bits(), 1, -7i64 as u64, 2, 9];
+        let want = vec![
+            1_000_000,
+            -42i64 as u64,
+            0.25f64.to_bits(),
+            1,
+            -7i64 as u64,
+            2,
+            9,
+        ];
         assert_eq!(l.numbers, want);
         let mut numbers = l.numbers.clone();
         numbers[0] = 2_000_000;

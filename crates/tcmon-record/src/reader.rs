@@ -223,13 +223,15 @@ impl Cursor {
                     let len = usize::try_from(v(&mut at)?).map_err(|_| bad("count"))?;
                     let known = self.objects[index].numbers.as_ref().map(Vec::len);
                     if known != Some(len) {
-                        return Err(bad("changed numbers of an object not written whole since the keyframe"));
+                        return Err(bad(
+                            "changed numbers of an object not written whole since the keyframe",
+                        ));
                     }
                     numbered.push((index, len));
                 }
                 1 => {
-                    let json = format::get_bytes(raw, &mut at)
-                        .ok_or_else(|| bad("truncated object"))?;
+                    let json =
+                        format::get_bytes(raw, &mut at).ok_or_else(|| bad("truncated object"))?;
                     let (i, class, pos) = self.objects[index].at;
                     let iface = &mut self.snapshot.interfaces[i];
                     if class {
@@ -346,10 +348,12 @@ impl Recording {
     pub fn at(&self, ts_ms: u64) -> Result<Cursor, Error> {
         let nothing = || Error::Nothing {
             dir: self.dir.clone(),
-            when: Some(humantime::format_rfc3339_seconds(
-                std::time::UNIX_EPOCH + std::time::Duration::from_millis(ts_ms),
-            )
-            .to_string()),
+            when: Some(
+                humantime::format_rfc3339_seconds(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(ts_ms),
+                )
+                .to_string(),
+            ),
         };
         for s in self.shards.iter().rev().filter(|s| s.first_ms <= ts_ms) {
             let es = entries(s)?;

@@ -169,7 +169,10 @@ impl Recorder {
     ) -> Result<FrameKind, Error> {
         let context_hash = hash_json(context);
         let config_changed = generation != self.generation;
-        let key = self.shard.as_ref().is_none_or(|s| s.hour != format::hour_of(snap.timestamp_ms))
+        let key = self
+            .shard
+            .as_ref()
+            .is_none_or(|s| s.hour != format::hour_of(snap.timestamp_ms))
             || snap.timestamp_ms.saturating_sub(self.last_key_ms)
                 >= self.opts.keyframe_every.as_millis() as u64
             || context_hash != self.context
@@ -295,7 +298,8 @@ impl Recorder {
                 if moved || config_changed {
                     o.leaves(&mut self.scratch);
                     let numbers_fit = k.numbers.as_ref().is_some_and(|p| {
-                        p.shape == self.scratch.shape && p.numbers.len() == self.scratch.numbers.len()
+                        p.shape == self.scratch.shape
+                            && p.numbers.len() == self.scratch.numbers.len()
                     });
                     let same = k.numbers.as_ref() == Some(&self.scratch);
                     if !same {

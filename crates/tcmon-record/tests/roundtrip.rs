@@ -11,7 +11,10 @@ use tcmon_netlink::{decode_class, decode_filter, decode_qdisc};
 use tcmon_record::leaves::{leaves, patched, Leaves};
 use tcmon_record::{FrameKind, Options, Recorder, Recording};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tcmon-netlink/tests/fixtures");
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tcmon-netlink/tests/fixtures"
+);
 
 /// Every device captured from Linux 6.1 (one kind each, with stats), as one snapshot.
 fn zoo() -> Snapshot {
@@ -31,15 +34,22 @@ fn zoo() -> Snapshot {
             operstate: "up".into(),
             ..Interface::default()
         };
-        let mut files: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut files: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         files.sort();
         for f in files {
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
             let bytes = std::fs::read(&f).unwrap();
             if name.starts_with("qdisc-") {
-                iface.qdiscs.push(decode_qdisc(&bytes, TickLen::PSCHED_64NS).unwrap().1);
+                iface
+                    .qdiscs
+                    .push(decode_qdisc(&bytes, TickLen::PSCHED_64NS).unwrap().1);
             } else if name.starts_with("class-") {
-                iface.classes.push(decode_class(&bytes, TickLen::PSCHED_64NS).unwrap().1);
+                iface
+                    .classes
+                    .push(decode_class(&bytes, TickLen::PSCHED_64NS).unwrap().1);
             } else if name.starts_with("filter-") {
                 iface.filters.push(decode_filter(&bytes).unwrap().1);
             }
@@ -62,7 +72,11 @@ fn same(got: &str, want: &str, what: &str) {
         return;
     }
     let (g, w): (Vec<_>, Vec<_>) = (got.lines().collect(), want.lines().collect());
-    let at = g.iter().zip(&w).position(|(a, b)| a != b).unwrap_or(g.len().min(w.len()));
+    let at = g
+        .iter()
+        .zip(&w)
+        .position(|(a, b)| a != b)
+        .unwrap_or(g.len().min(w.len()));
     let from = at.saturating_sub(2);
     panic!(
         "{what}: differs at line {at} (got {} lines, want {})\n--- got\n{}\n--- want\n{}",
@@ -84,13 +98,23 @@ fn next(s: &Snapshot, step: u64) -> Snapshot {
         for q in &mut i.qdiscs {
             q.stats.bytes += 1500 * step;
             leaves(&*q, &mut l);
-            let nudged: Vec<u64> = l.numbers.iter().enumerate().map(|(k, v)| v ^ ((step + k as u64) & 1)).collect();
+            let nudged: Vec<u64> = l
+                .numbers
+                .iter()
+                .enumerate()
+                .map(|(k, v)| v ^ ((step + k as u64) & 1))
+                .collect();
             *q = patched(&*q, &nudged).unwrap();
         }
         for c in &mut i.classes {
             c.stats.bytes += 1500 * step;
             leaves(&*c, &mut l);
-            let nudged: Vec<u64> = l.numbers.iter().enumerate().map(|(k, v)| v ^ ((step + k as u64) & 1)).collect();
+            let nudged: Vec<u64> = l
+                .numbers
+                .iter()
+                .enumerate()
+                .map(|(k, v)| v ^ ((step + k as u64) & 1))
+                .collect();
             *c = patched(&*c, &nudged).unwrap();
         }
     }
@@ -119,12 +143,40 @@ fn the_first_numbers_of_every_object_are_its_basic_counters() {
         for q in &i.qdiscs {
             leaves(q, &mut l);
             let s = q.stats;
-            assert_eq!(l.numbers[..7], [s.bytes, s.packets, s.drops, s.overlimits, s.requeues, s.backlog_bytes, s.backlog_packets], "{} {}", i.name, q.kind);
+            assert_eq!(
+                l.numbers[..7],
+                [
+                    s.bytes,
+                    s.packets,
+                    s.drops,
+                    s.overlimits,
+                    s.requeues,
+                    s.backlog_bytes,
+                    s.backlog_packets
+                ],
+                "{} {}",
+                i.name,
+                q.kind
+            );
         }
         for c in &i.classes {
             leaves(c, &mut l);
             let s = c.stats;
-            assert_eq!(l.numbers[..7], [s.bytes, s.packets, s.drops, s.overlimits, s.requeues, s.backlog_bytes, s.backlog_packets], "{} {}", i.name, c.kind);
+            assert_eq!(
+                l.numbers[..7],
+                [
+                    s.bytes,
+                    s.packets,
+                    s.drops,
+                    s.overlimits,
+                    s.requeues,
+                    s.backlog_bytes,
+                    s.backlog_packets
+                ],
+                "{} {}",
+                i.name,
+                c.kind
+            );
         }
     }
 }
@@ -150,7 +202,11 @@ fn every_second_reads_back_as_it_was_recorded() {
     for (ts, text) in &want {
         let got = r.at(*ts + 500).unwrap();
         assert_eq!(got.context(), &ctx);
-        same(&json(&got.into_snapshot().unwrap()), text, &format!("at {ts}"));
+        same(
+            &json(&got.into_snapshot().unwrap()),
+            text,
+            &format!("at {ts}"),
+        );
     }
     // walking forward gives the same seconds, basic counters current without materializing
     let mut seen = 0;
@@ -185,7 +241,11 @@ fn a_changed_tree_an_hour_and_a_new_context_make_keyframes() {
     assert_eq!(rec.record(&s1, 1, &ctx).unwrap(), FrameKind::Delta);
     // a class removed
     let mut s2 = next(&s1, 2);
-    let i = s2.interfaces.iter_mut().find(|i| i.classes.len() > 1).unwrap();
+    let i = s2
+        .interfaces
+        .iter_mut()
+        .find(|i| i.classes.len() > 1)
+        .unwrap();
     i.classes.pop();
     sort_interface(i);
     assert_eq!(rec.record(&s2, 2, &ctx).unwrap(), FrameKind::Key);
@@ -205,18 +265,40 @@ fn a_changed_tree_an_hour_and_a_new_context_make_keyframes() {
     assert_eq!(rec.record(&s4, 3, &ctx).unwrap(), FrameKind::Delta);
     // the link facts
     let s5 = next(&s4, 5);
-    assert_eq!(rec.record(&s5, 3, &serde_json::json!({"x": 1})).unwrap(), FrameKind::Key);
+    assert_eq!(
+        rec.record(&s5, 3, &serde_json::json!({"x": 1})).unwrap(),
+        FrameKind::Key
+    );
     // the next hour: a new shard
     let mut s6 = next(&s5, 6);
     s6.timestamp_ms = s5.timestamp_ms + 3_600_000;
-    assert_eq!(rec.record(&s6, 3, &serde_json::json!({"x": 1})).unwrap(), FrameKind::Key);
+    assert_eq!(
+        rec.record(&s6, 3, &serde_json::json!({"x": 1})).unwrap(),
+        FrameKind::Key
+    );
     let r = Recording::open(&dir).unwrap();
     for s in [&s0, &s1, &s2, &s3, &s4, &s5, &s6] {
-        same(&json(&r.at(s.timestamp_ms).unwrap().into_snapshot().unwrap()), &json(s), "after a keyframe");
+        same(
+            &json(&r.at(s.timestamp_ms).unwrap().into_snapshot().unwrap()),
+            &json(s),
+            "after a keyframe",
+        );
     }
-    let shards = std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "tcrec")).count();
+    let shards = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "tcrec")
+        })
+        .count();
     assert_eq!(shards, 2);
-    assert!(r.at(s0.timestamp_ms - 1).is_err(), "nothing before the first frame");
+    assert!(
+        r.at(s0.timestamp_ms - 1).is_err(),
+        "nothing before the first frame"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -233,18 +315,35 @@ fn a_frame_cut_short_and_a_lost_index_lose_only_that_frame() {
         s = next(&s, step + 1);
     }
     drop(rec);
-    let data = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "tcrec")).unwrap();
+    let data = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "tcrec"))
+        .unwrap();
     let len = std::fs::metadata(&data).unwrap().len();
     // the last frame half written, and the index of the last three never written
     let f = std::fs::OpenOptions::new().write(true).open(&data).unwrap();
     f.set_len(len - 5).unwrap();
     let idx = data.with_extension("tcidx");
     let il = std::fs::metadata(&idx).unwrap().len();
-    std::fs::OpenOptions::new().write(true).open(&idx).unwrap().set_len(il - 3 * 24).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&idx)
+        .unwrap()
+        .set_len(il - 3 * 24)
+        .unwrap();
     let r = Recording::open(&dir).unwrap();
     assert_eq!(r.span().unwrap(), (times[0].0, times[8].0));
-    same(&json(&r.at(times[9].0).unwrap().into_snapshot().unwrap()), &times[8].1, "cut");
-    same(&json(&r.at(times[7].0).unwrap().into_snapshot().unwrap()), &times[7].1, "indexed");
+    same(
+        &json(&r.at(times[9].0).unwrap().into_snapshot().unwrap()),
+        &times[8].1,
+        "cut",
+    );
+    same(
+        &json(&r.at(times[7].0).unwrap().into_snapshot().unwrap()),
+        &times[7].1,
+        "indexed",
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -264,7 +363,16 @@ fn the_budget_deletes_the_oldest_shards() {
         s.timestamp_ms = (s.timestamp_ms / 3_600_000 + 1) * 3_600_000 + hour;
     }
     // a budget of a byte keeps the shard being written, and one more at most
-    let left = std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "tcrec")).count();
+    let left = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "tcrec")
+        })
+        .count();
     assert!(left <= 2, "{left} shards left");
     assert!(rec.counters().shards_deleted >= 2);
     let r = Recording::open(&dir).unwrap();

@@ -316,6 +316,8 @@ pub fn state(
         default_route: None,
         names: Arc::default(),
         owners: Arc::default(),
+        record: None,
+        record_error: None,
     })
 }
 
@@ -360,6 +362,8 @@ pub fn first_state(snap: Snapshot) -> Arc<State> {
         default_route: None,
         names: Arc::default(),
         owners: Arc::default(),
+        record: None,
+        record_error: None,
     })
 }
 

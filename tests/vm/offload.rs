@@ -225,8 +225,10 @@ fn gro_ahead_of_an_ifb_shaper_costs_what_check_predicts() {
         merged > 4.0 * 1514.0,
         "{merged} B per queued packet with GRO on"
     );
+    // (an average of backlog bytes over packets, each read at its own instant: a few bytes
+    // over one frame were measured; a merged packet would hold two frames or more)
     assert!(
-        frames <= 1514.0,
+        frames < 2.0 * 1514.0,
         "{frames} B per queued packet with GRO off"
     );
     // a probe arriving during a block waits its rest: half a block on average (measured 62 ms

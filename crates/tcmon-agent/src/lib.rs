@@ -256,6 +256,7 @@ impl Agent {
             .transpose()?;
         let mut poller = Poller {
             recorder,
+            record_context: None,
             collector,
             opts,
             prev: None,
@@ -371,6 +372,9 @@ struct Poller {
     /// Read again when a source changed: one stat per source and poll.
     names: tcmon_names::Loader,
     recorder: Option<tcmon_record::Recorder>,
+    /// The recorder's copy of what the diagnosis reads beside the snapshot; `None` when the
+    /// link facts changed since it was made.
+    record_context: Option<serde_json::Value>,
 }
 
 impl Poller {
@@ -564,6 +568,7 @@ impl Poller {
             );
             if links != self.links {
                 self.config_findings = None;
+                self.record_context = None;
                 self.links = links;
             }
             self.default_route = facts::default_route(self.opts.netns.as_deref());
@@ -633,15 +638,18 @@ impl Poller {
         let Some(r) = self.recorder.as_mut() else {
             return (None, None);
         };
-        let context = tcmon_diag::Context {
-            links: self.links.clone(),
-            htb_hysteresis: self.htb_hysteresis,
-            fq_codel_available: self.fq_codel_available,
-        };
-        let context = serde_json::to_value(&context).unwrap_or_default();
+        // what the diagnosis read beside the snapshot, written out again only when it changed
+        let context = self.record_context.get_or_insert_with(|| {
+            serde_json::to_value(tcmon_diag::Context {
+                links: self.links.clone(),
+                htb_hysteresis: self.htb_hysteresis,
+                fq_codel_available: self.fq_codel_available,
+            })
+            .unwrap_or_default()
+        });
         let generation = self.collector.config_generation();
         let error = r
-            .record(snap, generation, &context)
+            .record(snap, generation, context)
             .err()
             .map(|e| tcmon_core::error::chain(&e));
         (Some(r.counters()), error)

@@ -97,7 +97,8 @@ pub struct Recorder {
     ifaces: Vec<Iface>,
     last_key_ms: u64,
     generation: u64,
-    context: u64,
+    /// The context of the last keyframe.
+    context: serde_json::Value,
     counters: Counters,
     since_budget: u32,
     // reused from frame to frame
@@ -135,7 +136,7 @@ impl Recorder {
             ifaces: Vec::new(),
             last_key_ms: 0,
             generation: 0,
-            context: 0,
+            context: serde_json::Value::Null,
             counters: Counters::default(),
             since_budget: 0,
             raw: Vec::new(),
@@ -167,7 +168,6 @@ impl Recorder {
         generation: u64,
         context: &serde_json::Value,
     ) -> Result<FrameKind, Error> {
-        let context_hash = hash_json(context);
         let config_changed = generation != self.generation;
         let key = self
             .shard
@@ -175,10 +175,12 @@ impl Recorder {
             .is_none_or(|s| s.hour != format::hour_of(snap.timestamp_ms))
             || snap.timestamp_ms.saturating_sub(self.last_key_ms)
                 >= self.opts.keyframe_every.as_millis() as u64
-            || context_hash != self.context
+            || *context != self.context
             || !self.same_tree(snap, config_changed);
         self.generation = generation;
-        self.context = context_hash;
+        if *context != self.context {
+            self.context = context.clone();
+        }
         let r = if key {
             self.keyframe(snap, generation, context)
         } else {
@@ -448,12 +450,6 @@ impl Recorder {
             }
         }
     }
-}
-
-fn hash_json(v: &serde_json::Value) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(v.to_string().as_bytes());
-    h.finish()
 }
 
 /// The interface's own fields (not its objects): a change makes a keyframe.

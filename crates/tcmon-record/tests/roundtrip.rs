@@ -87,35 +87,33 @@ fn same(got: &str, want: &str, what: &str) {
     );
 }
 
-/// The next second: every object's numbers nudged (their low bits, so each stays in its
-/// type's range), the byte counter always, so that every object's counters move.
+/// `o` with its numbers nudged (their low bits, so each stays in its type's range).
+fn nudged<T: serde::Serialize + serde::de::DeserializeOwned>(o: &T, step: u64) -> T {
+    let mut l = Leaves::default();
+    leaves(o, &mut l);
+    let numbers: Vec<u64> = l
+        .numbers
+        .iter()
+        .enumerate()
+        .map(|(k, v)| v ^ ((step + k as u64) & 1))
+        .collect();
+    patched(o, &numbers).unwrap()
+}
+
+/// The next second: every object's numbers nudged, the byte counter always, so that every
+/// object's counters move.
 fn next(s: &Snapshot, step: u64) -> Snapshot {
     let mut n = s.clone();
     n.timestamp_ms += 1000;
     n.poll_duration_ns = 1_000_000 + step;
-    let mut l = Leaves::default();
     for i in &mut n.interfaces {
         for q in &mut i.qdiscs {
             q.stats.bytes += 1500 * step;
-            leaves(&*q, &mut l);
-            let nudged: Vec<u64> = l
-                .numbers
-                .iter()
-                .enumerate()
-                .map(|(k, v)| v ^ ((step + k as u64) & 1))
-                .collect();
-            *q = patched(&*q, &nudged).unwrap();
+            *q = nudged(&*q, step);
         }
         for c in &mut i.classes {
             c.stats.bytes += 1500 * step;
-            leaves(&*c, &mut l);
-            let nudged: Vec<u64> = l
-                .numbers
-                .iter()
-                .enumerate()
-                .map(|(k, v)| v ^ ((step + k as u64) & 1))
-                .collect();
-            *c = patched(&*c, &nudged).unwrap();
+            *c = nudged(&*c, step);
         }
     }
     n
@@ -139,44 +137,25 @@ fn every_kind_reads_back_from_its_json_as_it_was() {
 fn the_first_numbers_of_every_object_are_its_basic_counters() {
     let snap = zoo();
     let mut l = Leaves::default();
+    let basic = |s: &tcmon_core::model::Stats| {
+        [
+            s.bytes,
+            s.packets,
+            s.drops,
+            s.overlimits,
+            s.requeues,
+            s.backlog_bytes,
+            s.backlog_packets,
+        ]
+    };
     for i in &snap.interfaces {
         for q in &i.qdiscs {
             leaves(q, &mut l);
-            let s = q.stats;
-            assert_eq!(
-                l.numbers[..7],
-                [
-                    s.bytes,
-                    s.packets,
-                    s.drops,
-                    s.overlimits,
-                    s.requeues,
-                    s.backlog_bytes,
-                    s.backlog_packets
-                ],
-                "{} {}",
-                i.name,
-                q.kind
-            );
+            assert_eq!(l.numbers[..7], basic(&q.stats), "{} {}", i.name, q.kind);
         }
         for c in &i.classes {
             leaves(c, &mut l);
-            let s = c.stats;
-            assert_eq!(
-                l.numbers[..7],
-                [
-                    s.bytes,
-                    s.packets,
-                    s.drops,
-                    s.overlimits,
-                    s.requeues,
-                    s.backlog_bytes,
-                    s.backlog_packets
-                ],
-                "{} {}",
-                i.name,
-                c.kind
-            );
+            assert_eq!(l.numbers[..7], basic(&c.stats), "{} {}", i.name, c.kind);
         }
     }
 }

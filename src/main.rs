@@ -130,6 +130,10 @@ enum Command {
     /// budget, for `dump --replay` and `check --replay`. `serve` records too when `[record]
     /// dir` is set.
     Record(RecordArgs),
+    /// What stood out in a recording: the intervals when a queue held a backlog worth a wait
+    /// (`[check] queue_delay_warning_ms`), dropped packets or delayed measured packets, worst
+    /// first.
+    Replay(ReplaySummaryArgs),
     /// Build a lab (node1 - router - node2, a shaper on the router) in network
     /// namespaces, to see tcmon on a real shaper. Needs root.
     Lab {
@@ -163,6 +167,7 @@ impl Command {
             Command::Sink(_) => "sink",
             Command::Serve(_) => "serve",
             Command::Record(_) => "record",
+            Command::Replay(_) => "replay",
             Command::Lab { .. } => "lab",
             Command::Completions { .. } => "completions",
             Command::Man { .. } => "man",
@@ -192,6 +197,7 @@ impl Command {
             Command::Check(a) => a.target = shared.clone(),
             Command::Serve(a) => a.target = shared.clone(),
             Command::Record(a) => a.target = shared.clone(),
+            Command::Replay(a) => a.target = shared.clone(),
             Command::Classify(a) => a.target = shared.clone(),
             Command::Probe(a) => {
                 a.devices.clone_from(&shared.devices);
@@ -357,6 +363,27 @@ struct ReplayArgs {
     /// recorded second at or before it is read. Default: the last recorded.
     #[arg(long, value_name = "TIME", requires = "replay", value_parser = replay::parse_when)]
     at: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+struct ReplaySummaryArgs {
+    #[arg(skip)]
+    target: Target,
+    /// The recording's directory (`[record] dir`).
+    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    dir: PathBuf,
+    /// From this moment (`2026-12-07 03:00:00` UTC, `3h ago`); default: the first recorded.
+    #[arg(long, value_name = "TIME", value_parser = replay::parse_when)]
+    from: Option<u64>,
+    /// Up to this moment; default: the last recorded.
+    #[arg(long, value_name = "TIME", value_parser = replay::parse_when)]
+    to: Option<u64>,
+    /// The intervals as JSON: `{"from_ms", "to_ms", "intervals": [...]}`, all of them.
+    #[arg(long)]
+    json: bool,
+    /// Print at most this many intervals (the worst), and how many more there were.
+    #[arg(long, value_name = "N", default_value = "20", value_parser = at_least_one)]
+    limit: u64,
 }
 
 #[derive(Debug, Args)]
@@ -686,6 +713,7 @@ fn main() -> ExitCode {
             hold_little_memory();
             replay::record(&args)
         }
+        Some(Command::Replay(args)) => replay::summary(&args),
         Some(Command::Lab { action }) => lab::run(&action),
         Some(Command::Completions { shell }) => Ok(docs::completions(shell)),
         Some(Command::Man { out }) => docs::man_pages(&out),

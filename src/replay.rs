@@ -1,6 +1,7 @@
 //! Reading the flight recorder back for `dump --replay` and `check --replay`, and `tcmon
 //! record`.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -8,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use tcmon_core::Snapshot;
 
-use crate::{config, RecordArgs};
+use crate::{config, RecordArgs, ReplaySummaryArgs};
 
 /// A moment as people write it: `now`, `3h ago`, `90s ago`, or a UTC time (`2026-12-07
 /// 03:12:05`, `2026-12-07T03:12:05Z`), as milliseconds since the epoch.
@@ -119,6 +120,106 @@ pub(crate) fn record(args: &RecordArgs) -> Result<ExitCode> {
     }
 }
 
+/// `tcmon replay DIR`: what stood out, worst first.
+pub(crate) fn summary(args: &ReplaySummaryArgs) -> Result<ExitCode> {
+    let cfg = config::load(args.target.config.as_deref())?;
+    let rec = tcmon_record::Recording::open(&args.dir)
+        .with_context(|| format!("read the recording in {}", args.dir.display()))?;
+    let (first, last) = rec.span()?;
+    let (from, to) = (args.from.unwrap_or(first), args.to.unwrap_or(last));
+    let t = tcmon_record::Thresholds {
+        wait_ms: cfg.check.queue_delay_warning_ms,
+    };
+    let intervals = tcmon_record::summarize(&rec, from, to, &t)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(
+            &mut out,
+            &serde_json::json!({"from_ms": from, "to_ms": to, "intervals": intervals}),
+        )?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let loader = tcmon_names::Loader::load(cfg.name_sources(None));
+    let text = summary_text(
+        &intervals,
+        from,
+        to,
+        t.wait_ms,
+        usize::try_from(args.limit).unwrap_or(usize::MAX),
+        loader.names(),
+    );
+    out.write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The summary as text: a line per interval, worst first, at most `limit` of them.
+fn summary_text(
+    intervals: &[tcmon_record::Interval],
+    from: u64,
+    to: u64,
+    wait_ms: f64,
+    limit: usize,
+    names: &tcmon_names::Names,
+) -> String {
+    use std::fmt::Write;
+    use tcmon_core::units::{fmt_bytes, fmt_count, fmt_ms};
+    let mut s = format!(
+        "{} to {}: {} (a backlog of {} or more at the rate it drained, drops, or measured \
+         waits that long)\n",
+        utc(from),
+        utc(to),
+        match intervals.len() {
+            0 => "nothing stood out".to_owned(),
+            n => format!("{} stood out", fmt_count(n as u64, "interval", "intervals")),
+        },
+        fmt_ms(wait_ms),
+    );
+    for i in intervals.iter().take(limit) {
+        let clock = |ms: u64| utc(ms)[11..19].to_owned();
+        let _ = write!(
+            s,
+            "{}-{} ({} s) {} {}",
+            utc(i.from_ms)[..19].replace('T', " "),
+            clock(i.to_ms),
+            (i.to_ms - i.from_ms) / 1000 + 1,
+            i.device,
+            i.handle
+        );
+        if let Some(e) = names.lookup(&i.device, i.handle) {
+            let _ = write!(s, " '{}'", e.name);
+        }
+        let _ = write!(s, " ({} {})", i.kind, i.object);
+        let mut parts = Vec::new();
+        if i.max_backlog_bytes > 0 {
+            let wait = match i.max_wait_ms {
+                Some(w) => format!("~{}", fmt_ms(w)),
+                None => "not draining".to_owned(),
+            };
+            parts.push(format!(
+                "backlog up to {} ({}, {wait})",
+                fmt_bytes(i.max_backlog_bytes as f64),
+                fmt_count(i.max_backlog_packets, "packet", "packets"),
+            ));
+        }
+        if i.drops > 0 {
+            parts.push(fmt_count(i.drops, "drop", "drops"));
+        }
+        if let Some(p) = i.max_measured_p99_ms {
+            parts.push(format!("measured p99 wait up to {}", fmt_ms(p)));
+        }
+        let _ = writeln!(s, ": {}", parts.join(", "));
+    }
+    if intervals.len() > limit {
+        let _ = writeln!(
+            s,
+            "... and {} more (--limit, --json)",
+            intervals.len() - limit
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +237,35 @@ mod tests {
         assert!(parse_when("yesterday").unwrap_err().contains("3h ago"));
         assert!(parse_when("3 parsecs ago").is_err());
         assert_eq!(utc(1_796_613_125_000), "2026-12-07T03:12:05Z");
+    }
+
+    #[test]
+    fn the_summary_says_when_where_and_how_bad_worst_first_within_its_limit() {
+        let i =
+            |from_ms: u64, handle: &str, wait: Option<f64>, drops: u64| tcmon_record::Interval {
+                from_ms,
+                to_ms: from_ms + 42_000,
+                device: "r1".into(),
+                object: "class",
+                handle: handle.parse().unwrap(),
+                kind: "htb".into(),
+                max_backlog_bytes: 1_400_000,
+                max_backlog_packets: 930,
+                max_wait_ms: wait,
+                drops,
+                max_measured_p99_ms: None,
+            };
+        let all = [
+            i(1_796_613_125_000, "1:10", Some(5_700.0), 340),
+            i(1_796_613_225_000, "1:11", None, 0),
+        ];
+        let names = tcmon_names::Names::default();
+        let text = summary_text(&all, 1_796_613_000_000, 1_796_616_600_000, 100.0, 1, &names);
+        expect_test::expect![["
+            2026-12-07T03:10:00Z to 2026-12-07T04:10:00Z: 2 intervals stood out (a backlog of 100 ms or more at the rate it drained, drops, or measured waits that long)
+            2026-12-07 03:12:05-03:12:47 (43 s) r1 1:10 (htb class): backlog up to 1.4 MB (930 packets, ~5.7 s), 340 drops
+            ... and 1 more (--limit, --json)
+        "]]
+        .assert_eq(&text);
     }
 }

@@ -43,6 +43,9 @@ _tcmon() {
             tcmon,record)
                 cmd="tcmon__subcmd__record"
                 ;;
+            tcmon,replay)
+                cmd="tcmon__subcmd__replay"
+                ;;
             tcmon,serve)
                 cmd="tcmon__subcmd__serve"
                 ;;
@@ -75,6 +78,9 @@ _tcmon() {
                 ;;
             tcmon__subcmd__help,record)
                 cmd="tcmon__subcmd__help__subcmd__record"
+                ;;
+            tcmon__subcmd__help,replay)
+                cmd="tcmon__subcmd__help__subcmd__replay"
                 ;;
             tcmon__subcmd__help,serve)
                 cmd="tcmon__subcmd__help__subcmd__serve"
@@ -122,7 +128,7 @@ _tcmon() {
 
     case "${cmd}" in
         tcmon)
-            opts="-v -h -V --dev --netns --config --no-bpf --verbose --interval --help --version dump check probe classify sink serve record lab completions man help"
+            opts="-v -h -V --dev --netns --config --no-bpf --verbose --interval --help --version dump check probe classify sink serve record replay lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -393,7 +399,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__help)
-            opts="dump check probe classify sink serve record lab completions man help"
+            opts="dump check probe classify sink serve record replay lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -561,6 +567,20 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__help__subcmd__record)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tcmon__subcmd__help__subcmd__replay)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -945,6 +965,55 @@ _tcmon() {
                     return 0
                     ;;
                 --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dev)
+                    COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tcmon__subcmd__replay)
+            opts="-v -h --from --to --json --limit --dev --netns --config --no-bpf --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

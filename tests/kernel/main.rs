@@ -18,6 +18,7 @@ mod managers_libreqos;
 mod names;
 mod owners;
 mod probe_lab;
+mod record;
 mod serve;
 mod serve_prometheus;
 mod sojourn;

@@ -15,9 +15,11 @@ pub mod leaves;
 mod objects;
 mod reader;
 mod shards;
+mod summary;
 mod writer;
 
 pub use error::Error;
 pub use format::FrameKind;
-pub use reader::{Cursor, Entry, Recording};
+pub use reader::{Cursor, Entry, ObjectAt, Recording};
+pub use summary::{summarize, Interval, Thresholds};
 pub use writer::{Counters, Options, Recorder};

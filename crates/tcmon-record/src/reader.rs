@@ -51,7 +51,27 @@ pub struct Cursor {
     generation: u64,
     objects: Vec<ObjectState>,
     dirty: Vec<usize>,
+    /// The objects the last frame changed; `None` after a keyframe (any of them may have).
+    changed: Option<Vec<usize>>,
     shard: PathBuf,
+}
+
+/// One qdisc or class of a [`Cursor`]'s snapshot.
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectAt<'a> {
+    pub interface: &'a tcmon_core::model::Interface,
+    pub qdisc: Option<&'a Qdisc>,
+    pub class: Option<&'a Class>,
+}
+
+impl ObjectAt<'_> {
+    pub fn stats(&self) -> &Stats {
+        match (self.qdisc, self.class) {
+            (Some(q), _) => &q.stats,
+            (_, Some(c)) => &c.stats,
+            _ => unreachable!("an object is a qdisc or a class"),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -103,6 +123,37 @@ impl Cursor {
             }
         }
         Ok(&self.snapshot)
+    }
+
+    /// The objects (by [`Cursor::object`] index) whose numbers the last frame changed, or
+    /// `None` after a keyframe, when any of them may have: a walk that follows counters need
+    /// look at these only.
+    pub fn changed(&self) -> Option<&[usize]> {
+        self.changed.as_deref()
+    }
+
+    /// How many qdiscs and classes the snapshot has.
+    pub fn objects(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Object `ix`, in the order interface by interface, qdiscs then classes.
+    pub fn object(&self, ix: usize) -> Option<ObjectAt<'_>> {
+        let (i, class, at) = self.objects.get(ix)?.at;
+        let interface = &self.snapshot.interfaces[i];
+        Some(if class {
+            ObjectAt {
+                interface,
+                qdisc: None,
+                class: Some(&interface.classes[at]),
+            }
+        } else {
+            ObjectAt {
+                interface,
+                qdisc: Some(&interface.qdiscs[at]),
+                class: None,
+            }
+        })
     }
 
     /// What the recorder was given beside the snapshot with the last keyframe (link facts).
@@ -161,6 +212,7 @@ impl Cursor {
             generation: k.config_generation,
             objects,
             dirty: Vec::new(),
+            changed: None,
             shard: shard.to_owned(),
         })
     }
@@ -207,6 +259,8 @@ impl Cursor {
             Some(serde_json::from_slice(json).map_err(|e| bad(&format!("sojourn: {e}")))?)
         };
         let changed = v(&mut at)?;
+        let mut touched = self.changed.take().unwrap_or_default();
+        touched.clear();
         let mut index = 0usize;
         let mut first = true;
         let mut numbered: Vec<(usize, usize)> = Vec::new();
@@ -218,6 +272,7 @@ impl Cursor {
             if index >= self.objects.len() {
                 return Err(bad("an object past the tree's"));
             }
+            touched.push(index);
             match v(&mut at)? {
                 0 => {
                     let len = usize::try_from(v(&mut at)?).map_err(|_| bad("count"))?;
@@ -281,6 +336,7 @@ impl Cursor {
                 self.dirty.push(ix);
             }
         }
+        self.changed = Some(touched);
         Ok(())
     }
 }

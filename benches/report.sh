@@ -33,6 +33,7 @@ BENCHES=(
   "check_libreqos|check_libreqos.sh|10000 4"
   "check_libreqos_u32|check_libreqos.sh|10000 4 u32"
   "prometheus_scale|prometheus_scale.sh|50000 4"
+  "record|record.sh|10000 1000 60 2 610"
 )
 
 # The table: every line of a raw output that states a ratio ("1.23x") or a target, as a row.

@@ -384,6 +384,14 @@ struct ReplaySummaryArgs {
     /// Print at most this many intervals (the worst), and how many more there were.
     #[arg(long, value_name = "N", default_value = "20", value_parser = at_least_one)]
     limit: u64,
+    /// Instead of the intervals: the recorded counters and backlog of every qdisc and class as
+    /// OpenMetrics with their times, in the families and labels of `serve`'s /metrics (its
+    /// `[serve] metrics` groups), for `promtool tsdb create-blocks-from openmetrics`.
+    #[arg(long, conflicts_with = "json")]
+    openmetrics: bool,
+    /// With --openmetrics: a sample every this long (Prometheus's scrape interval).
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, default_value = "15s", requires = "openmetrics")]
+    step: Duration,
 }
 
 #[derive(Debug, Args)]

@@ -127,6 +127,9 @@ pub(crate) fn summary(args: &ReplaySummaryArgs) -> Result<ExitCode> {
         .with_context(|| format!("read the recording in {}", args.dir.display()))?;
     let (first, last) = rec.span()?;
     let (from, to) = (args.from.unwrap_or(first), args.to.unwrap_or(last));
+    if args.openmetrics {
+        return openmetrics(&rec, from, to, args.step, cfg.serve.groups());
+    }
     let t = tcmon_record::Thresholds {
         wait_ms: cfg.check.queue_delay_warning_ms,
     };
@@ -150,6 +153,42 @@ pub(crate) fn summary(args: &ReplaySummaryArgs) -> Result<ExitCode> {
         loader.names(),
     );
     out.write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--openmetrics`: a sample every `step` from `from` to `to`, for Prometheus's backfill.
+fn openmetrics(
+    rec: &tcmon_record::Recording,
+    from: u64,
+    to: u64,
+    step: Duration,
+    groups: tcmon_export::Groups,
+) -> Result<ExitCode> {
+    // each family spooled until the end ($TMPDIR): as much as the output
+    let dir = std::env::temp_dir();
+    let mut bf = tcmon_export::Backfill::new(groups, &dir)
+        .with_context(|| format!("spool the families in {}", dir.display()))?;
+    let step_ms = u64::try_from(step.as_millis()).unwrap_or(u64::MAX).max(1);
+    let mut next = from;
+    let mut failed = None;
+    rec.walk(from, to, |ts, c| {
+        if ts >= next {
+            // the first frame at or after each step's time
+            next = ts - (ts - from) % step_ms + step_ms;
+            if let Err(e) = bf.add(c.snapshot()) {
+                failed = Some(e);
+                return Ok(std::ops::ControlFlow::Break(()));
+            }
+        }
+        Ok(std::ops::ControlFlow::Continue(()))
+    })?;
+    if let Some(e) = failed {
+        return Err(anyhow::Error::new(e).context("spool the families"));
+    }
+    let stdout = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout);
+    bf.finish(&mut out)?;
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 

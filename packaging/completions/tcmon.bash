@@ -999,7 +999,7 @@ _tcmon() {
             return 0
             ;;
         tcmon__subcmd__replay)
-            opts="-v -h --from --to --json --limit --dev --netns --config --no-bpf --verbose --help"
+            opts="-v -h --from --to --json --limit --openmetrics --step --dev --netns --config --no-bpf --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1014,6 +1014,10 @@ _tcmon() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --step)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -157,10 +157,12 @@ complete -c tcmon -n "__fish_tcmon_using_subcommand record" -s h -l help -d 'Pri
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l from -d 'From this moment (`2026-12-07 03:00:00` UTC, `3h ago`); default: the first recorded' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l to -d 'Up to this moment; default: the last recorded' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l limit -d 'Print at most this many intervals (the worst), and how many more there were' -r
+complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l step -d 'With --openmetrics: a sample every this long (Prometheus\'s scrape interval)' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l dev -d 'Only this interface (repeatable; classify: the one the packet takes). Default: all' -r -f -a "(__fish_print_interfaces)"
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l json -d 'The intervals as JSON: `{"from_ms", "to_ms", "intervals": [...]}`, all of them'
+complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l openmetrics -d 'Instead of the intervals: the recorded counters and backlog of every qdisc and class as OpenMetrics with their times, in the families and labels of `serve`\'s /metrics (its `[serve] metrics` groups), for `promtool tsdb create-blocks-from openmetrics`'
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_using_subcommand replay" -s h -l help -d 'Print help'

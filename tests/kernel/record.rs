@@ -228,3 +228,121 @@ fn a_queue_built_at_a_known_second_is_in_the_recording_after_a_kill_9() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A recording exported for Prometheus's backfill: promtool makes blocks of it, a real
+/// Prometheus serves them, and the rate of a class's bytes it computes over the recorded
+/// seconds is the rate the recording's own counters give.
+#[test]
+fn a_recording_backfills_prometheus_with_the_rates_it_recorded() {
+    if skip_unless_root("a_recording_backfills_prometheus_with_the_rates_it_recorded") {
+        return;
+    }
+    let pair = Pair::create("recprom").unwrap();
+    pair.tc_a("qdisc add root handle 1: htb default 10")
+        .unwrap();
+    pair.tc_a("class add parent 1: classid 1:10 htb rate 20mbit ceil 20mbit")
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("tcmon-record-prom-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dir_s = dir.to_str().unwrap().to_owned();
+    let ns = pair.a.name.clone();
+    let dst: std::net::SocketAddr = format!("{}:9", Pair::ADDR_B).parse().unwrap();
+    // 2 Mbit/s of UDP: well under the class's rate, so all of it is sent
+    let load = tcmon_lab::UdpLoad::start(&ns, dst, 1000, 250_000).unwrap();
+    let rec = Kill(
+        Command::new(env!("CARGO_BIN_EXE_tcmon"))
+            .args([
+                "record",
+                "--netns",
+                &ns,
+                "--dir",
+                &dir_s,
+                "--interval",
+                "500ms",
+                "--no-bpf",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_secs(14));
+    drop(rec);
+    drop(load);
+
+    let o = common::tcmon(&["replay", &dir_s, "--openmetrics", "--step", "1s"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let om = String::from_utf8(o.stdout).unwrap();
+    assert!(om.ends_with("# EOF\n"));
+    assert!(
+        om.contains("# TYPE tcmon_class_bytes counter\n"),
+        "{}",
+        &om[..om.len().min(2000)]
+    );
+    // each family once, whole
+    assert_eq!(om.matches("# TYPE tcmon_class_bytes counter").count(), 1);
+    let file = dir.join("backfill.om");
+    std::fs::write(&file, &om).unwrap();
+
+    // the recording's own rate over the 8 s that end 2 s before its last second
+    let last = common::dump_json(&["--replay", &dir_s])["timestamp_ms"]
+        .as_u64()
+        .unwrap();
+    let end_ms = (last - 2_000) / 1000 * 1000;
+    let bytes_at = |ms: u64| {
+        let d = common::dump_json(&["--replay", &dir_s, "--at", &utc(ms), "--dev", &pair.dev_a]);
+        let c = d["interfaces"][0]["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["handle"] == "1:10")
+            .unwrap()
+            .clone();
+        (
+            c["stats"]["bytes"].as_u64().unwrap(),
+            d["timestamp_ms"].as_u64().unwrap(),
+        )
+    };
+    let ((b1, t1), (b0, t0)) = (bytes_at(end_ms), bytes_at(end_ms - 8_000));
+    let recorded = (b1 - b0) as f64 / ((t1 - t0) as f64 / 1e3);
+    assert!(recorded > 150_000.0, "the load's 250 kB/s: {recorded}");
+
+    let blocks = {
+        let p = file.clone();
+        move |data: &std::path::Path| {
+            let o = Command::new("promtool")
+                .args(["tsdb", "create-blocks-from", "openmetrics"])
+                .arg(&p)
+                .arg(data)
+                .output()
+                .expect("promtool (Debian package prometheus; .ci/run installs it)");
+            assert!(
+                o.status.success(),
+                "promtool: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    };
+    // nothing to scrape: a port nobody listens on
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let prom = crate::serve_prometheus::Prometheus::start_with(nobody, blocks);
+    let q = format!(
+        "rate(tcmon_class_bytes_total{{netns=\"{ns}\",device=\"{}\",handle=\"1:10\"}}[8s])",
+        pair.dev_a
+    );
+    let r = prom.query_at(&q, Some(end_ms as f64 / 1e3));
+    assert_eq!(r.len(), 1, "{q}: {r:?}");
+    let theirs: f64 = r[0]["value"][1].as_str().unwrap().parse().unwrap();
+    eprintln!(
+        "FIGURES backfill: Prometheus rate {theirs:.0} B/s, the recording's {recorded:.0} B/s"
+    );
+    // rate() extrapolates its window's first and last samples to its edges: a few percent
+    assert!(
+        (theirs / recorded - 1.0).abs() < 0.15,
+        "Prometheus {theirs:.0} B/s, the recording {recorded:.0} B/s"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

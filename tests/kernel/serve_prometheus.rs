@@ -11,7 +11,7 @@ use common::server::{get, Served, TempFile};
 use tcmon_lab::{skip_unless_root, Pair, UdpLoad};
 
 /// A Prometheus server on a free loopback port with its own data directory, stopped on drop.
-struct Prometheus {
+pub(crate) struct Prometheus {
     child: Child,
     addr: SocketAddr,
     dir: std::path::PathBuf,
@@ -19,12 +19,23 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(target: SocketAddr) -> Prometheus {
+        Prometheus::start_with(target, |_| {})
+    }
+
+    /// Started on a data directory that `seed` fills first (backfilled blocks).
+    pub(crate) fn start_with(
+        target: SocketAddr,
+        seed: impl FnOnce(&std::path::Path),
+    ) -> Prometheus {
+        // one data directory per server: tests run side by side
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         // A port the kernel just handed out and took back: free unless something races us.
         let addr = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap();
-        let dir = std::env::temp_dir().join(format!("tcmon-prometheus-{}", std::process::id()));
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("tcmon-prometheus-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let config = dir.join("prometheus.yml");
@@ -36,6 +47,8 @@ impl Prometheus {
             ),
         )
         .unwrap();
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        seed(&dir.join("data"));
         let child = Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
@@ -64,9 +77,15 @@ impl Prometheus {
 
     /// One instant query; the JSON `data.result` array.
     fn query(&self, promql: &str) -> Vec<serde_json::Value> {
+        self.query_at(promql, None)
+    }
+
+    /// One instant query at `time` (Unix seconds; `None`: now).
+    pub(crate) fn query_at(&self, promql: &str, time: Option<f64>) -> Vec<serde_json::Value> {
+        let at = time.map_or_else(String::new, |t| format!("&time={t:.3}"));
         let r = get(
             self.addr,
-            &format!("/api/v1/query?query={}", urlencode(promql)),
+            &format!("/api/v1/query?query={}{at}", urlencode(promql)),
             &[],
         );
         assert_eq!(r.status, 200, "{promql}: {}", r.body);

@@ -320,6 +320,11 @@ fn suffix(f: &Family) -> &'static str {
     }
 }
 
+/// One sample line of `f`: `name` `suffix` `{labels}` `value`.
+pub(crate) fn line_of(o: &mut Vec<u8>, f: &Family, labels: &str, v: Value) {
+    line(o, f.name, suffix(f), labels, "", v);
+}
+
 /// One sample line: `name` `suffix` `{labels,extra}` `value`.
 fn line(o: &mut Vec<u8>, name: &str, suffix: &str, labels: &str, extra: &str, v: Value) {
     o.extend_from_slice(name.as_bytes());

@@ -9,6 +9,7 @@
 //! The measured queueing delay (`Snapshot::sojourn`) is a histogram per object that carried
 //! measured packets, and none for the others.
 
+mod backfill;
 mod encode;
 mod gzip;
 mod negotiate;
@@ -29,6 +30,7 @@ use tcmon_core::Snapshot;
 use tcmon_diag::Findings;
 use tcmon_probe_model::TargetStatus;
 
+pub use backfill::Backfill;
 use encode::{escape_into, label, le, Encoder, Family, Type, Value};
 pub use negotiate::Format;
 

@@ -125,9 +125,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
     let Sampled {
         before,
         now,
-        links,
-        htb_hysteresis,
-        fq_codel_available,
+        context,
     } = match &args.replay.replay {
         Some(dir) => replayed(dir, args)?,
         None => sampled(args, &cfg)?,
@@ -140,9 +138,9 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
         snapshot: &now,
         before: Some(&before),
         rates: Some(&rates),
-        links: &links,
-        htb_hysteresis,
-        fq_codel_available,
+        links: &context.links,
+        htb_hysteresis: context.htb_hysteresis,
+        fq_codel_available: context.fq_codel_available,
         owners: &owners,
     };
     let findings_then = diagnose(&facts, &cfg.check);
@@ -162,9 +160,7 @@ fn diagnose_now(args: &CheckArgs) -> Result<ExitCode> {
 struct Sampled {
     before: tcmon_core::Snapshot,
     now: tcmon_core::Snapshot,
-    links: std::collections::BTreeMap<String, tcmon_diag::LinkFacts>,
-    htb_hysteresis: Option<bool>,
-    fq_codel_available: Option<bool>,
+    context: tcmon_diag::Context,
 }
 
 /// The window that ends at `--at` in a recording.
@@ -183,9 +179,7 @@ fn replayed(dir: &std::path::Path, args: &CheckArgs) -> Result<Sampled> {
     Ok(Sampled {
         before: before.snapshot,
         now: now.snapshot,
-        links: now.context.links,
-        htb_hysteresis: now.context.htb_hysteresis,
-        fq_codel_available: now.context.fq_codel_available,
+        context: now.context,
     })
 }
 
@@ -224,9 +218,11 @@ fn sampled(args: &CheckArgs, cfg: &config::Config) -> Result<Sampled> {
     Ok(Sampled {
         before,
         now,
-        links,
-        htb_hysteresis: facts::htb_hysteresis(),
-        fq_codel_available: facts::fq_codel_available(),
+        context: tcmon_diag::Context {
+            links,
+            htb_hysteresis: facts::htb_hysteresis(),
+            fq_codel_available: facts::fq_codel_available(),
+        },
     })
 }
 

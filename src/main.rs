@@ -85,6 +85,14 @@ struct Cli {
     /// `[agent] interval`, 1s.
     #[arg(long, value_name = "DUR", value_parser = poll_interval)]
     interval: Option<Duration>,
+    /// The terminal UI over a recording (the flight recorder's directory) instead of the
+    /// kernel: the same screens at a recorded second, moved with [ ] { } n N.
+    #[arg(long = "replay", value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with = "interval")]
+    ui_replay: Option<PathBuf>,
+    /// With --replay: the second to start at (`2026-12-07 03:12:05` UTC, `3h ago`); default:
+    /// the last recorded.
+    #[arg(long = "at", value_name = "TIME", requires = "ui_replay", value_parser = replay::parse_when)]
+    ui_at: Option<u64>,
 }
 
 /// The terminal UI's options (`tcmon` without a command).
@@ -92,6 +100,8 @@ struct Cli {
 struct UiArgs {
     target: Target,
     interval: Option<Duration>,
+    /// A recording to show instead of the kernel, and the second to start at.
+    replay: Option<(PathBuf, Option<u64>)>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -222,6 +232,12 @@ fn refuse_misplaced(cli: &Cli) -> Result<(), String> {
         return Err(format!(
             "--interval before a command is the terminal UI's; give it after the command \
              (`tcmon {name} --interval ...`) where {name} has one"
+        ));
+    }
+    if cli.ui_replay.is_some() {
+        return Err(format!(
+            "--replay before a command is the terminal UI's; give it after the command \
+             (`tcmon {name} --replay DIR`) where {name} has one"
         ));
     }
     if !cmd.reads_tc_state() {
@@ -698,6 +714,7 @@ fn main() -> ExitCode {
         None => tui::run(UiArgs {
             target: cli.shared,
             interval: cli.interval,
+            replay: cli.ui_replay.map(|d| (d, cli.ui_at)),
         }),
         Some(Command::Dump(args)) => dump::run(&args),
         Some(Command::Check(args)) => return check::run(&args),

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::{config, UiArgs};
 
@@ -23,15 +23,26 @@ pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
         return Err(UsageError(tcmon_tui::Error::NotATerminal.to_string()).into());
     }
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let run_opts = tcmon_tui::RunOptions {
+        host: hostname(),
+        color,
+    };
+    if let Some((dir, at)) = args.replay {
+        let replay = tcmon_agent::replay::Replay::open(
+            &dir,
+            at,
+            cfg.check.clone(),
+            opts.devices.clone(),
+            opts.names.clone(),
+        )
+        .with_context(|| format!("read the recording in {}", dir.display()))?;
+        let stopped_by = tcmon_tui::run_replay(replay, run_opts)
+            .map_err(|e| anyhow::Error::new(e).context("terminal UI"))?;
+        return Ok(exit_status(stopped_by));
+    }
     // The agent starts inside: the screen is drawn before its first poll, which can wait a
     // minute for the kernel's tc lock.
-    let stopped_by = match tcmon_tui::run(
-        opts,
-        tcmon_tui::RunOptions {
-            host: hostname(),
-            color,
-        },
-    ) {
+    let stopped_by = match tcmon_tui::run(opts, run_opts) {
         Ok(s) => s,
         // The collector's error keeps its type, so a bad --dev/--netns is a usage error.
         Err(tcmon_tui::Error::Start {
@@ -41,10 +52,14 @@ pub(crate) fn run(args: UiArgs) -> Result<ExitCode> {
         Err(tcmon_tui::Error::Start { source, .. }) => return Err(source.into()),
         Err(e) => return Err(anyhow::Error::new(e).context("terminal UI")),
     };
-    // Killed by a signal: the status a shell gives that signal, though the terminal was restored.
-    Ok(stopped_by.map_or(ExitCode::SUCCESS, |sig| {
+    Ok(exit_status(stopped_by))
+}
+
+/// Killed by a signal: the status a shell gives that signal, though the terminal was restored.
+fn exit_status(stopped_by: Option<i32>) -> ExitCode {
+    stopped_by.map_or(ExitCode::SUCCESS, |sig| {
         ExitCode::from(128u8.saturating_add(sig as u8))
-    }))
+    })
 }
 
 fn hostname() -> String {

@@ -128,7 +128,7 @@ _tcmon() {
 
     case "${cmd}" in
         tcmon)
-            opts="-v -h -V --dev --netns --config --no-bpf --verbose --interval --help --version dump check probe classify sink serve record replay lab completions man help"
+            opts="-v -h -V --dev --netns --config --no-bpf --verbose --interval --replay --at --help --version dump check probe classify sink serve record replay lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -158,6 +158,17 @@ _tcmon() {
                     return 0
                     ;;
                 --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replay)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --at)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_tcmon_global_optspecs
-    string join \n dev= netns= config= no-bpf v/verbose interval= h/help V/version
+    string join \n dev= netns= config= no-bpf v/verbose interval= replay= at= h/help V/version
 end
 
 function __fish_tcmon_needs_command
@@ -28,6 +28,8 @@ complete -c tcmon -n "__fish_tcmon_needs_command" -l dev -d 'Only this interface
 complete -c tcmon -n "__fish_tcmon_needs_command" -l netns -d 'Read the named network namespace (/run/netns/NAME) instead of the current one' -r
 complete -c tcmon -n "__fish_tcmon_needs_command" -l config -d 'Config file (default: none; see config.toml for every key and its default)' -r -F
 complete -c tcmon -n "__fish_tcmon_needs_command" -l interval -d 'The terminal UI\'s: poll this often (e.g. 500ms, 2s; at least 100ms). Default: `[agent] interval`, 1s' -r
+complete -c tcmon -n "__fish_tcmon_needs_command" -l replay -d 'The terminal UI over a recording (the flight recorder\'s directory) instead of the kernel: the same screens at a recorded second, moved with [ ] { } n N' -r -f -a "(__fish_complete_directories)"
+complete -c tcmon -n "__fish_tcmon_needs_command" -l at -d 'With --replay: the second to start at (`2026-12-07 03:12:05` UTC, `3h ago`); default: the last recorded' -r
 complete -c tcmon -n "__fish_tcmon_needs_command" -l no-bpf -d 'Do not measure the queueing delay of real packets with eBPF (`[sojourn] enabled`)'
 complete -c tcmon -n "__fish_tcmon_needs_command" -s v -l verbose -d 'More detail (check: every object of a finding and every command of its fix, not the worst three and the first three)'
 complete -c tcmon -n "__fish_tcmon_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -204,6 +204,44 @@ fn a_queue_built_at_a_known_second_is_in_the_recording_after_a_kill_9() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("backlog up to "), "{line}");
 
+    // the UI over the recording: an idle second before the burst, a second later, then the
+    // next moment that stood out, the burst's
+    let tmux = crate::tui_tmux::Tmux::start("replay", 100, 30);
+    tmux.type_line(&format!(
+        "{} --replay {dir_s} --at '{}'",
+        env!("CARGO_BIN_EXE_tcmon"),
+        utc(idle_at - 1_500)
+    ));
+    let shown = |s: &str| {
+        s.lines()
+            .next()
+            .and_then(|l| l.split("REPLAY ").nth(1))
+            .map(|t| t.chars().take(19).collect::<String>())
+    };
+    // the header's form of a time: `2026-12-07 03:12:05`
+    let second = |ms: u64| utc(ms)[..19].replace('T', " ");
+    let s = tmux.wait_for("the replayed second", Duration::from_secs(15), |s| {
+        shown(s).is_some()
+    });
+    let first = shown(&s).unwrap();
+    assert!(
+        first <= second(idle_at),
+        "{first} for --at {}",
+        second(idle_at)
+    );
+    tmux.send(&["]"]);
+    let s = tmux.wait_for("a second later", Duration::from_secs(15), |s| {
+        shown(s).is_some_and(|t| t > first)
+    });
+    let later = shown(&s).unwrap();
+    tmux.send(&["n"]);
+    let s = tmux.wait_for("the burst", Duration::from_secs(15), |s| {
+        shown(s).is_some_and(|t| t > later)
+    });
+    assert_eq!(shown(&s).unwrap(), second(from), "{s}");
+    tmux.send(&["q"]);
+
+    // the check of a recorded idle window finds what the live check found
     let o = common::tcmon(&[
         "check",
         "--replay",

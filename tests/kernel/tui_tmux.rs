@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use tcmon_lab::{skip_unless_root, Pair, UdpLoad};
 
 /// A tmux server of its own (own socket, no user config), killed on drop.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn start(tag: &str, width: u16, height: u16) -> Tmux {
+    pub(crate) fn start(tag: &str, width: u16, height: u16) -> Tmux {
         let t = Tmux {
             socket: format!("tcmon-test-{tag}-{}", std::process::id()),
         };
@@ -45,13 +45,13 @@ impl Tmux {
             .expect("run tmux (Debian package tmux; .ci/run installs it)")
     }
 
-    fn send(&self, keys: &[&str]) {
+    pub(crate) fn send(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "t"];
         args.extend_from_slice(keys);
         assert!(self.run(&args).status.success());
     }
 
-    fn type_line(&self, line: &str) {
+    pub(crate) fn type_line(&self, line: &str) {
         let o = self.run(&["send-keys", "-t", "t", "-l", line]);
         assert!(o.status.success());
         self.send(&["Enter"]);
@@ -72,7 +72,12 @@ impl Tmux {
     }
 
     /// Waits until `ok` holds for the screen, or fails with the last screen.
-    fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(
+        &self,
+        what: &str,
+        timeout: Duration,
+        ok: impl Fn(&str) -> bool,
+    ) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();

@@ -7,6 +7,7 @@
 
 pub mod facts;
 mod history;
+pub mod replay;
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -109,6 +110,8 @@ pub struct State {
     pub record: Option<tcmon_record::Counters>,
     /// Why the last poll could not be recorded; `None` once one is again.
     pub record_error: Option<String>,
+    /// Read back from a recording (`tcmon --replay`): which second, of what span.
+    pub replay: Option<replay::ReplayClock>,
 }
 
 /// Wall time of each step of the last good poll, in nanoseconds: what `hz` and the figures of
@@ -133,6 +136,33 @@ pub struct Steps {
 }
 
 impl State {
+    /// Nothing read yet: an empty snapshot, no findings.
+    pub fn empty() -> State {
+        State {
+            snapshot: Arc::new(Snapshot::new(Instant::now(), 0)),
+            rates: None,
+            findings: Findings::default(),
+            status: Status::Ok,
+            probes: Arc::default(),
+            probe_names: Arc::default(),
+            polls_total: 0,
+            poll_errors_total: 0,
+            last_error: None,
+            changed_while_read_total: 0,
+            interval: Duration::from_secs(1),
+            stretched: None,
+            overruns_total: 0,
+            paused: false,
+            steps: Steps::default(),
+            default_route: None,
+            names: Arc::default(),
+            owners: Arc::default(),
+            record: None,
+            record_error: None,
+            replay: None,
+        }
+    }
+
     /// The time from one poll's start to the next: the interval, or longer while stretched.
     pub fn effective_interval(&self) -> Duration {
         self.stretched.unwrap_or(self.interval)
@@ -630,6 +660,7 @@ impl Poller {
             owners,
             record,
             record_error,
+            replay: None,
         }
     }
 

@@ -22,6 +22,8 @@ pub enum Action {
     Quit,
     Pause(bool),
     Interval(Duration),
+    /// Replaying a recording: move through it.
+    Seek(tcmon_agent::replay::Seek),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,6 +332,22 @@ impl App {
         p
     }
 
+    /// A replay's move for `c`; nothing when the screen is live.
+    fn seek(&self, c: Command) -> Action {
+        use tcmon_agent::replay::Seek;
+        if self.state().replay.is_none() {
+            return Action::None;
+        }
+        Action::Seek(match c {
+            Command::SecondBack => Seek::By(-1_000),
+            Command::SecondForward => Seek::By(1_000),
+            Command::MinuteBack => Seek::By(-60_000),
+            Command::MinuteForward => Seek::By(60_000),
+            Command::PrevEvent => Seek::PrevEvent,
+            _ => Seek::NextEvent,
+        })
+    }
+
     pub fn on_key(&mut self, k: KeyEvent) -> Action {
         if k.kind == KeyEventKind::Release {
             return Action::None;
@@ -343,7 +361,12 @@ impl App {
         } else {
             Context::Main
         };
-        let Some(binding) = keys::binding(context, &k) else {
+        let replaying = self.state().replay.is_some() && !self.editing_filter && !self.help;
+        let Some(binding) = keys::binding(context, &k).or_else(|| {
+            replaying
+                .then(|| keys::binding(Context::Replay, &k))
+                .flatten()
+        }) else {
             return Action::None;
         };
         // While typing, keys held with Alt or Ctrl do nothing but those that work everywhere:
@@ -381,6 +404,12 @@ impl App {
             Command::Slower => return self.step_interval(1),
             Command::Faster => return self.step_interval(-1),
             Command::Help => self.help = true,
+            Command::SecondBack
+            | Command::SecondForward
+            | Command::MinuteBack
+            | Command::MinuteForward
+            | Command::PrevEvent
+            | Command::NextEvent => return self.seek(binding.command),
             // Any key closes the help and does nothing else, q and Esc too: a quit key
             // pressed to leave the help must not leave tcmon (Ctrl-C still does).
             Command::CloseHelp => self.help = false,

@@ -29,6 +29,15 @@ pub enum Command {
     Faster,
     Help,
     Quit,
+    /// Replaying a recording: a second back / forward.
+    SecondBack,
+    SecondForward,
+    /// Replaying: a minute back / forward.
+    MinuteBack,
+    MinuteForward,
+    /// Replaying: to the previous / next moment that stood out (`tcmon replay`'s intervals).
+    PrevEvent,
+    NextEvent,
     /// With a filter kept: clear it (the tree shows whole again).
     ClearFilter,
     /// While typing a filter: keep it and stop typing.
@@ -109,21 +118,25 @@ pub enum Context {
     Filter,
     /// While the help overlay is open.
     Help,
+    /// Replaying a recording (`tcmon --replay`): these keys where the tree's and the kept
+    /// filter's have none.
+    Replay,
 }
 
 impl Context {
-    const ALL: [Context; 4] = [
+    const ALL: [Context; 5] = [
         Context::Main,
         Context::Filtered,
         Context::Filter,
         Context::Help,
+        Context::Replay,
     ];
 
     /// Where keys not bound here are looked up next.
     fn fallback(self) -> Option<Context> {
         match self {
             Context::Filtered => Some(Context::Main),
-            Context::Main | Context::Filter | Context::Help => None,
+            Context::Main | Context::Filter | Context::Help | Context::Replay => None,
         }
     }
 
@@ -137,6 +150,9 @@ impl Context {
                 "While typing a filter (after `/`; keys held with Alt or Ctrl do nothing)"
             }
             Context::Help => "While the help is open (after `?`)",
+            Context::Replay => {
+                "Replaying a recording (`tcmon --replay DIR`; the other keys as in the tree)"
+            }
         }
     }
 }
@@ -277,6 +293,23 @@ pub const KEYS: &[Entry] = &[
         footer: Some((9, "+/- interval")),
     },
     Entry {
+        context: Context::Replay,
+        keys: &[
+            &[ch('[', C::SecondBack), ch(']', C::SecondForward)],
+            &[ch('{', C::MinuteBack), ch('}', C::MinuteForward)],
+        ],
+        also: &[],
+        help: "a second / a minute back, forward",
+        footer: None,
+    },
+    Entry {
+        context: Context::Replay,
+        keys: &[&[ch('N', C::PrevEvent), ch('n', C::NextEvent)]],
+        also: &[],
+        help: "previous / next moment a queue stood out (backlog, drops, delay)",
+        footer: None,
+    },
+    Entry {
         context: Context::Main,
         keys: &[&[ch('?', C::Help)]],
         also: &[],
@@ -383,10 +416,11 @@ pub fn command(context: Context, k: &KeyEvent) -> Option<Command> {
     binding(context, k).map(|b| b.command)
 }
 
-/// The help overlay's lines: the main context's keys and what they do.
-pub fn overlay() -> impl Iterator<Item = (String, &'static str)> {
+/// The help overlay's lines: the main context's keys and what they do, and the replay's
+/// while `replaying`.
+pub fn overlay(replaying: bool) -> impl Iterator<Item = (String, &'static str)> {
     KEYS.iter()
-        .filter(|e| e.context == Context::Main)
+        .filter(move |e| e.context == Context::Main || (replaying && e.context == Context::Replay))
         .map(|e| (e.label(), e.help))
 }
 

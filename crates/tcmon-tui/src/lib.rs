@@ -15,5 +15,5 @@ pub mod test_support;
 pub mod view;
 
 pub use app::{waiting_key, Action, App, FrameInfo, Pane, Row, SortKey};
-pub use term::{is_terminal, run, Error, RunOptions, TerminalGuard};
+pub use term::{is_terminal, run, run_replay, Error, RunOptions, TerminalGuard};
 pub use view::{draw, draw_waiting, Waiting};

@@ -85,7 +85,8 @@ pub fn run(agent_opts: AgentOptions, opts: RunOptions) -> Result<Option<i32>, Er
         Waited::Started(agent) => agent,
         Waited::Stopped(by) => return Ok(by),
     };
-    let stopped = ui_loop(&mut terminal, &agent, opts);
+    let mut agent = agent;
+    let stopped = ui_loop(&mut terminal, &mut agent, opts);
     // Stopped on another thread: dropping joins the poller, which may be in a read stuck
     // behind the kernel's tc lock; quitting must not wait for it.
     let _ = std::thread::Builder::new()
@@ -158,7 +159,70 @@ fn wait_for_agent(
     Ok(Waited::Stopped(Some(STOP.load(Ordering::Relaxed))))
 }
 
-fn ui_loop(terminal: &mut Term, agent: &Agent, opts: RunOptions) -> Result<Option<i32>, Error> {
+/// What the UI shows: the agent's latest poll, or a recording read back.
+trait Source {
+    fn state(&self) -> Arc<tcmon_agent::State>;
+    fn history(&self, key: &tcmon_core::rates::ObjectKey) -> Vec<tcmon_agent::Sample>;
+    fn set_paused(&mut self, paused: bool);
+    fn set_interval(&mut self, d: Duration);
+    fn seek(&mut self, s: tcmon_agent::replay::Seek);
+}
+
+impl Source for Agent {
+    fn state(&self) -> Arc<tcmon_agent::State> {
+        Agent::state(self)
+    }
+    fn history(&self, key: &tcmon_core::rates::ObjectKey) -> Vec<tcmon_agent::Sample> {
+        Agent::history(self, key)
+    }
+    fn set_paused(&mut self, paused: bool) {
+        Agent::set_paused(self, paused);
+    }
+    fn set_interval(&mut self, d: Duration) {
+        Agent::set_interval(self, d);
+    }
+    fn seek(&mut self, _: tcmon_agent::replay::Seek) {}
+}
+
+impl Source for tcmon_agent::replay::Replay {
+    fn state(&self) -> Arc<tcmon_agent::State> {
+        tcmon_agent::replay::Replay::state(self)
+    }
+    // no sparklines over the past
+    fn history(&self, _: &tcmon_core::rates::ObjectKey) -> Vec<tcmon_agent::Sample> {
+        Vec::new()
+    }
+    fn set_paused(&mut self, _: bool) {}
+    fn set_interval(&mut self, _: Duration) {}
+    fn seek(&mut self, s: tcmon_agent::replay::Seek) {
+        // a second that cannot be read keeps the one shown
+        let _ = tcmon_agent::replay::Replay::seek(self, s);
+    }
+}
+
+/// The UI over a recording (`tcmon --replay`), from the second `replay` is at. The terminal
+/// is restored however this returns.
+///
+/// # Errors
+/// No terminal, or drawing failed.
+pub fn run_replay(
+    mut replay: tcmon_agent::replay::Replay,
+    opts: RunOptions,
+) -> Result<Option<i32>, Error> {
+    if !is_terminal() {
+        return Err(Error::NotATerminal);
+    }
+    let _guard = TerminalGuard::enter()?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    terminal.clear()?;
+    ui_loop(&mut terminal, &mut replay, opts)
+}
+
+fn ui_loop(
+    terminal: &mut Term,
+    agent: &mut dyn Source,
+    opts: RunOptions,
+) -> Result<Option<i32>, Error> {
     let mut app = App::new(agent.state(), opts.host, opts.color);
     refresh_history(agent, &mut app);
     let mut dirty = true;
@@ -190,6 +254,7 @@ fn ui_loop(terminal: &mut Term, agent: &Agent, opts: RunOptions) -> Result<Optio
                         Action::Quit => return Ok(None),
                         Action::Pause(p) => agent.set_paused(p),
                         Action::Interval(d) => agent.set_interval(d),
+                        Action::Seek(s) => agent.seek(s),
                         Action::None => {}
                     }
                     if app.selected() != before.as_ref() {
@@ -245,7 +310,7 @@ fn poll(timeout: Duration) -> io::Result<bool> {
     }
 }
 
-fn refresh_history(agent: &Agent, app: &mut App) {
+fn refresh_history(agent: &dyn Source, app: &mut App) {
     app.history = app
         .history_key()
         .map(|k| agent.history(&k))

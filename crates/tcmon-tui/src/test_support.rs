@@ -318,6 +318,7 @@ pub fn state(
         owners: Arc::default(),
         record: None,
         record_error: None,
+        replay: None,
     })
 }
 
@@ -364,6 +365,7 @@ pub fn first_state(snap: Snapshot) -> Arc<State> {
         owners: Arc::default(),
         record: None,
         record_error: None,
+        replay: None,
     })
 }
 

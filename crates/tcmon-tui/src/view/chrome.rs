@@ -16,6 +16,16 @@ pub(super) fn header_line<'a>(app: &App, t: &Theme, width: u16) -> Line<'a> {
     let st = app.state();
     let snap = &st.snapshot;
     let mut spans = vec![Span::styled("tcmon ", Theme::bold())];
+    // a replay says which recorded second it shows before anything else
+    if let Some(c) = st.replay {
+        let t0 = std::time::UNIX_EPOCH + std::time::Duration::from_millis(c.at_ms);
+        let at = humantime::format_rfc3339_seconds(t0).to_string();
+        spans.push(Span::styled(
+            format!("REPLAY {}", at.trim_end_matches('Z').replace('T', " ")),
+            t.warn().add_modifier(Modifier::REVERSED),
+        ));
+        spans.push(Span::raw(" "));
+    }
     if app.paused() {
         spans.push(Span::styled(
             "[PAUSED]",

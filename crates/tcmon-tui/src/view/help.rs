@@ -22,9 +22,9 @@ const LEGEND: &[&str] = &[
     "-: no rate yet (first poll, a new or reset object); blank: noqueue.",
 ];
 
-pub(super) fn help_popup(f: &mut Frame<'_>, t: &Theme, area: Rect) {
+pub(super) fn help_popup(f: &mut Frame<'_>, t: &Theme, area: Rect, replaying: bool) {
     let w = 74.min(area.width);
-    let mut lines: Vec<Line<'_>> = keys::overlay()
+    let mut lines: Vec<Line<'_>> = keys::overlay(replaying)
         .map(|(k, what)| {
             Line::from(vec![
                 Span::styled(format!("{k:<20}"), Theme::bold()),

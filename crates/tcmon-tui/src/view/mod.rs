@@ -133,7 +133,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) -> FrameInfo {
         }
     }
     if app.help() {
-        help_popup(f, &t, area);
+        help_popup(f, &t, area, app.state().replay.is_some());
     }
     info
 }

@@ -605,3 +605,34 @@ fn opens_on_the_uplink_where_nothing_shapes() {
     let a = App::new(Arc::new(st), "h".into(), true);
     assert_eq!(a.interface().unwrap().name, "eth1");
 }
+
+/// The replay's keys move through a recording when one is shown, and do nothing live; with a
+/// filter kept they still work.
+#[test]
+fn replay_keys_seek_only_in_a_replay() {
+    use tcmon_agent::replay::{ReplayClock, Seek};
+    let keys = [ch('['), ch(']'), ch('{'), ch('}'), ch('N'), ch('n')];
+    let mut live = App::new(shaped_state(false), "h".into(), false);
+    assert!(press(&mut live, &keys).iter().all(|a| *a == Action::None));
+    let mut st = (*shaped_state(false)).clone();
+    st.replay = Some(ReplayClock {
+        at_ms: 1_796_613_125_000,
+        first_ms: 1_796_613_000_000,
+        last_ms: 1_796_616_600_000,
+    });
+    let mut replay = App::new(std::sync::Arc::new(st), "h".into(), false);
+    let want = [
+        Action::Seek(Seek::By(-1_000)),
+        Action::Seek(Seek::By(1_000)),
+        Action::Seek(Seek::By(-60_000)),
+        Action::Seek(Seek::By(60_000)),
+        Action::Seek(Seek::PrevEvent),
+        Action::Seek(Seek::NextEvent),
+    ];
+    assert_eq!(press(&mut replay, &keys), want);
+    press(&mut replay, &[ch('/'), ch('1'), key(KeyCode::Enter)]);
+    assert_eq!(
+        press(&mut replay, &[ch(']')]),
+        [Action::Seek(Seek::By(1_000))]
+    );
+}

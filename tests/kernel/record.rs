@@ -97,7 +97,7 @@ fn a_queue_built_at_a_known_second_is_in_the_recording_after_a_kill_9() {
         .spawn()
         .unwrap();
     let mut rec = Kill(rec);
-    std::thread::sleep(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(4));
     // the idle tree, live and recorded
     let idle = common::tcmon(&[
         "check", "--netns", &ns, "--json", "--window", "1s", "--no-bpf",
@@ -205,12 +205,13 @@ fn a_queue_built_at_a_known_second_is_in_the_recording_after_a_kill_9() {
     assert!(line.contains("backlog up to "), "{line}");
 
     // the UI over the recording: an idle second before the burst, a second later, then the
-    // next moment that stood out, the burst's
+    // next moment that stood out, the burst's (the header shows whole seconds: the idle ones
+    // are 2 s and more before the burst, so that each step shows a second of its own)
     let tmux = crate::tui_tmux::Tmux::start("replay", 100, 30);
     tmux.type_line(&format!(
         "{} --replay {dir_s} --at '{}'",
         env!("CARGO_BIN_EXE_tcmon"),
-        utc(idle_at - 1_500)
+        utc(idle_at - 3_000)
     ));
     let shown = |s: &str| {
         s.lines()
